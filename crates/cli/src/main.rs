@@ -1,0 +1,47 @@
+//! The `flashscan` binary: parses the command line and hands each subcommand to its own
+//! module (`cmd_*.rs`). Errors reach the user as one line on stderr and exit code 2 for bad
+//! input (flags, files, data), 1 for failures during a run.
+
+use clap::{Parser, Subcommand};
+
+mod cmd_demo;
+mod cmd_io;
+mod cmd_load;
+mod cmd_partitions;
+mod cmd_scan;
+mod exit;
+
+#[derive(Parser)]
+#[command(name = "flashscan", version, about = "A flash-first table engine with a built-in I/O workbench")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Make a small TPC-H database, measure the device, load, scan cold and warm, report.
+    Demo(cmd_demo::DemoArgs),
+    /// The I/O workbench: what your storage can do (SQLIO / DiskSpd / fio for database people).
+    Io(cmd_io::IoArgs),
+    /// Load TPC-H tables (generated) or Parquet/CSV files into a database directory.
+    Load(cmd_load::LoadArgs),
+    /// Rows and pages per partition of a table.
+    Partitions(cmd_partitions::PartitionsArgs),
+    /// Scan a table with a built-in query and report where the time went.
+    Scan(cmd_scan::ScanArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Demo(a) => cmd_demo::run(a),
+        Command::Io(a) => cmd_io::run(a),
+        Command::Load(a) => cmd_load::run(a),
+        Command::Partitions(a) => cmd_partitions::run(a),
+        Command::Scan(a) => cmd_scan::run(a),
+    };
+    if let Err(e) = result {
+        exit::report_and_exit(e);
+    }
+}

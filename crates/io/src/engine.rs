@@ -1,0 +1,264 @@
+//! The engine contract, in the manner of fio's `ioengines.h`: queue requests, submit them
+//! as one batch, reap completions. An engine owns its buffer arena (registered with the
+//! kernel where possible) and works on one [`FileSet`]. One engine per thread: engines are
+//! `Send` but not shared, so the hot path takes no locks.
+//!
+//! Slot ownership: a request names a slot of the arena; from `queue` until its completion
+//! is reaped the slot belongs to the engine, and the caller must not touch it (asserted).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::buffer_arena::BufferArena;
+use crate::error::IoError;
+use crate::file_set::FileSet;
+use crate::limits::{IO_SIZE_BYTES_MAX, QUEUE_DEPTH_MAX};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IoOp {
+    Read,
+    Write,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoRequest {
+    pub op: IoOp,
+    pub file_index: u32,
+    pub offset_bytes: u64,
+    pub length_bytes: u32,
+    pub slot: u32,
+    /// Returned unchanged in the completion.
+    pub user_data: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoCompletion {
+    pub user_data: u64,
+    pub op: IoOp,
+    pub file_index: u32,
+    pub slot: u32,
+    pub offset_bytes: u64,
+    pub length_bytes: u32,
+    /// Bytes transferred, or the errno the kernel returned. Fewer bytes than asked is a
+    /// short transfer (end of file); the caller decides whether that is an error.
+    pub result: Result<u32, i32>,
+    /// From `queue` to the moment the completion was seen.
+    pub latency_ns: u64,
+}
+
+impl IoCompletion {
+    /// The completion as a full-length transfer or an error naming what failed.
+    pub fn expect_full(&self, files: &FileSet) -> Result<(), IoError> {
+        let path = files.get(self.file_index).path.clone();
+        match self.result {
+            Ok(n) if n == self.length_bytes => Ok(()),
+            Ok(n) => Err(IoError::File {
+                path,
+                what: format!(
+                    "short {:?} at offset {}: {} of {} bytes (file truncated?)",
+                    self.op, self.offset_bytes, n, self.length_bytes
+                ),
+            }),
+            Err(errno) => Err(IoError::File {
+                path,
+                what: format!(
+                    "{:?} of {} bytes at offset {} failed: {}",
+                    self.op,
+                    self.length_bytes,
+                    self.offset_bytes,
+                    std::io::Error::from_raw_os_error(errno)
+                ),
+            }),
+        }
+    }
+}
+
+pub trait IoEngine: Send {
+    fn name(&self) -> &'static str;
+    fn files(&self) -> &FileSet;
+    fn arena(&self) -> &BufferArena;
+    /// The caller's view of an idle slot, to fill before a write.
+    fn slot_mut(&mut self, slot: u32) -> &mut [u8];
+    /// The caller's view of an idle slot, to read after a read completes.
+    fn slot(&self, slot: u32) -> &[u8];
+    /// Requests queued or submitted and not yet reaped.
+    fn in_flight(&self) -> u32;
+    fn queue_depth(&self) -> u32;
+    /// Adds a request to the next batch. Fails if the queue is full or the request is invalid.
+    fn queue(&mut self, request: IoRequest) -> Result<(), IoError>;
+    /// Hands every queued request to the device.
+    fn submit(&mut self) -> Result<(), IoError>;
+    /// Submits what is queued, waits for at least `min_complete` completions (bounded by
+    /// what is in flight), and appends every completion available to `out`.
+    fn reap(&mut self, min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError>;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// io_uring, falling back to psync (with a notice) if the kernel refuses it.
+    Auto,
+    Uring,
+    Psync,
+    Null,
+}
+
+impl EngineKind {
+    pub fn parse(s: &str) -> Option<EngineKind> {
+        match s {
+            "auto" => Some(EngineKind::Auto),
+            "uring" | "io_uring" => Some(EngineKind::Uring),
+            "psync" => Some(EngineKind::Psync),
+            "null" => Some(EngineKind::Null),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct EngineConfig {
+    pub queue_depth: u32,
+    pub slot_count: u32,
+    pub slot_size_bytes: usize,
+}
+
+impl EngineConfig {
+    /// One slot per outstanding request, each `io_size_bytes` long.
+    pub fn for_depth(queue_depth: u32, io_size_bytes: usize) -> EngineConfig {
+        EngineConfig { queue_depth, slot_count: queue_depth, slot_size_bytes: io_size_bytes }
+    }
+
+    pub fn validate(&self) -> Result<(), IoError> {
+        if self.queue_depth == 0 || self.queue_depth > QUEUE_DEPTH_MAX {
+            return Err(IoError::InvalidRequest(format!(
+                "queue depth {} out of range 1..={QUEUE_DEPTH_MAX}",
+                self.queue_depth
+            )));
+        }
+        if self.slot_size_bytes == 0 || self.slot_size_bytes > IO_SIZE_BYTES_MAX {
+            return Err(IoError::InvalidRequest(format!(
+                "buffer size {} out of range 1..={IO_SIZE_BYTES_MAX}",
+                self.slot_size_bytes
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Opens an engine of `kind`. With `Auto` or `Uring`, a kernel that refuses io_uring
+/// (seccomp, old kernel, `FLASHSCAN_DISABLE_URING=1`) gets the psync engine and a one-line
+/// notice through `notice`; the returned engine's `name()` says which one runs.
+pub fn open_engine(
+    kind: EngineKind,
+    files: Arc<FileSet>,
+    config: EngineConfig,
+    notice: &mut dyn FnMut(&str),
+) -> Result<Box<dyn IoEngine>, IoError> {
+    config.validate()?;
+    match kind {
+        EngineKind::Psync => Ok(Box::new(crate::psync::PsyncEngine::new(files, config)?)),
+        EngineKind::Null => Ok(Box::new(crate::null::NullEngine::new(files, config)?)),
+        EngineKind::Auto | EngineKind::Uring => {
+            match crate::uring::UringEngine::new(files.clone(), config) {
+                Ok(e) => Ok(Box::new(e)),
+                Err(IoError::EngineSetup { source, .. }) => {
+                    notice(&format!("io_uring unavailable ({source}); using the psync engine"));
+                    Ok(Box::new(crate::psync::PsyncEngine::new(files, config)?))
+                }
+                Err(e) => Err(e),
+            }
+        }
+    }
+}
+
+/// Checks shared by every engine's `queue`.
+pub(crate) fn check_request(
+    engine: &'static str,
+    request: &IoRequest,
+    files: &FileSet,
+    arena: &BufferArena,
+    slot_busy: &[bool],
+) -> Result<(), IoError> {
+    if request.file_index as usize >= files.len() {
+        return Err(IoError::InvalidRequest(format!("{engine}: file index {} of {}", request.file_index, files.len())));
+    }
+    if request.slot >= arena.slot_count() {
+        return Err(IoError::InvalidRequest(format!("{engine}: slot {} of {}", request.slot, arena.slot_count())));
+    }
+    if request.length_bytes == 0 || request.length_bytes as usize > arena.slot_size_bytes() {
+        return Err(IoError::InvalidRequest(format!(
+            "{engine}: length {} does not fit a {}-byte slot",
+            request.length_bytes,
+            arena.slot_size_bytes()
+        )));
+    }
+    let file = files.get(request.file_index);
+    if file.direct {
+        let align = file.offset_align_bytes as u64;
+        if request.offset_bytes % align != 0 || request.length_bytes as u64 % align != 0 {
+            return Err(IoError::InvalidRequest(format!(
+                "{}: offset {} / length {} not aligned to {align} bytes, as O_DIRECT needs: use a block size that is a multiple of {align}, or --buffered",
+                file.path.display(),
+                request.offset_bytes,
+                request.length_bytes
+            )));
+        }
+    }
+    assert!(!slot_busy[request.slot as usize], "{engine}: slot {} queued while in flight", request.slot);
+    Ok(())
+}
+
+/// Per-slot bookkeeping shared by the engines: what is in flight and since when.
+pub(crate) struct InFlight {
+    pub busy: Vec<bool>,
+    pub requests: Vec<IoRequest>,
+    pub started: Vec<Instant>,
+    pub count: u32,
+}
+
+impl InFlight {
+    pub fn new(slot_count: u32) -> InFlight {
+        let now = Instant::now();
+        let empty = IoRequest { op: IoOp::Read, file_index: 0, offset_bytes: 0, length_bytes: 0, slot: 0, user_data: 0 };
+        InFlight {
+            busy: vec![false; slot_count as usize],
+            requests: vec![empty; slot_count as usize],
+            started: vec![now; slot_count as usize],
+            count: 0,
+        }
+    }
+
+    pub fn start(&mut self, request: IoRequest, now: Instant) {
+        let s = request.slot as usize;
+        debug_assert!(!self.busy[s]);
+        self.busy[s] = true;
+        self.requests[s] = request;
+        self.started[s] = now;
+        self.count += 1;
+    }
+
+    /// Ends the request on `slot`, records it in the file's stats, returns its completion.
+    pub fn finish(&mut self, slot: u32, result: Result<u32, i32>, now: Instant, files: &FileSet) -> IoCompletion {
+        let s = slot as usize;
+        assert!(self.busy[s], "completion for idle slot {slot}");
+        self.busy[s] = false;
+        self.count -= 1;
+        let r = self.requests[s];
+        let latency_ns = now.saturating_duration_since(self.started[s]).as_nanos() as u64;
+        let stats = &files.get(r.file_index).stats;
+        match (r.op, result) {
+            (IoOp::Read, Ok(n)) => stats.record_read(n as u64, latency_ns),
+            (IoOp::Write, Ok(n)) => stats.record_write(n as u64, latency_ns),
+            (_, Err(_)) => stats.record_error(),
+        }
+        IoCompletion {
+            user_data: r.user_data,
+            op: r.op,
+            file_index: r.file_index,
+            slot,
+            offset_bytes: r.offset_bytes,
+            length_bytes: r.length_bytes,
+            result,
+            latency_ns,
+        }
+    }
+}

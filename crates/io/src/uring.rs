@@ -1,0 +1,196 @@
+//! io_uring engine: requests go straight into the submission queue, `submit` hands the
+//! whole batch to the kernel in one system call, and `reap` waits for completions in the
+//! same call (`io_uring_enter` with min_complete). Files and buffers are registered once so
+//! the kernel skips the per-I/O fd lookup and page pinning; where registration is refused
+//! the engine still works with plain descriptors and buffers.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use crate::buffer_arena::BufferArena;
+use crate::engine::{check_request, EngineConfig, InFlight, IoCompletion, IoEngine, IoOp, IoRequest};
+use crate::error::IoError;
+use crate::file_set::FileSet;
+
+const NAME: &str = "uring";
+
+pub struct UringEngine {
+    // Field order matters for drop: the ring (and its registrations) go before the arena.
+    ring: IoUring,
+    files: Arc<FileSet>,
+    arena: BufferArena,
+    in_flight: InFlight,
+    queue_depth: u32,
+    unsubmitted: u32,
+    fixed_files: bool,
+    fixed_buffers: bool,
+    raw_fds: Vec<i32>,
+}
+
+impl UringEngine {
+    pub fn new(files: Arc<FileSet>, config: EngineConfig) -> Result<UringEngine, IoError> {
+        if std::env::var_os("FLASHSCAN_DISABLE_URING").is_some_and(|v| v != "0") {
+            return Err(IoError::EngineSetup {
+                engine: NAME,
+                source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, "disabled by FLASHSCAN_DISABLE_URING"),
+            });
+        }
+        let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
+        let entries = config.queue_depth.next_power_of_two().max(2);
+        let ring = IoUring::builder()
+            .setup_cqsize(entries * 2)
+            .build(entries)
+            .map_err(|source| IoError::EngineSetup { engine: NAME, source })?;
+        let raw_fds = files.raw_fds();
+        let fixed_files = !raw_fds.is_empty() && ring.submitter().register_files(&raw_fds).is_ok();
+        let iovecs = arena.iovecs();
+        // SAFETY: the iovecs point into `arena`, which outlives the ring (drop order above).
+        let fixed_buffers = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
+        Ok(UringEngine {
+            ring,
+            in_flight: InFlight::new(arena.slot_count()),
+            files,
+            arena,
+            queue_depth: config.queue_depth,
+            unsubmitted: 0,
+            fixed_files,
+            fixed_buffers,
+            raw_fds,
+        })
+    }
+
+    /// Whether files and buffers were registered with the kernel (reported by the workbench).
+    pub fn registered(&self) -> (bool, bool) {
+        (self.fixed_files, self.fixed_buffers)
+    }
+
+    fn entry(&self, r: &IoRequest) -> squeue::Entry {
+        let ptr = self.arena.slot_ptr(r.slot);
+        let len = r.length_bytes;
+        let slot = r.slot as u16;
+        macro_rules! build {
+            ($fd:expr) => {
+                match (r.op, self.fixed_buffers) {
+                    (IoOp::Read, true) => opcode::ReadFixed::new($fd, ptr, len, slot).offset(r.offset_bytes).build(),
+                    (IoOp::Read, false) => opcode::Read::new($fd, ptr, len).offset(r.offset_bytes).build(),
+                    (IoOp::Write, true) => opcode::WriteFixed::new($fd, ptr, len, slot).offset(r.offset_bytes).build(),
+                    (IoOp::Write, false) => opcode::Write::new($fd, ptr, len).offset(r.offset_bytes).build(),
+                }
+            };
+        }
+        let entry = if self.fixed_files {
+            build!(types::Fixed(r.file_index))
+        } else {
+            build!(types::Fd(self.raw_fds[r.file_index as usize]))
+        };
+        entry.user_data(r.slot as u64)
+    }
+
+    fn enter(&mut self, want: usize) -> Result<(), IoError> {
+        loop {
+            let result = if want == 0 { self.ring.submit() } else { self.ring.submit_and_wait(want) };
+            match result {
+                Ok(_) => {
+                    self.unsubmitted = 0;
+                    return Ok(());
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => continue,
+                // The completion queue is full: drain it before submitting more.
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => return Ok(()),
+                Err(source) => return Err(IoError::Engine { engine: NAME, source }),
+            }
+        }
+    }
+
+    fn drain(&mut self, out: &mut Vec<IoCompletion>) {
+        let now = Instant::now();
+        // Collect first: the completion queue borrows the ring mutably.
+        let mut done: [(u64, i32); 64] = [(0, 0); 64];
+        loop {
+            let mut n = 0;
+            for cqe in self.ring.completion().take(done.len()) {
+                done[n] = (cqe.user_data(), cqe.result());
+                n += 1;
+            }
+            for &(slot, res) in &done[..n] {
+                let result = if res < 0 { Err(-res) } else { Ok(res as u32) };
+                out.push(self.in_flight.finish(slot as u32, result, now, &self.files));
+            }
+            if n < done.len() {
+                break;
+            }
+        }
+    }
+}
+
+impl IoEngine for UringEngine {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn files(&self) -> &FileSet {
+        &self.files
+    }
+
+    fn arena(&self) -> &BufferArena {
+        &self.arena
+    }
+
+    fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
+        assert!(!self.in_flight.busy[slot as usize], "slot {slot} is in flight");
+        self.arena.slot_mut(slot)
+    }
+
+    fn slot(&self, slot: u32) -> &[u8] {
+        assert!(!self.in_flight.busy[slot as usize], "slot {slot} is in flight");
+        self.arena.slot(slot)
+    }
+
+    fn in_flight(&self) -> u32 {
+        self.in_flight.count
+    }
+
+    fn queue_depth(&self) -> u32 {
+        self.queue_depth
+    }
+
+    fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
+        check_request(NAME, &request, &self.files, &self.arena, &self.in_flight.busy)?;
+        if self.in_flight.count >= self.queue_depth {
+            return Err(IoError::InvalidRequest(format!("{NAME}: queue full ({} in flight)", self.queue_depth)));
+        }
+        let entry = self.entry(&request);
+        // SAFETY: the entry's buffer is the request's slot, owned by the engine until its
+        // completion is reaped; the descriptor stays open as long as `files`.
+        while unsafe { self.ring.submission().push(&entry) }.is_err() {
+            self.enter(0)?;
+        }
+        self.in_flight.start(request, Instant::now());
+        self.unsubmitted += 1;
+        Ok(())
+    }
+
+    fn submit(&mut self) -> Result<(), IoError> {
+        if self.unsubmitted > 0 {
+            self.enter(0)?;
+        }
+        Ok(())
+    }
+
+    fn reap(&mut self, min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
+        let before = out.len();
+        let want = min_complete.min(self.in_flight.count) as usize;
+        self.drain(out);
+        while out.len() - before < want || self.unsubmitted > 0 {
+            let need = want.saturating_sub(out.len() - before);
+            self.enter(need)?;
+            self.drain(out);
+            if need == 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

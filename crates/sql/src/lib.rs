@@ -1,0 +1,1 @@
+//! flashscan-sql: DataFusion over flashscan tables

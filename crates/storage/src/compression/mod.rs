@@ -1,0 +1,1 @@
+//! Codecs, one file each, behind one trait (DuckDB's storage/compression).
