@@ -1,0 +1,1 @@
+//! The column store: row groups of column segments.
