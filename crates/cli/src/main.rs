@@ -5,11 +5,17 @@
 use clap::{Parser, Subcommand};
 
 mod cmd_demo;
+mod cmd_index;
 mod cmd_io;
 mod cmd_load;
+mod cmd_lookup;
 mod cmd_partitions;
 mod cmd_scan;
+mod cmd_sql;
+mod cmd_stats;
 mod exit;
+#[cfg(feature = "sql")]
+mod sql_shell;
 
 #[derive(Parser)]
 #[command(name = "flashscan", version, about = "A flash-first table engine with a built-in I/O workbench")]
@@ -30,6 +36,15 @@ enum Command {
     Partitions(cmd_partitions::PartitionsArgs),
     /// Scan a table with a built-in query and report where the time went.
     Scan(cmd_scan::ScanArgs),
+    /// Create B+tree indexes.
+    #[command(subcommand)]
+    Index(cmd_index::IndexCommand),
+    /// Key lookups through an index, one read at a time or with asynchronous prefetch.
+    Lookup(cmd_lookup::LookupArgs),
+    /// Buffer pool and wait counters since start or reset.
+    Stats(cmd_stats::StatsArgs),
+    /// SQL over flashscan tables (Apache DataFusion).
+    Sql(cmd_sql::SqlArgs),
 }
 
 fn main() {
@@ -40,6 +55,10 @@ fn main() {
         Command::Load(a) => cmd_load::run(a),
         Command::Partitions(a) => cmd_partitions::run(a),
         Command::Scan(a) => cmd_scan::run(a),
+        Command::Index(c) => cmd_index::run(c),
+        Command::Lookup(a) => cmd_lookup::run(a),
+        Command::Stats(a) => cmd_stats::run(a),
+        Command::Sql(a) => cmd_sql::run(a),
     };
     if let Err(e) = result {
         exit::report_and_exit(e);
