@@ -1,0 +1,1 @@
+//! flashscan-buffer: the buffer pool.

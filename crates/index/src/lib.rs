@@ -1,0 +1,1 @@
+//! flashscan-index: B+tree indexes and key lookups.
