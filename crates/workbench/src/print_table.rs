@@ -1,0 +1,82 @@
+//! The readable report: a summary line, one table row per scope (run, targets, threads),
+//! and SQLIO's millisecond histogram.
+
+use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
+
+use crate::histogram::MS_BUCKET_COUNT;
+use crate::report::{Figures, Report};
+use crate::size::format_size_bytes;
+
+pub fn to_table(report: &Report) -> String {
+    let mut out = format!(
+        "{} {} {}, {} blocks, {} outstanding per thread, {} thread(s), {}, engine {}, {:.1} s measured after {:.1} s warm-up\n",
+        report.pattern,
+        report.rw,
+        if report.rw == "mix" { format!("({}% writes)", report.write_pct) } else { String::new() },
+        format_size_bytes(report.block_size_bytes as u64),
+        report.queue_depth,
+        report.threads_count,
+        if report.direct { "O_DIRECT" } else { "buffered" },
+        report.engine,
+        report.duration_s,
+        report.warmup_s,
+    );
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_header(vec![
+        "scope", "IOPS", "MB/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "CPU user %", "CPU sys %", "CPU µs/IO",
+    ]);
+    let multi = report.targets.len() > 1 || report.targets.iter().any(|t| t.threads.len() > 1);
+    table.add_row(cells("total", &report.figures));
+    if multi {
+        for t in &report.targets {
+            table.add_row(cells(&t.path, &t.figures));
+            if t.threads.len() > 1 {
+                for th in &t.threads {
+                    table.add_row(cells(&format!("  thread {}", th.thread), &th.figures));
+                }
+            }
+        }
+    }
+    for col in 1..11 {
+        if let Some(c) = table.column_mut(col) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    out.push_str(&table.to_string());
+    out.push('\n');
+    out.push_str(&ms_histogram(&report.figures));
+    out
+}
+
+fn cells(scope: &str, f: &Figures) -> Vec<String> {
+    let l = &f.latency_us;
+    vec![
+        scope.to_string(),
+        format!("{:.0}", f.iops),
+        format!("{:.1}", f.mb_per_s),
+        format!("{:.1}", l.p50),
+        format!("{:.1}", l.p90),
+        format!("{:.1}", l.p99),
+        format!("{:.1}", l.p99_9),
+        format!("{:.1}", l.max),
+        format!("{:.1}", f.cpu_user_pct),
+        format!("{:.1}", f.cpu_sys_pct),
+        format!("{:.2}", f.cpu_us_per_io),
+    ]
+}
+
+/// SQLIO's `-LS` histogram: percent of I/Os per whole millisecond.
+fn ms_histogram(f: &Figures) -> String {
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    let mut ms = vec!["ms".to_string()];
+    let mut pct = vec!["% of I/Os".to_string()];
+    for (i, p) in f.latency_ms_buckets.iter().enumerate() {
+        ms.push(if i + 1 == MS_BUCKET_COUNT { format!("{i}+") } else { i.to_string() });
+        pct.push(format!("{p:.0}"));
+    }
+    table.add_row(ms);
+    table.add_row(pct);
+    table.to_string() + "\n"
+}

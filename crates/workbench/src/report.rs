@@ -1,0 +1,251 @@
+//! The one measurement struct. The runner's raw outcome becomes a [`Report`] here; the
+//! printers (table, JSON, CSV, chart) only format it and never compute figures of their own.
+//!
+//! Units: IOPS are I/Os per second; `mb_per_s` is MiB/s (2^20 bytes, as SQLIO counts);
+//! latencies are microseconds; CPU percentages are of the whole machine (all CPUs online),
+//! so 100 % means every core busy; `cpu_us_per_io` is CPU microseconds (user + system) per I/O.
+
+use serde::Serialize;
+
+use crate::cpu::CpuTimes;
+use crate::histogram::{LatencyHistogram, LatencySummary};
+use crate::runner::{RunOutcome, ThreadOutcome};
+use crate::spec::JobSpec;
+use crate::test_file::PreparedTarget;
+
+/// The figures reported at every level: run, target, thread.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Figures {
+    pub ios_count: u64,
+    pub reads_count: u64,
+    pub writes_count: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    pub iops: f64,
+    pub read_iops: f64,
+    pub write_iops: f64,
+    pub mb_per_s: f64,
+    pub latency_us: LatencySummary,
+    pub read_latency_us: LatencySummary,
+    pub write_latency_us: LatencySummary,
+    /// Percent of I/Os that took 0, 1, …, 23 ms; the last entry is 24 ms and more.
+    pub latency_ms_buckets: Vec<f64>,
+    pub cpu_user_pct: f64,
+    pub cpu_sys_pct: f64,
+    pub cpu_us_per_io: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ThreadReport {
+    pub thread: u32,
+    pub elapsed_s: f64,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TargetReport {
+    pub path: String,
+    pub size_bytes: u64,
+    pub created_by_flashscan: bool,
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub threads: Vec<ThreadReport>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    pub engine: String,
+    pub pattern: String,
+    pub rw: String,
+    pub write_pct: u32,
+    pub block_size_bytes: u32,
+    /// Outstanding I/Os per thread.
+    pub queue_depth: u32,
+    pub threads_count: u32,
+    pub direct: bool,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub seed: u64,
+    pub cpu_count: u32,
+    #[serde(flatten)]
+    pub figures: Figures,
+    pub targets: Vec<TargetReport>,
+}
+
+impl Figures {
+    /// Figures of a group of threads. Rates add up over threads (each ran its own window);
+    /// `cpu` is the group's CPU time over `cpu_window_s`.
+    pub fn from_threads(threads: &[&ThreadOutcome], cpu: CpuTimes, cpu_window_s: f64, cpu_count: u32) -> Figures {
+        let mut read_latency = LatencyHistogram::new();
+        let mut write_latency = LatencyHistogram::new();
+        let (mut reads_count, mut writes_count, mut bytes_read, mut bytes_written) = (0, 0, 0, 0);
+        let (mut read_iops, mut write_iops, mut bytes_per_s) = (0.0, 0.0, 0.0);
+        for t in threads {
+            read_latency.merge(&t.read_latency);
+            write_latency.merge(&t.write_latency);
+            reads_count += t.reads_count;
+            writes_count += t.writes_count;
+            bytes_read += t.bytes_read;
+            bytes_written += t.bytes_written;
+            let s = t.elapsed.as_secs_f64();
+            if s > 0.0 {
+                read_iops += t.reads_count as f64 / s;
+                write_iops += t.writes_count as f64 / s;
+                bytes_per_s += (t.bytes_read + t.bytes_written) as f64 / s;
+            }
+        }
+        let mut latency = read_latency.clone();
+        latency.merge(&write_latency);
+        Figures::from_counts(Counts {
+            reads_count,
+            writes_count,
+            bytes_read,
+            bytes_written,
+            read_iops,
+            write_iops,
+            bytes_per_s,
+            latency: &latency,
+            read_latency: &read_latency,
+            write_latency: &write_latency,
+            cpu,
+            cpu_window_s,
+            cpu_count,
+        })
+    }
+
+    fn from_counts(c: Counts<'_>) -> Figures {
+        let ios_count = c.reads_count + c.writes_count;
+        let cpu_capacity_us = c.cpu_window_s * 1e6 * c.cpu_count.max(1) as f64;
+        let pct = |us: u64| if cpu_capacity_us > 0.0 { us as f64 * 100.0 / cpu_capacity_us } else { 0.0 };
+        Figures {
+            ios_count,
+            reads_count: c.reads_count,
+            writes_count: c.writes_count,
+            bytes_read: c.bytes_read,
+            bytes_written: c.bytes_written,
+            iops: c.read_iops + c.write_iops,
+            read_iops: c.read_iops,
+            write_iops: c.write_iops,
+            mb_per_s: c.bytes_per_s / (1u64 << 20) as f64,
+            latency_us: c.latency.summary(),
+            read_latency_us: c.read_latency.summary(),
+            write_latency_us: c.write_latency.summary(),
+            latency_ms_buckets: c.latency.ms_bucket_pcts(),
+            cpu_user_pct: pct(c.cpu.user_us),
+            cpu_sys_pct: pct(c.cpu.sys_us),
+            cpu_us_per_io: if ios_count == 0 { 0.0 } else { c.cpu.total_us() as f64 / ios_count as f64 },
+        }
+    }
+}
+
+struct Counts<'a> {
+    reads_count: u64,
+    writes_count: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+    read_iops: f64,
+    write_iops: f64,
+    bytes_per_s: f64,
+    latency: &'a LatencyHistogram,
+    read_latency: &'a LatencyHistogram,
+    write_latency: &'a LatencyHistogram,
+    cpu: CpuTimes,
+    cpu_window_s: f64,
+    cpu_count: u32,
+}
+
+impl Report {
+    pub fn new(job: &JobSpec, targets: &[PreparedTarget], outcome: &RunOutcome) -> Report {
+        let window_s = outcome.window.as_secs_f64();
+        let all: Vec<&ThreadOutcome> = outcome.threads.iter().collect();
+        let figures = Figures::from_threads(&all, outcome.process_cpu, window_s, outcome.cpu_count);
+        let target_reports = targets
+            .iter()
+            .enumerate()
+            .map(|(i, prepared)| {
+                let mine: Vec<&ThreadOutcome> = outcome.threads.iter().filter(|t| t.target_index == i).collect();
+                // A target's CPU is its threads' own time (engine workers are not counted here).
+                let cpu = mine.iter().fold(CpuTimes::default(), |a, t| CpuTimes {
+                    user_us: a.user_us + t.cpu.user_us,
+                    sys_us: a.sys_us + t.cpu.sys_us,
+                });
+                let threads = mine
+                    .iter()
+                    .map(|t| ThreadReport {
+                        thread: t.thread_index,
+                        elapsed_s: t.elapsed.as_secs_f64(),
+                        figures: Figures::from_threads(&[t], t.cpu, t.elapsed.as_secs_f64(), outcome.cpu_count),
+                    })
+                    .collect();
+                TargetReport {
+                    path: prepared.path.display().to_string(),
+                    size_bytes: prepared.size_bytes,
+                    created_by_flashscan: prepared.ours,
+                    figures: Figures::from_threads(&mine, cpu, window_s, outcome.cpu_count),
+                    threads,
+                }
+            })
+            .collect();
+        Report {
+            engine: outcome.engine_name.to_string(),
+            pattern: job.pattern.name().to_string(),
+            rw: job.read_write.name().to_string(),
+            write_pct: job.read_write.write_pct(),
+            block_size_bytes: job.block_size_bytes,
+            queue_depth: job.queue_depth,
+            threads_count: job.targets.iter().map(|t| t.threads).sum(),
+            direct: job.direct,
+            duration_s: window_s,
+            warmup_s: job.warmup.as_secs_f64(),
+            seed: job.seed,
+            cpu_count: outcome.cpu_count,
+            figures,
+            targets: target_reports,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn thread(target_index: usize, reads: u64, latency_us: u64) -> ThreadOutcome {
+        let mut h = LatencyHistogram::new();
+        for _ in 0..reads {
+            h.record(latency_us * 1000);
+        }
+        ThreadOutcome {
+            target_index,
+            thread_index: 0,
+            engine_name: "null",
+            reads_count: reads,
+            writes_count: 0,
+            bytes_read: reads * 8192,
+            bytes_written: 0,
+            read_latency: h,
+            write_latency: LatencyHistogram::new(),
+            cpu: CpuTimes { user_us: 100_000, sys_us: 300_000 },
+            elapsed: Duration::from_secs(2),
+        }
+    }
+
+    #[test]
+    fn figures_add_up_over_threads() {
+        let a = thread(0, 2000, 100);
+        let b = thread(0, 1000, 2500);
+        let f = Figures::from_threads(&[&a, &b], CpuTimes { user_us: 500_000, sys_us: 500_000 }, 2.0, 2);
+        assert_eq!(f.ios_count, 3000);
+        assert!((f.iops - 1500.0).abs() < 1e-9);
+        assert!((f.mb_per_s - 1500.0 * 8192.0 / 1048576.0).abs() < 1e-9);
+        // 1 s of CPU over 2 s on 2 CPUs = 25 % of the machine.
+        assert!((f.cpu_user_pct - 12.5).abs() < 1e-9);
+        assert!((f.cpu_sys_pct - 12.5).abs() < 1e-9);
+        assert!((f.cpu_us_per_io - 1_000_000.0 / 3000.0).abs() < 1e-9);
+        assert!((f.latency_ms_buckets[0] - 200.0 / 3.0).abs() < 1e-9);
+        assert!((f.latency_ms_buckets[2] - 100.0 / 3.0).abs() < 1e-9);
+        assert!((f.latency_us.p50 - 100.0).abs() < 0.1);
+        assert!((f.latency_us.max - 2500.0).abs() < 1e-9);
+    }
+}
