@@ -1,0 +1,236 @@
+//! `flashscan io` as a user runs it: the built binary on small files in temporary
+//! directories. Checks output shapes, exit codes and messages, never timings.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn flashscan(args: &[&str]) -> Output {
+    flashscan_env(args, &[])
+}
+
+fn flashscan_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_flashscan"));
+    c.arg("io").args(args).env_remove("FLASHSCAN_DISABLE_URING");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("the flashscan binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Quick run flags: tiny file, short run.
+const QUICK: [&str; 8] = ["--size", "4M", "-b", "4K", "-d", "200ms", "--warmup", "50ms"];
+
+fn quick<'a>(dir: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v = vec![dir];
+    v.extend_from_slice(&QUICK);
+    v.extend_from_slice(extra);
+    v
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    assert!(o.status.success(), "exit {:?}\nstderr: {}", o.status.code(), stderr(o));
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
+}
+
+fn files_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+/// Exit 2, one `flashscan: ...` line containing `needle`.
+fn assert_bad_input(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(err.starts_with("flashscan: "), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
+    assert!(err.contains(needle), "`{needle}` missing from: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn json_has_every_documented_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let v = json(&flashscan(&quick(d, &["-t", "2", "-o", "4", "--json"])));
+    for key in ["iops", "mb_per_s", "cpu_user_pct", "cpu_sys_pct", "cpu_us_per_io", "ios_count", "block_size_bytes", "queue_depth"] {
+        assert!(v[key].is_number(), "{key} missing: {v}");
+    }
+    for key in ["p50", "p90", "p99", "p99_9", "max"] {
+        assert!(v["latency_us"][key].is_number(), "latency_us.{key} missing");
+    }
+    assert_eq!(v["latency_ms_buckets"].as_array().unwrap().len(), 25);
+    assert!(v["engine"].is_string());
+    assert_eq!(v["block_size_bytes"], 4096);
+    assert_eq!(v["queue_depth"], 4);
+    let targets = v["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 1);
+    assert!(targets[0]["iops"].is_number() && targets[0]["latency_us"]["p99"].is_number());
+    let threads = targets[0]["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 2);
+    for t in threads {
+        for key in ["iops", "mb_per_s", "cpu_us_per_io", "cpu_user_pct"] {
+            assert!(t[key].is_number(), "thread {key} missing");
+        }
+        assert_eq!(t["latency_ms_buckets"].as_array().unwrap().len(), 25);
+    }
+    assert!(v["ios_count"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn table_and_csv_print_the_same_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let o = flashscan(&quick(d, &[]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("IOPS") && text.contains("p99.9 µs") && text.contains("% of I/Os"), "{text}");
+    let o = flashscan(&quick(d, &["--csv"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = stdout(&o);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("scope,target,thread,engine"));
+    assert!(lines[1].starts_with("total,"));
+    let columns = lines[0].split(',').count();
+    assert!(lines.iter().all(|l| l.split(',').count() == columns));
+}
+
+#[test]
+fn verify_through_the_binary_on_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    for engine in ["uring", "psync"] {
+        let o = flashscan(&[d, "--verify", "--size", "2M", "-b", "8K", "-o", "8", "--engine", engine]);
+        assert!(o.status.success(), "{engine}: {}", stderr(&o));
+        assert!(stdout(&o).contains(" 0 mismatched"), "{}", stdout(&o));
+        let v = json(&flashscan(&[d, "--verify", "--size", "2M", "-b", "4K", "--engine", engine, "--json"]));
+        assert_eq!(v["ok"], true);
+        assert_eq!(v["targets"][0]["blocks_count"], 512);
+    }
+}
+
+#[test]
+fn disabled_uring_falls_back_to_psync_with_a_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let o = flashscan_env(&quick(d, &["-t", "2", "--json"]), &[("FLASHSCAN_DISABLE_URING", "1")]);
+    let v = json(&o);
+    assert_eq!(v["engine"], "psync");
+    let err = stderr(&o);
+    assert!(err.contains("io_uring unavailable") && err.contains("psync"), "{err}");
+    assert_eq!(err.matches("io_uring unavailable").count(), 1, "one notice, not one per thread: {err}");
+}
+
+#[test]
+fn the_null_engine_measures_the_harness() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let v = json(&flashscan(&quick(d, &["--engine", "null", "-o", "32", "--json"])));
+    assert_eq!(v["engine"], "null");
+    assert!(v["ios_count"].as_u64().unwrap() > 1000);
+}
+
+#[test]
+fn parameter_files_as_sqlio_writes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.dat");
+    let b = dir.path().join("b.dat");
+    let params = dir.path().join("param.txt");
+    std::fs::write(&params, format!("# two files\n{} 2 0x0 4\n\n{} 1 0x0 2   # second\n", a.display(), b.display())).unwrap();
+    let v = json(&flashscan(&["-F", params.to_str().unwrap(), "-b", "4K", "-d", "200ms", "--warmup", "0", "--json"]));
+    let targets = v["targets"].as_array().unwrap();
+    assert_eq!(targets.len(), 2);
+    assert_eq!(targets[0]["threads"].as_array().unwrap().len(), 2);
+    assert_eq!(targets[0]["size_bytes"], 4 << 20);
+    assert_eq!(targets[1]["size_bytes"], 2 << 20);
+    assert_eq!(v["threads_count"], 3);
+
+    std::fs::write(&params, format!("{} 1 0x0 4\n{} x 0x0 4\n", a.display(), b.display())).unwrap();
+    let o = flashscan(&["-F", params.to_str().unwrap()]);
+    assert_bad_input(&o, &format!("{}:2:", params.display()));
+    assert!(stderr(&o).contains("thread count"));
+}
+
+#[test]
+fn sweep_writes_csv_and_chart() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("data");
+    std::fs::create_dir(&d).unwrap();
+    let csv = dir.path().join("sweep.csv");
+    let svg = dir.path().join("sweep.svg");
+    let o = flashscan(&[
+        d.to_str().unwrap(), "--sweep", "-b", "4K", "-o", "1,2", "-d", "150ms", "--warmup", "0", "--size", "2M",
+        "--csv", csv.to_str().unwrap(), "--chart", svg.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // {seq, random} x {read, write} x one block size x two depths.
+    assert_eq!(lines.len(), 1 + 8, "{text}");
+    assert!(lines[1].contains(",sequential,read,") && lines[1].contains(",4096,1,"), "{}", lines[1]);
+    let chart = std::fs::read_to_string(&svg).unwrap();
+    assert!(chart.contains("<svg") && chart.contains("IOPS"));
+    assert!(stdout(&o).contains("QD"));
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let missing = dir.path().join("no/such/dir/file.dat");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![missing.to_str().unwrap()], "does not exist"),
+        (vec![d, "--size", "100T"], "not enough free space"),
+        (vec![d, "-b", "1000"], "--buffered"),
+        (vec![d, "--offset", "1000"], "--buffered"),
+        (vec![d, "-b", "16M"], "512 to 8M"),
+        (vec![d, "-b", "8Q"], "unknown size suffix"),
+        (vec![d, "-d", "0"], "greater than zero"),
+        (vec![d, "-d", "99999h"], "absurd"),
+        (vec![d, "-o", "0"], "outstanding"),
+        (vec![d, "--rw", "mix"], "--write-pct"),
+        (vec![d, "--engine", "spdk"], "unknown --engine"),
+        (vec![], "no target"),
+        (vec![d, "-F", "/nonexistent/param.txt"], "parameter file"),
+    ];
+    for (args, needle) in cases {
+        let o = flashscan(&args);
+        assert_bad_input(&o, needle);
+        assert!(files_in(dir.path()).is_empty(), "{args:?} left {:?}", files_in(dir.path()));
+    }
+    // A directory nothing can be created in (proc has no space and takes no files).
+    let o = flashscan(&["/proc/self", "--size", "4M"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).starts_with("flashscan: "));
+    for args in [&[d, "--no-such-flag"][..], &["--no-such-flag", d][..], &[d, "-Z"][..]] {
+        assert_bad_input(&flashscan(args), "unknown flag");
+    }
+    assert!(files_in(dir.path()).is_empty());
+}
+
+#[test]
+fn a_file_flashscan_did_not_create_is_never_written_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("theirs.dat");
+    let content: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&theirs, &content).unwrap();
+    let t = theirs.to_str().unwrap();
+    for extra in [&["--rw", "write"][..], &["--rw", "mix", "--write-pct", "10"][..], &["--verify"][..]] {
+        let mut args = vec![t, "-b", "4K", "-d", "200ms", "--warmup", "0"];
+        args.extend_from_slice(extra);
+        assert_bad_input(&flashscan(&args), "--force");
+    }
+    assert_eq!(std::fs::read(&theirs).unwrap(), content, "the file must be untouched");
+    // Reads are fine.
+    let o = flashscan(&[t, "-b", "4K", "-d", "200ms", "--warmup", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // And --force allows writes.
+    let o = flashscan(&[t, "-b", "4K", "-d", "200ms", "--warmup", "0", "--rw", "write", "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
