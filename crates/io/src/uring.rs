@@ -26,7 +26,35 @@ pub struct UringEngine {
     unsubmitted: u32,
     fixed_files: bool,
     fixed_buffers: bool,
+    /// Completions appear only after an enter with GETEVENTS (DEFER_TASKRUN).
+    deferred_taskrun: bool,
     raw_fds: Vec<i32>,
+}
+
+/// The ring with the cheapest completion mode the kernel offers, else a plain one.
+/// Cooperative task running (COOP_TASKRUN) spares the thread an interrupt per completion;
+/// on one thread, deferred task running (DEFER_TASKRUN) also batches it into our waits.
+fn build_ring(entries: u32, single_thread: bool) -> Result<(IoUring, bool), IoError> {
+    if single_thread {
+        let deferred = IoUring::builder()
+            .setup_cqsize(entries * 2)
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_taskrun_flag()
+            .build(entries);
+        if let Ok(ring) = deferred {
+            return Ok((ring, true));
+        }
+    }
+    let coop = IoUring::builder().setup_cqsize(entries * 2).setup_coop_taskrun().setup_taskrun_flag().build(entries);
+    if let Ok(ring) = coop {
+        return Ok((ring, false));
+    }
+    let ring = IoUring::builder()
+        .setup_cqsize(entries * 2)
+        .build(entries)
+        .map_err(|source| IoError::EngineSetup { engine: NAME, source })?;
+    Ok((ring, false))
 }
 
 impl UringEngine {
@@ -39,10 +67,7 @@ impl UringEngine {
         }
         let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
         let entries = config.queue_depth.next_power_of_two().max(2);
-        let ring = IoUring::builder()
-            .setup_cqsize(entries * 2)
-            .build(entries)
-            .map_err(|source| IoError::EngineSetup { engine: NAME, source })?;
+        let (ring, deferred_taskrun) = build_ring(entries, config.single_thread)?;
         let raw_fds = files.raw_fds();
         let fixed_files = !raw_fds.is_empty() && ring.submitter().register_files(&raw_fds).is_ok();
         let iovecs = arena.iovecs();
@@ -57,6 +82,7 @@ impl UringEngine {
             unsubmitted: 0,
             fixed_files,
             fixed_buffers,
+            deferred_taskrun,
             raw_fds,
         })
     }
@@ -64,6 +90,11 @@ impl UringEngine {
     /// Whether files and buffers were registered with the kernel (reported by the workbench).
     pub fn registered(&self) -> (bool, bool) {
         (self.fixed_files, self.fixed_buffers)
+    }
+
+    /// Whether completion work is deferred to our own waits (single-thread mode took).
+    pub fn deferred_taskrun(&self) -> bool {
+        self.deferred_taskrun
     }
 
     fn entry(&self, r: &IoRequest) -> squeue::Entry {
@@ -182,6 +213,11 @@ impl IoEngine for UringEngine {
     fn reap(&mut self, min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         let before = out.len();
         let want = min_complete.min(self.in_flight.count) as usize;
+        // Completion work the kernel left for us (TASKRUN flag) only runs inside an enter;
+        // a caller polling with min_complete 0 must still see those completions.
+        if want == 0 && self.in_flight.count > 0 && self.ring.submission().taskrun() {
+            self.enter(0)?;
+        }
         self.drain(out);
         while out.len() - before < want || self.unsubmitted > 0 {
             let need = want.saturating_sub(out.len() - before);

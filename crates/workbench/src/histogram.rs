@@ -77,7 +77,9 @@ impl LatencyHistogram {
         if self.count() == 0 {
             return LatencySummary::default();
         }
-        let us = |q: f64| self.histogram.value_at_quantile(q) as f64 / 1000.0;
+        // A bucket's reported value is its top, which can pass the exact maximum by the
+        // histogram's 0.1 %: cap percentiles at the maximum so p99 <= max always holds.
+        let us = |q: f64| self.histogram.value_at_quantile(q).min(self.latency_ns_max.max(1)) as f64 / 1000.0;
         LatencySummary {
             p50: us(0.50),
             p90: us(0.90),
@@ -117,6 +119,12 @@ mod tests {
         assert!(close(s.p99_9, 999.0), "{s:?}");
         assert_eq!(s.max, 1000.0);
         assert!(close(s.mean, 500.5), "{s:?}");
+        assert!(s.p99_9 <= s.max);
+        // One odd value: every percentile is that value, never above the max.
+        let mut one = LatencyHistogram::new();
+        one.record(123_456_789);
+        let o = one.summary();
+        assert!(o.p50 <= o.max && o.p99_9 <= o.max && (o.p50 - 123_456.789).abs() < 124.0, "{o:?}");
     }
 
     #[test]

@@ -189,7 +189,7 @@ fn setup_thread(ctx: &ThreadContext<'_>) -> Result<(Box<dyn IoEngine>, OffsetSou
     let mode = OpenMode { direct: job.direct, write: job.read_write.writes() };
     let mut files = FileSet::new();
     files.add(&ctx.target.path, mode, ctx.stats.clone()).map_err(WorkbenchError::Setup)?;
-    let config = EngineConfig::for_depth(job.queue_depth, job.block_size_bytes as usize);
+    let config = EngineConfig::for_depth(job.queue_depth, job.block_size_bytes as usize).on_one_thread();
     let mut engine = open_engine(job.engine, Arc::new(files), config, &mut |m| ctx.notices.say(m)).map_err(WorkbenchError::Setup)?;
     if job.read_write.writes() {
         // Incompressible write data, made once: the hot loop never touches buffer contents.

@@ -104,7 +104,7 @@ pub fn open_for_verify(job: &JobSpec, path: &Path, notice: &(dyn Fn(&str) + Sync
     files
         .add(path, OpenMode { direct: job.direct, write: true }, Arc::new(FileStats::default()))
         .map_err(WorkbenchError::Setup)?;
-    let config = EngineConfig::for_depth(job.queue_depth, job.block_size_bytes as usize);
+    let config = EngineConfig::for_depth(job.queue_depth, job.block_size_bytes as usize).on_one_thread();
     open_engine(job.engine, Arc::new(files), config, &mut |m| notice(m)).map_err(WorkbenchError::Setup)
 }
 
