@@ -1,0 +1,394 @@
+//! The pool: page requests (hit or miss), claiming frames (free list, then the clock),
+//! reading a page synchronously through an I/O engine, and clearing.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use flashscan_io::{IoCompletion, IoEngine, IoOp, IoRequest};
+use parking_lot::Mutex;
+
+use crate::counters::{BufferCounters, BufferCountersSnapshot};
+use crate::error::BufferError;
+use crate::frame::{FrameMeta, STATE_FAILED, STATE_FREE, STATE_LOADING, STATE_VALID};
+use crate::frame_memory::FrameMemory;
+use crate::guard::{Fetch, LoadTicket, PageGuard};
+use crate::limits::{CLOCK_TURNS_MAX, FRAME_SIZE_BYTES, POOL_BYTES_MAX, POOL_FRAMES_MIN};
+use crate::page_key::PageKey;
+use crate::page_table::PageTable;
+
+thread_local! {
+    /// Completions of `read_page`, reused so a synchronous read allocates nothing.
+    static COMPLETIONS: RefCell<Vec<IoCompletion>> = RefCell::new(Vec::with_capacity(4));
+}
+
+pub struct BufferPool {
+    memory: FrameMemory,
+    frames: Box<[FrameMeta]>,
+    table: PageTable,
+    /// Frames holding no page and owned by nobody (state FREE, unpinned, not ring-owned).
+    free_frames: Mutex<Vec<u32>>,
+    clock_hand: AtomicU64,
+    counters: BufferCounters,
+}
+
+impl BufferPool {
+    /// A pool of `budget_bytes / 8 KB` frames, all allocated now.
+    pub fn new(budget_bytes: u64) -> Result<BufferPool, BufferError> {
+        let min_bytes = POOL_FRAMES_MIN as u64 * FRAME_SIZE_BYTES as u64;
+        if budget_bytes < min_bytes || budget_bytes > POOL_BYTES_MAX {
+            return Err(BufferError::BudgetOutOfRange { bytes: budget_bytes, min_bytes, max_bytes: POOL_BYTES_MAX });
+        }
+        Self::with_frames((budget_bytes / FRAME_SIZE_BYTES as u64) as u32)
+    }
+
+    pub fn with_frames(frame_count: u32) -> Result<BufferPool, BufferError> {
+        if frame_count < POOL_FRAMES_MIN {
+            let bytes = frame_count as u64 * FRAME_SIZE_BYTES as u64;
+            return Err(BufferError::BudgetOutOfRange {
+                bytes,
+                min_bytes: POOL_FRAMES_MIN as u64 * FRAME_SIZE_BYTES as u64,
+                max_bytes: POOL_BYTES_MAX,
+            });
+        }
+        let memory = FrameMemory::new(frame_count)?;
+        let frames: Box<[FrameMeta]> = (0..frame_count).map(|_| FrameMeta::new()).collect();
+        // Popped from the end: hand out low frames first (tidier in tests and dumps).
+        let free: Vec<u32> = (0..frame_count).rev().collect();
+        Ok(BufferPool {
+            memory,
+            frames,
+            table: PageTable::new(frame_count),
+            free_frames: Mutex::new(free),
+            clock_hand: AtomicU64::new(0),
+            counters: BufferCounters::default(),
+        })
+    }
+
+    pub fn frame_count(&self) -> u32 {
+        self.memory.frame_count()
+    }
+
+    pub fn budget_bytes(&self) -> u64 {
+        self.memory.bytes() as u64
+    }
+
+    pub fn counters(&self) -> &BufferCounters {
+        &self.counters
+    }
+
+    pub fn snapshot(&self) -> BufferCountersSnapshot {
+        self.counters.snapshot()
+    }
+
+    /// Pages in the page table (valid or being read).
+    pub fn resident_count(&self) -> usize {
+        let n = self.table.len();
+        assert!(n <= self.frame_count() as usize, "page table holds {n} pages in {} frames", self.frame_count());
+        n
+    }
+
+    /// Frames with at least one pin.
+    pub fn pinned_count(&self) -> u32 {
+        self.frames.iter().filter(|m| m.pins() > 0).count() as u32
+    }
+
+    pub(crate) fn memory(&self) -> &FrameMemory {
+        &self.memory
+    }
+
+    pub(crate) fn frame_meta(&self, frame: u32) -> &FrameMeta {
+        &self.frames[frame as usize]
+    }
+
+    /// The page if it is in memory (pinned and latched), without reading it.
+    pub fn get_resident(&self, key: PageKey) -> Option<PageGuard<'_>> {
+        loop {
+            let frame = {
+                let shard = self.table.shard(key);
+                let &frame = shard.get(&key)?;
+                self.frames[frame as usize].pin();
+                frame
+            };
+            if let Some(guard) = self.latch_shared(frame, key) {
+                self.counters.hit();
+                return Some(guard);
+            }
+        }
+    }
+
+    /// A page request: the pinned page, or a ticket to load it into a frame the clock freed.
+    pub fn fetch(&self, key: PageKey) -> Result<Fetch<'_>, BufferError> {
+        self.fetch_with(key, &mut || self.claim_victim())
+    }
+
+    /// `fetch`, taking frames for misses from `victim` (the clock, or a scan ring).
+    pub(crate) fn fetch_with(&self, key: PageKey, victim: &mut dyn FnMut() -> Result<u32, BufferError>) -> Result<Fetch<'_>, BufferError> {
+        loop {
+            if let Some(guard) = self.get_resident(key) {
+                return Ok(Fetch::Hit(guard));
+            }
+            let frame = victim()?;
+            let shard = self.table.shard(key);
+            if let Some(&other) = shard.get(&key) {
+                // Another thread started this page between our lookup and now: use theirs.
+                self.frames[other as usize].pin();
+                drop(shard);
+                self.release_claimed(frame);
+                match self.latch_shared(other, key) {
+                    Some(guard) => {
+                        self.counters.hit();
+                        return Ok(Fetch::Hit(guard));
+                    }
+                    None => continue,
+                }
+            }
+            let ticket = self.start_load(frame, key, shard);
+            self.counters.miss();
+            return Ok(Fetch::Miss(ticket));
+        }
+    }
+
+    /// Latches a frame the caller has pinned; `None` (and unpinned) if its load failed.
+    fn latch_shared(&self, frame: u32, key: PageKey) -> Option<PageGuard<'_>> {
+        let meta = &self.frames[frame as usize];
+        debug_assert!(meta.pins() >= 1);
+        meta.referenced.store(true, Ordering::Relaxed);
+        let latch = match meta.latch.try_read() {
+            Some(latch) => latch,
+            None => {
+                let loading = meta.state() == STATE_LOADING;
+                let started = Instant::now();
+                let latch = meta.latch.read();
+                let waited_ns = started.elapsed().as_nanos() as u64;
+                if loading {
+                    self.counters.io_wait(waited_ns);
+                } else {
+                    self.counters.latch_wait(waited_ns);
+                }
+                latch
+            }
+        };
+        if meta.state() != STATE_VALID {
+            debug_assert_eq!(meta.state(), STATE_FAILED);
+            drop(latch);
+            meta.unpin();
+            return None;
+        }
+        debug_assert_eq!(meta.key(), key, "a pinned frame changed pages");
+        Some(PageGuard { pool: self, frame, key, latch: Some(latch) })
+    }
+
+    /// One synchronous 8 KB read through `engine` on a miss; `verify` sees the bytes before
+    /// any other reader may. The engine must be idle (its slot 0 is used).
+    pub fn read_page<E: From<BufferError>>(
+        &self,
+        engine: &mut dyn IoEngine,
+        key: PageKey,
+        verify: impl FnOnce(&[u8]) -> Result<(), E>,
+    ) -> Result<PageGuard<'_>, E> {
+        let mut ticket = match self.fetch(key)? {
+            Fetch::Hit(guard) => return Ok(guard),
+            Fetch::Miss(ticket) => ticket,
+        };
+        assert_eq!(engine.in_flight(), 0, "read_page needs an idle engine");
+        let request = IoRequest {
+            op: IoOp::Read,
+            file_index: key.file_index,
+            offset_bytes: key.offset_bytes(),
+            length_bytes: FRAME_SIZE_BYTES as u32,
+            slot: 0,
+            user_data: 0,
+        };
+        let io_error = |source| BufferError::Io { file_index: key.file_index, page: key.page_number, source };
+        let started = Instant::now();
+        engine.queue(request).map_err(io_error)?;
+        let completion = COMPLETIONS.with(|c| -> Result<IoCompletion, BufferError> {
+            let mut out = c.borrow_mut();
+            out.clear();
+            while out.is_empty() {
+                engine.reap(1, &mut out).map_err(io_error)?;
+            }
+            debug_assert_eq!(out.len(), 1);
+            Ok(out[0])
+        })?;
+        self.counters.io_wait(started.elapsed().as_nanos() as u64);
+        self.counters.read(FRAME_SIZE_BYTES as u64);
+        completion.expect_full(engine.files()).map_err(io_error)?;
+        ticket.buffer_mut().copy_from_slice(&engine.slot(0)[..FRAME_SIZE_BYTES]);
+        ticket.complete(verify)
+    }
+
+    /// Installs a page that arrived with a larger read (the rest of a 64 KB extent), unless
+    /// it is already in memory or being read. Never waits and keeps nothing pinned, so a
+    /// thread holding load tickets can call it without deadlocking against another's.
+    pub fn install<E: From<BufferError>>(&self, key: PageKey, bytes: &[u8], verify: impl FnOnce(&[u8]) -> Result<(), E>) -> Result<(), E> {
+        match self.try_start_load(key)? {
+            Some(ticket) => ticket.complete_from(bytes, verify).map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// A ticket to load `key` if nobody has it in memory or is reading it; `None` otherwise.
+    /// Not counted as a miss (nobody asked for the page yet).
+    pub fn try_start_load(&self, key: PageKey) -> Result<Option<LoadTicket<'_>>, BufferError> {
+        if self.contains(key) {
+            return Ok(None);
+        }
+        let frame = self.claim_victim()?;
+        let shard = self.table.shard(key);
+        if shard.contains_key(&key) {
+            drop(shard);
+            self.release_claimed(frame);
+            return Ok(None);
+        }
+        Ok(Some(self.start_load(frame, key, shard)))
+    }
+
+    /// Maps a claimed frame to `key` under the shard lock and latches it for the loader.
+    fn start_load(&self, frame: u32, key: PageKey, mut shard: parking_lot::MutexGuard<'_, crate::page_table::Shard>) -> LoadTicket<'_> {
+        let meta = &self.frames[frame as usize];
+        debug_assert_eq!(meta.pins(), 1, "a claimed frame carries exactly the claim's pin");
+        debug_assert_eq!(meta.state(), STATE_FREE);
+        debug_assert!(!shard.contains_key(&key));
+        meta.set_key(key);
+        meta.state.store(STATE_LOADING, Ordering::Release);
+        // Nobody holds the latch of a claimed frame: readers hold it only while pinned.
+        let Some(write) = meta.latch.try_write() else {
+            panic!("claimed frame {frame} is latched by somebody");
+        };
+        shard.insert(key, frame);
+        debug_assert!(shard.len() <= self.frame_count() as usize);
+        LoadTicket { pool: self, frame, key, latch: Some(write) }
+    }
+
+    /// Whether the page table holds the key (valid or being read).
+    pub fn contains(&self, key: PageKey) -> bool {
+        self.table.shard(key).contains_key(&key)
+    }
+
+    /// A frame for a miss: the free list, else the clock (second chance, skipping pinned
+    /// and ring frames). The frame comes back claimed: one pin, state FREE, not in the table.
+    pub(crate) fn claim_victim(&self) -> Result<u32, BufferError> {
+        if let Some(frame) = self.free_frames.lock().pop() {
+            let claimed = self.frames[frame as usize].try_claim();
+            assert!(claimed, "frame {frame} on the free list was pinned");
+            return Ok(frame);
+        }
+        let frame_count = self.frame_count() as u64;
+        for _ in 0..frame_count * CLOCK_TURNS_MAX as u64 {
+            let frame = (self.clock_hand.fetch_add(1, Ordering::Relaxed) % frame_count) as u32;
+            let meta = &self.frames[frame as usize];
+            if meta.ring_owned.load(Ordering::Relaxed) || meta.pins() > 0 {
+                continue;
+            }
+            match meta.state() {
+                STATE_FREE | STATE_LOADING => continue,
+                _ => {}
+            }
+            if meta.referenced.swap(false, Ordering::Relaxed) {
+                continue;
+            }
+            if self.try_claim_frame(frame, true) {
+                return Ok(frame);
+            }
+        }
+        Err(BufferError::AllPinned { frame_count: self.frame_count() })
+    }
+
+    /// Claims `frame` if nobody uses it: a valid page is evicted (taken out of the table),
+    /// a failed or free frame is taken as is.
+    pub(crate) fn try_claim_frame(&self, frame: u32, count_eviction: bool) -> bool {
+        let meta = &self.frames[frame as usize];
+        if meta.pins() > 0 {
+            return false;
+        }
+        match meta.state() {
+            STATE_VALID => {
+                let key = meta.key();
+                let mut shard = self.table.shard(key);
+                // Under the shard lock nobody can pin this page: a zero here stays zero.
+                if shard.get(&key) != Some(&frame) || !meta.try_claim() {
+                    return false;
+                }
+                shard.remove(&key);
+                drop(shard);
+                meta.state.store(STATE_FREE, Ordering::Release);
+                if count_eviction {
+                    self.counters.evicted();
+                }
+                true
+            }
+            STATE_FAILED | STATE_FREE => {
+                if !meta.try_claim() {
+                    return false;
+                }
+                let state = meta.state();
+                if state == STATE_FAILED || state == STATE_FREE {
+                    meta.state.store(STATE_FREE, Ordering::Release);
+                    true
+                } else {
+                    // It became valid between our look and the claim: leave it.
+                    meta.unpin();
+                    false
+                }
+            }
+            _ => false,
+        }
+    }
+
+    /// Gives back a claimed frame that will not be used.
+    pub(crate) fn release_claimed(&self, frame: u32) {
+        let meta = &self.frames[frame as usize];
+        debug_assert_eq!(meta.pins(), 1);
+        meta.state.store(STATE_FREE, Ordering::Release);
+        meta.referenced.store(false, Ordering::Relaxed);
+        meta.unpin();
+        if !meta.ring_owned.load(Ordering::Acquire) {
+            self.free_frames.lock().push(frame);
+        }
+    }
+
+    /// Takes an abandoned load out of the table (only if the table still maps it to us).
+    pub(crate) fn remove_mapping(&self, key: PageKey, frame: u32) {
+        let mut shard = self.table.shard(key);
+        if shard.get(&key) == Some(&frame) {
+            shard.remove(&key);
+        }
+    }
+
+    /// Drops every unpinned page (a cold start for benchmarks). Fails, after dropping what
+    /// it can, if pages are pinned.
+    pub fn clear(&self) -> Result<u32, BufferError> {
+        let mut dropped = 0;
+        let mut pinned_count = 0;
+        for frame in 0..self.frame_count() {
+            let meta = &self.frames[frame as usize];
+            if meta.ring_owned.load(Ordering::Relaxed) {
+                continue;
+            }
+            match meta.state() {
+                STATE_VALID | STATE_FAILED => {
+                    if meta.pins() > 0 {
+                        pinned_count += 1;
+                        continue;
+                    }
+                    let was_valid = meta.state() == STATE_VALID;
+                    // Clearing is not eviction pressure: not counted as evictions.
+                    if self.try_claim_frame(frame, false) {
+                        self.release_claimed(frame);
+                        dropped += was_valid as u32;
+                    } else {
+                        pinned_count += 1;
+                    }
+                }
+                STATE_LOADING => pinned_count += 1,
+                _ => {}
+            }
+        }
+        if pinned_count > 0 {
+            return Err(BufferError::PinnedOnClear { pinned_count });
+        }
+        Ok(dropped)
+    }
+}
