@@ -2,6 +2,32 @@
 //!
 //! Owned by the storage work (heap pages, catalog, partitioning, placement, load), except
 //! `compression/` and `columnstore/`, owned by the column store work.
+//!
+//! Data flow of a load: rows (tpchgen, Parquet, CSV) -> `partitioning` (hash to a
+//! partition) -> `page` (8 KB heap pages) -> `placement` (extents over files and volumes)
+//! -> data files -> `catalog` (committed atomically). A scan reads `PageRun`s from the
+//! catalog and decodes pages with `HeapDecoder`.
 
+pub mod catalog;
+pub mod column;
 pub mod columnstore;
 pub mod compression;
+pub mod database;
+pub mod error;
+pub mod heap_decoder;
+pub mod heap_reader;
+pub mod load;
+pub mod page;
+pub mod partitioning;
+pub mod placement;
+pub mod table_meta;
+
+pub use catalog::Catalog;
+pub use column::{ColumnDef, ColumnType};
+pub use database::Database;
+pub use error::StorageError;
+pub use heap_decoder::{decode_page_count_only, HeapDecoder};
+pub use page::heap_page::verify_page;
+pub use page::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
+pub use table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, TableMeta};
+pub use load::{load_table, LoadCounters, LoadOptions, LoadReport, TableSource};

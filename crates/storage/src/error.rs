@@ -1,0 +1,79 @@
+//! The errors storage reports. Each variant carries what the user needs to act: the file,
+//! the page, the offset, and what to do next.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in storage: opening a database, decoding a page, loading.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    #[error("{what} {path}: {source}")]
+    Io { what: &'static str, path: PathBuf, #[source] source: std::io::Error },
+
+    #[error("{dir} is not a flashscan database (no catalog): create one with flashscan load")]
+    NotADatabase { dir: PathBuf },
+
+    #[error("{dir} is not empty and is not a flashscan database: load into a new or empty directory")]
+    ForeignDirectory { dir: PathBuf },
+
+    #[error("catalog {path} is damaged ({reason}); restore it from a backup or reload the database")]
+    CatalogCorrupt { path: PathBuf, reason: String },
+
+    #[error("unknown table {name:?}; tables in this database: {known}")]
+    UnknownTable { name: String, known: String },
+
+    #[error("unknown column {column:?} in table {table:?}; columns: {known}")]
+    UnknownColumn { table: String, column: String, known: String },
+
+    #[error("table {name:?} already exists; pass --replace to load it again")]
+    TableExists { name: String },
+
+    #[error("checksum mismatch in {file} page {page_id} at offset {offset_bytes} (stored {stored_crc32c:#010x}, computed {computed_crc32c:#010x}): the data file is damaged; reload the table")]
+    PageChecksum { file: PathBuf, page_id: u64, offset_bytes: u64, stored_crc32c: u32, computed_crc32c: u32 },
+
+    #[error("corrupt page in {file} page {page_id} at offset {offset_bytes}: {reason}; reload the table")]
+    PageCorrupt { file: PathBuf, page_id: u64, offset_bytes: u64, reason: String },
+
+    #[error("data file {file} is truncated: expected {expected_bytes} bytes, found {actual_bytes}; reload the table")]
+    FileTruncated { file: PathBuf, expected_bytes: u64, actual_bytes: u64 },
+
+    #[error("column {column:?} has type {data_type}, which flashscan does not store (supported: Int8-64, UInt8-32, Float32/64, Decimal128 up to 18 digits, Date32, Utf8, Boolean)")]
+    UnsupportedType { column: String, data_type: String },
+
+    #[error("a row of table {table:?} needs {row_bytes} bytes, more than an 8 KB page holds ({row_bytes_max} bytes)")]
+    RowTooLarge { table: String, row_bytes: usize, row_bytes_max: usize },
+
+    #[error("value out of range in column {column:?}: {reason}")]
+    ValueOutOfRange { column: String, reason: String },
+
+    #[error("disk full while writing {path}: free space on that volume or choose other --volumes; the previous catalog is intact and the partial files were removed")]
+    DiskFull { path: PathBuf },
+
+    #[error("{0}")]
+    InvalidArgument(String),
+
+    #[error("reading {path}: {source}")]
+    Arrow { path: PathBuf, #[source] source: arrow::error::ArrowError },
+
+    #[error("reading {path}: {source}")]
+    Parquet { path: PathBuf, #[source] source: parquet::errors::ParquetError },
+
+    #[error("load worker failed: {0}")]
+    Worker(String),
+}
+
+impl StorageError {
+    /// True when the cause is what the user gave (a path, a name, a flag, a damaged or full
+    /// file) and the user can fix it; the CLI exits 2 for these and 1 for the rest.
+    pub fn is_user_input(&self) -> bool {
+        !matches!(self, StorageError::Io { .. } | StorageError::Worker(_))
+    }
+
+    pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> StorageError {
+        let path = path.into();
+        if source.raw_os_error() == Some(libc::ENOSPC) {
+            return StorageError::DiskFull { path };
+        }
+        StorageError::Io { what, path, source }
+    }
+}

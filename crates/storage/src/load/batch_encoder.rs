@@ -1,0 +1,184 @@
+//! Arrow batches to heap pages, per partition: each row is hashed to its partition,
+//! encoded into a row, and appended to that partition's open page. Full pages are
+//! gathered into messages for the writer.
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, LargeStringArray, RecordBatch, StringArray, StringViewArray};
+use arrow::buffer::NullBuffer;
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
+
+use crate::column::{ColumnDef, ColumnType};
+use crate::error::StorageError;
+use crate::page::heap_page::HeapPageBuilder;
+use crate::page::row_codec::{ColumnSlot, RowLayout, RowWriter, ROW_BYTES_MAX};
+use crate::page::PAGE_SIZE_BYTES;
+use crate::partitioning::partition_rows;
+
+/// Pages per writer message: 16 pages = 128 KB, large enough that channel overhead is
+/// noise, small enough that partitions x encoders x message stays bounded.
+pub const PAGES_PER_MESSAGE: usize = 16;
+
+/// Full pages of one partition on their way to the writer (not yet sealed: the writer
+/// stamps page id, LSN and checksum once it knows where each page goes).
+pub struct PagesMessage {
+    pub partition: u32,
+    pub pages: Vec<u8>,
+    pub row_count: u64,
+}
+
+struct PartitionPages {
+    builder: HeapPageBuilder,
+    pages: Vec<u8>,
+    row_count: u64,
+}
+
+/// The typed view of one input column, cast to what its storage type expects.
+enum ColumnView<'a> {
+    I32(&'a [i32]),
+    I64(&'a [i64]),
+    F64(&'a [f64]),
+    Decimal(&'a [i128]),
+    Bool(&'a BooleanArray),
+    Utf8(&'a StringArray),
+    LargeUtf8(&'a LargeStringArray),
+    Utf8View(&'a StringViewArray),
+}
+
+pub struct BatchEncoder {
+    table_name: String,
+    columns: Vec<ColumnDef>,
+    layout: RowLayout,
+    partition_by: usize,
+    partition_count: u32,
+    partitions: Vec<PartitionPages>,
+    row_buf: Vec<u8>,
+    partition_of_row: Vec<u32>,
+}
+
+impl BatchEncoder {
+    pub fn new(table_name: &str, columns: &[ColumnDef], partition_by: usize, partition_count: u32) -> BatchEncoder {
+        debug_assert!(partition_by < columns.len());
+        let column_count = columns.len() as u16;
+        BatchEncoder {
+            table_name: table_name.to_string(),
+            columns: columns.to_vec(),
+            layout: RowLayout::new(columns),
+            partition_by,
+            partition_count,
+            partitions: (0..partition_count)
+                .map(|_| PartitionPages { builder: HeapPageBuilder::new(column_count), pages: Vec::new(), row_count: 0 })
+                .collect(),
+            row_buf: Vec::with_capacity(ROW_BYTES_MAX),
+            partition_of_row: Vec::new(),
+        }
+    }
+
+    /// Encodes a batch; calls `emit` with every message that fills up.
+    pub fn encode(&mut self, batch: &RecordBatch, emit: &mut dyn FnMut(PagesMessage) -> Result<(), StorageError>) -> Result<(), StorageError> {
+        if batch.num_columns() != self.columns.len() {
+            return Err(StorageError::InvalidArgument(format!(
+                "batch has {} columns, table {} has {}",
+                batch.num_columns(),
+                self.table_name,
+                self.columns.len()
+            )));
+        }
+        let arrays: Vec<ArrayRef> = batch.columns().iter().zip(&self.columns).map(|(a, c)| canonical(a, c)).collect::<Result<_, _>>()?;
+        let views: Vec<(ColumnView, Option<&NullBuffer>)> = arrays.iter().zip(&self.columns).map(|(a, c)| (view(a, c), a.nulls())).collect();
+        partition_rows(&arrays[self.partition_by], self.partition_count, &mut self.partition_of_row)?;
+
+        for row in 0..batch.num_rows() {
+            let mut w = RowWriter::begin(&self.layout, &mut self.row_buf);
+            for (ci, (v, nulls)) in views.iter().enumerate() {
+                if nulls.is_some_and(|n| n.is_null(row)) {
+                    if !self.columns[ci].nullable {
+                        return Err(StorageError::ValueOutOfRange { column: self.columns[ci].name.clone(), reason: "NULL in a NOT NULL column".into() });
+                    }
+                    w.set_null(ci);
+                    if let ColumnSlot::Var { .. } = self.layout.slots[ci] {
+                        w.put_var(ci, &[]);
+                    }
+                    continue;
+                }
+                match v {
+                    ColumnView::I32(a) => w.put_fixed(ci, &a[row].to_le_bytes()),
+                    ColumnView::I64(a) => w.put_fixed(ci, &a[row].to_le_bytes()),
+                    ColumnView::F64(a) => w.put_fixed(ci, &a[row].to_le_bytes()),
+                    ColumnView::Decimal(a) => {
+                        let x = a[row];
+                        let Ok(x) = i64::try_from(x) else {
+                            return Err(StorageError::ValueOutOfRange { column: self.columns[ci].name.clone(), reason: format!("decimal {x} does not fit 18 digits") });
+                        };
+                        w.put_fixed(ci, &x.to_le_bytes())
+                    }
+                    ColumnView::Bool(a) => w.put_fixed(ci, &[a.value(row) as u8]),
+                    ColumnView::Utf8(a) => w.put_var(ci, a.value(row).as_bytes()),
+                    ColumnView::LargeUtf8(a) => w.put_var(ci, a.value(row).as_bytes()),
+                    ColumnView::Utf8View(a) => w.put_var(ci, a.value(row).as_bytes()),
+                }
+            }
+            let row_bytes = w.finish().map_err(|row_bytes| StorageError::RowTooLarge { table: self.table_name.clone(), row_bytes, row_bytes_max: ROW_BYTES_MAX })?;
+            debug_assert_eq!(row_bytes, self.row_buf.len());
+            let p = self.partition_of_row[row] as usize;
+            let part = &mut self.partitions[p];
+            if !part.builder.try_append(&self.row_buf) {
+                part.builder.take_page(&mut part.pages);
+                let appended = part.builder.try_append(&self.row_buf);
+                debug_assert!(appended, "a row of at most ROW_BYTES_MAX fits an empty page");
+                if part.pages.len() >= PAGES_PER_MESSAGE * PAGE_SIZE_BYTES {
+                    let pages = std::mem::replace(&mut part.pages, Vec::with_capacity(PAGES_PER_MESSAGE * PAGE_SIZE_BYTES));
+                    let row_count = std::mem::take(&mut part.row_count);
+                    emit(PagesMessage { partition: p as u32, pages, row_count })?;
+                }
+            }
+            part.row_count += 1;
+        }
+        Ok(())
+    }
+
+    /// Closes every open page and emits what is left.
+    pub fn flush(&mut self, emit: &mut dyn FnMut(PagesMessage) -> Result<(), StorageError>) -> Result<(), StorageError> {
+        for (p, part) in self.partitions.iter_mut().enumerate() {
+            if !part.builder.is_empty() {
+                part.builder.take_page(&mut part.pages);
+            }
+            if !part.pages.is_empty() {
+                let pages = std::mem::take(&mut part.pages);
+                let row_count = std::mem::take(&mut part.row_count);
+                emit(PagesMessage { partition: p as u32, pages, row_count })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Arrow type each storage type is encoded from; other input types are cast to it.
+fn canonical(a: &ArrayRef, c: &ColumnDef) -> Result<ArrayRef, StorageError> {
+    let target = match c.column_type {
+        ColumnType::Utf8 => match a.data_type() {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => return Ok(a.clone()),
+            _ => DataType::Utf8,
+        },
+        t => t.arrow_type(),
+    };
+    if a.data_type() == &target {
+        return Ok(a.clone());
+    }
+    cast(a, &target).map_err(|e| StorageError::ValueOutOfRange { column: c.name.clone(), reason: format!("cannot convert {} to {target}: {e}", a.data_type()) })
+}
+
+fn view<'a>(a: &'a ArrayRef, c: &ColumnDef) -> ColumnView<'a> {
+    match c.column_type {
+        ColumnType::Int32 => ColumnView::I32(a.as_primitive::<Int32Type>().values()),
+        ColumnType::Date32 => ColumnView::I32(a.as_primitive::<Date32Type>().values()),
+        ColumnType::Int64 => ColumnView::I64(a.as_primitive::<Int64Type>().values()),
+        ColumnType::Float64 => ColumnView::F64(a.as_primitive::<Float64Type>().values()),
+        ColumnType::Decimal { .. } => ColumnView::Decimal(a.as_primitive::<Decimal128Type>().values()),
+        ColumnType::Boolean => ColumnView::Bool(a.as_boolean()),
+        ColumnType::Utf8 => match a.data_type() {
+            DataType::Utf8View => ColumnView::Utf8View(a.as_string_view()),
+            DataType::LargeUtf8 => ColumnView::LargeUtf8(a.as_string::<i64>()),
+            _ => ColumnView::Utf8(a.as_string::<i32>()),
+        },
+    }
+}

@@ -1,0 +1,355 @@
+//! Loading a table: sources (tpchgen, Parquet, CSV) -> encoders (hash to partitions,
+//! build pages) -> one writer (place, seal, write) -> an atomic catalog commit.
+//!
+//! Memory is bounded whatever the table size: batches and page messages travel over
+//! bounded channels, and each encoder holds one open page per partition.
+//! Atomicity: data files get new names (with the catalog generation) that the catalog does
+//! not reference until the commit; on any error the files this load created are removed
+//! and the previous catalog stays as it was.
+
+pub mod batch_encoder;
+pub mod csv;
+pub mod parquet;
+pub mod partition_writer;
+pub mod source;
+pub mod tpch;
+
+use std::collections::VecDeque;
+use std::fs::{File, OpenOptions};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use crossbeam_channel::bounded;
+
+use crate::catalog::Catalog;
+use crate::column::{ColumnDef, ColumnType};
+use crate::error::StorageError;
+use crate::page::Lsn;
+use crate::partitioning::PARTITION_COUNT_MAX;
+use crate::placement::{INTERLEAVE_BYTES_DEFAULT, INTERLEAVE_BYTES_MAX, INTERLEAVE_BYTES_MIN};
+use crate::table_meta::TableMeta;
+use crate::EXTENT_SIZE_BYTES;
+
+use batch_encoder::{BatchEncoder, PagesMessage};
+use partition_writer::{PartitionWriter, WritePlan};
+pub use source::TableSource;
+
+/// Batches in flight between sources and encoders, per encoder.
+const BATCHES_IN_FLIGHT_PER_ENCODER: usize = 2;
+/// Page messages in flight to the writer (x 128 KB each).
+const PAGE_MESSAGES_IN_FLIGHT: usize = 64;
+pub const VOLUME_COUNT_MAX: usize = 64;
+const LOCK_FILE_NAME: &str = "flashscan.lock";
+
+/// Counters a progress bar can poll while a load runs.
+#[derive(Debug, Default)]
+pub struct LoadCounters {
+    pub rows_encoded: AtomicU64,
+    pub bytes_written: AtomicU64,
+}
+
+#[derive(Clone)]
+pub struct LoadOptions {
+    pub partition_count: u32,
+    /// Column rows are hashed on; the first column when `None`.
+    pub partition_by: Option<String>,
+    /// Directories the data files are spread over; the database directory when empty.
+    pub volumes: Vec<PathBuf>,
+    pub interleave_bytes: u64,
+    pub replace: bool,
+    pub threads: usize,
+    /// Test hook: fail as if the disk were full after this many pages.
+    pub fault_after_pages: Option<u64>,
+    pub counters: Arc<LoadCounters>,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        LoadOptions {
+            partition_count: cores as u32,
+            partition_by: None,
+            volumes: Vec::new(),
+            interleave_bytes: INTERLEAVE_BYTES_DEFAULT,
+            replace: false,
+            threads: cores,
+            fault_after_pages: None,
+            counters: Arc::new(LoadCounters::default()),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct LoadReport {
+    pub table: String,
+    pub row_count: u64,
+    pub page_count: u64,
+    pub size_bytes: u64,
+    pub file_count: usize,
+    pub seconds: f64,
+}
+
+/// Makes `dir` a database if it is missing or empty; accepts an existing database;
+/// refuses any other directory (flashscan never writes among files it did not create).
+pub fn create_or_open_database_dir(dir: &Path) -> Result<(), StorageError> {
+    if Catalog::exists(dir) {
+        return Ok(());
+    }
+    if dir.exists() {
+        if !dir.is_dir() {
+            return Err(StorageError::ForeignDirectory { dir: dir.to_path_buf() });
+        }
+        let mut entries = std::fs::read_dir(dir).map_err(|e| StorageError::io("listing", dir, e))?;
+        if entries.next().is_some() {
+            return Err(StorageError::ForeignDirectory { dir: dir.to_path_buf() });
+        }
+    } else {
+        std::fs::create_dir_all(dir).map_err(|e| StorageError::io("creating database directory", dir, e))?;
+    }
+    let catalog = Catalog { generation: 0, next_file_id: 1, next_lsn: 1, tables: Default::default() };
+    catalog.write_atomic(dir)
+}
+
+/// An exclusive lock on the database for the duration of a load (flock, released when
+/// the process exits, so a crash never leaves it held).
+struct DatabaseLock {
+    _file: File,
+}
+
+fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
+    let path = dir.join(LOCK_FILE_NAME);
+    let file = OpenOptions::new().write(true).create(true).truncate(false).open(&path).map_err(|e| StorageError::io("opening lock", &path, e))?;
+    // SAFETY: flock on a descriptor we own.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        return Err(StorageError::InvalidArgument(format!("another load is running on {} (lock {} is held)", dir.display(), path.display())));
+    }
+    Ok(DatabaseLock { _file: file })
+}
+
+fn validate_options(options: &LoadOptions) -> Result<(), StorageError> {
+    if options.partition_count == 0 || options.partition_count > PARTITION_COUNT_MAX {
+        return Err(StorageError::InvalidArgument(format!("--partitions {} out of range: use 1 to {PARTITION_COUNT_MAX}", options.partition_count)));
+    }
+    let i = options.interleave_bytes;
+    if !(INTERLEAVE_BYTES_MIN..=INTERLEAVE_BYTES_MAX).contains(&i) || i % EXTENT_SIZE_BYTES as u64 != 0 {
+        return Err(StorageError::InvalidArgument(format!("--interleave {i} bytes: use a multiple of 64K between 64K and 1G")));
+    }
+    if options.volumes.len() > VOLUME_COUNT_MAX {
+        return Err(StorageError::InvalidArgument(format!("{} volumes: at most {VOLUME_COUNT_MAX}", options.volumes.len())));
+    }
+    for v in &options.volumes {
+        if !v.is_dir() {
+            return Err(StorageError::InvalidArgument(format!("volume {} is not a directory: create it first", v.display())));
+        }
+    }
+    Ok(())
+}
+
+/// Loads one table into the database at `db_dir` and commits it to the catalog.
+pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> Result<LoadReport, StorageError> {
+    let started = Instant::now();
+    validate_options(options)?;
+    create_or_open_database_dir(db_dir)?;
+    let _lock = lock_database(db_dir)?;
+    let catalog = Catalog::read(db_dir)?;
+    let name = source.name.to_ascii_lowercase();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(StorageError::InvalidArgument(format!("table name {:?}: use letters, digits and _ (pass --table NAME)", source.name)));
+    }
+    let old_table = catalog.tables.get(&name).cloned();
+    if old_table.is_some() && !options.replace {
+        return Err(StorageError::TableExists { name });
+    }
+    let columns: Vec<ColumnDef> = source
+        .schema
+        .fields()
+        .iter()
+        .map(|f| Ok(ColumnDef { name: f.name().clone(), column_type: ColumnType::from_arrow(f.name(), f.data_type())?, nullable: f.is_nullable() }))
+        .collect::<Result<_, StorageError>>()?;
+    if columns.is_empty() || columns.len() > u16::MAX as usize {
+        return Err(StorageError::InvalidArgument(format!("table {name} has {} columns: need 1 to 65535", columns.len())));
+    }
+    let partition_by = match &options.partition_by {
+        None => 0,
+        Some(col) => columns.iter().position(|c| c.name.eq_ignore_ascii_case(col)).ok_or_else(|| StorageError::UnknownColumn {
+            table: name.clone(),
+            column: col.clone(),
+            known: columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
+        })?,
+    };
+    let volumes = if options.volumes.is_empty() { vec![db_dir.to_path_buf()] } else { options.volumes.clone() };
+    let generation = catalog.generation + 1;
+    let lsn = Lsn(catalog.next_lsn);
+    let file_ids_needed = options.partition_count as u64 * volumes.len() as u64;
+    let first_file_id = catalog.next_file_id;
+    let next_file_id = u32::try_from(first_file_id as u64 + file_ids_needed)
+        .map_err(|_| StorageError::InvalidArgument("the database has used all 2^32 data file ids".into()))?;
+    let database_id = format!("{:08x}", crc32c::crc32c(std::path::absolute(db_dir).unwrap_or_else(|_| db_dir.to_path_buf()).to_string_lossy().as_bytes()));
+
+    let mut writer = PartitionWriter::new(WritePlan {
+        db_dir: db_dir.to_path_buf(),
+        table_name: name.clone(),
+        partition_count: options.partition_count,
+        volumes: volumes.clone(),
+        interleave_bytes: options.interleave_bytes,
+        first_file_id,
+        generation,
+        lsn,
+        external_prefix: format!("flashscan-{database_id}"),
+        fault_after_pages: options.fault_after_pages,
+    });
+
+    let result = run_pipeline(source.parts, &name, &columns, partition_by, options, &mut writer).and_then(|()| writer.finish());
+    let written = match result {
+        Ok(w) => w,
+        Err(e) => {
+            writer.remove_created();
+            return Err(e);
+        }
+    };
+
+    let table = TableMeta {
+        name: name.clone(),
+        columns: columns.clone(),
+        partitions: written.partitions,
+        row_count: written.row_count,
+        format: "heap".to_string(),
+        partition_by: columns[partition_by].name.clone(),
+        filegroups: written.filegroups,
+        files: written.files,
+        interleave_bytes: options.interleave_bytes,
+        size_bytes: written.size_bytes,
+        source: source.description,
+        load_lsn: lsn.0,
+    };
+    let report = LoadReport {
+        table: name.clone(),
+        row_count: table.row_count,
+        page_count: table.page_count(),
+        size_bytes: table.size_bytes,
+        file_count: table.files.len(),
+        seconds: 0.0,
+    };
+    let mut next = catalog.clone();
+    next.generation = generation;
+    next.next_file_id = next_file_id;
+    next.next_lsn = lsn.0 + 1;
+    next.tables.insert(name.clone(), table);
+    if let Err(e) = next.write_atomic(db_dir) {
+        writer.remove_created();
+        return Err(e);
+    }
+    // Committed: the replaced table's files are no longer referenced. They were created by
+    // flashscan (the catalog lists only such files), so removing them is safe.
+    if let Some(old) = old_table {
+        for f in &old.files {
+            let _ = std::fs::remove_file(db_dir.join(&f.path));
+        }
+    }
+    Ok(LoadReport { seconds: started.elapsed().as_secs_f64(), ..report })
+}
+
+/// Sources -> encoders -> writer (this thread). The first error cancels every stage.
+fn run_pipeline(
+    parts: Vec<source::PartSource>,
+    table_name: &str,
+    columns: &[ColumnDef],
+    partition_by: usize,
+    options: &LoadOptions,
+    writer: &mut PartitionWriter,
+) -> Result<(), StorageError> {
+    let threads = options.threads.max(1);
+    let producer_count = parts.len().clamp(1, threads);
+    let encoder_count = threads;
+    let parts = Mutex::new(parts.into_iter().collect::<VecDeque<_>>());
+    let cancel = AtomicBool::new(false);
+    let first_error: Mutex<Option<StorageError>> = Mutex::new(None);
+    let fail = |e: StorageError| {
+        cancel.store(true, Ordering::SeqCst);
+        if let Ok(mut slot) = first_error.lock() {
+            slot.get_or_insert(e);
+        }
+    };
+    let counters = &options.counters;
+
+    std::thread::scope(|scope| {
+        let (batch_tx, batch_rx) = bounded(encoder_count * BATCHES_IN_FLIGHT_PER_ENCODER);
+        let (page_tx, page_rx) = bounded::<PagesMessage>(PAGE_MESSAGES_IN_FLIGHT);
+
+        for _ in 0..producer_count {
+            let batch_tx = batch_tx.clone();
+            let (parts, cancel, fail) = (&parts, &cancel, &fail);
+            scope.spawn(move || loop {
+                let next = match parts.lock() {
+                    Ok(mut q) => q.pop_front(),
+                    Err(_) => None,
+                };
+                let Some(part) = next else { break };
+                let iter = match part() {
+                    Ok(i) => i,
+                    Err(e) => return fail(e),
+                };
+                for batch in iter {
+                    if cancel.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    match batch {
+                        Ok(b) => {
+                            if batch_tx.send(b).is_err() {
+                                return;
+                            }
+                        }
+                        Err(e) => return fail(e),
+                    }
+                }
+            });
+        }
+        drop(batch_tx);
+
+        for _ in 0..encoder_count {
+            let (batch_rx, page_tx) = (batch_rx.clone(), page_tx.clone());
+            let (cancel, fail) = (&cancel, &fail);
+            scope.spawn(move || {
+                let mut encoder = BatchEncoder::new(table_name, columns, partition_by, options.partition_count);
+                let mut emit = |m: PagesMessage| page_tx.send(m).map_err(|_| StorageError::Worker("writer stopped".into()));
+                for batch in batch_rx.iter() {
+                    if cancel.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    if let Err(e) = encoder.encode(&batch, &mut emit) {
+                        return fail(e);
+                    }
+                    counters.rows_encoded.fetch_add(batch.num_rows() as u64, Ordering::Relaxed);
+                }
+                if let Err(e) = encoder.flush(&mut emit) {
+                    fail(e);
+                }
+            });
+        }
+        drop(batch_rx);
+        drop(page_tx);
+
+        for message in page_rx.iter() {
+            if cancel.load(Ordering::Relaxed) {
+                break;
+            }
+            if let Err(e) = writer.write(message) {
+                fail(e);
+                break;
+            }
+            counters.bytes_written.store(writer.bytes_written(), Ordering::Relaxed);
+        }
+        // Dropping the receiver unblocks encoders waiting to send; they see the error and stop.
+        drop(page_rx);
+    });
+
+    match first_error.into_inner() {
+        Ok(Some(e)) => Err(e),
+        Ok(None) => Ok(()),
+        Err(_) => Err(StorageError::Worker("a load thread panicked".into())),
+    }
+}

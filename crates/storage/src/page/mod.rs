@@ -1,0 +1,40 @@
+//! 8 KB heap pages: the header ([`header`]), the row format ([`row_codec`]) and the slotted
+//! page that holds rows ([`heap_page`]). Byte layouts are in docs/formats.md.
+
+pub mod header;
+pub mod heap_page;
+pub mod row_codec;
+
+use serde::{Deserialize, Serialize};
+
+/// Every page is 8 KB: the unit of checksums, of row placement and of buffer pool frames.
+pub const PAGE_SIZE_BYTES: usize = 8192;
+/// Pages are allocated and placed in extents of 8 pages (64 KB), the smallest stripe unit.
+pub const EXTENT_SIZE_BYTES: usize = 64 * 1024;
+pub const PAGES_PER_EXTENT: usize = EXTENT_SIZE_BYTES / PAGE_SIZE_BYTES;
+
+const _: () = assert!(EXTENT_SIZE_BYTES % PAGE_SIZE_BYTES == 0);
+// Row offsets in the slot array and in rows are u16.
+const _: () = assert!(PAGE_SIZE_BYTES <= u16::MAX as usize + 1);
+
+/// A page's identity: the catalog file id in the high 32 bits, the page's index within
+/// that file in the low 32 bits (SQL Server's file:page). A page read from the wrong place
+/// is caught by comparing this with the id the reader expected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct PageId(pub u64);
+
+impl PageId {
+    pub fn new(file_id: u32, page_index_in_file: u32) -> PageId {
+        PageId(((file_id as u64) << 32) | page_index_in_file as u64)
+    }
+    pub fn file_id(self) -> u32 {
+        (self.0 >> 32) as u32
+    }
+    pub fn page_index_in_file(self) -> u32 {
+        self.0 as u32
+    }
+}
+
+/// Log sequence number of the last change to a page. Loaded pages carry the load's LSN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Lsn(pub u64);
