@@ -1,1 +1,37 @@
-//! flashscan-index: B+tree indexes and key lookups.
+//! flashscan-index: B+tree indexes over heap tables, key lookups that switch from one
+//! read at a time to asynchronous prefetch, and the I/O cost bench.
+//!
+//! Data flow of a lookup: keys → [`btree`] seeks (nodes through the buffer pool) → row
+//! locators → [`lookup`] plan (pages, read units) → reads (sync or a prefetch window) →
+//! rows out of verified heap pages ([`heap_rows`]).
+//!
+//! - [`key`]: order-preserving key encoding; [`locator`]: row locators;
+//! - [`btree`]: node format, bulk build, seeks and ranges;
+//! - [`create`]: `index create` (scan, sort, build, register); [`catalog`]: `indexes.json`;
+//! - [`table_files`]: the `FileSet` of a table and its index; [`heap_rows`]: a row by slot;
+//! - [`lookup`]: sessions, plans, the fetch loop, stats;
+//! - [`persisted_stats`]: buffer counters kept across commands;
+//! - [`synth`]: synthetic tables with N rows per page; [`costs`]: the cost bench;
+//! - [`cpu_time`]: process and thread CPU clocks.
+
+pub mod btree;
+pub mod catalog;
+pub mod costs;
+pub mod cpu_time;
+pub mod create;
+pub mod error;
+pub mod heap_rows;
+pub mod key;
+pub mod locator;
+pub mod lookup;
+pub mod persisted_stats;
+pub mod synth;
+pub mod table_files;
+
+pub use catalog::{IndexCatalog, IndexMeta};
+pub use create::{create_index, CreateIndex};
+pub use error::IndexError;
+pub use key::KeySchema;
+pub use locator::RowLocator;
+pub use lookup::{KeyQuery, LookupOptions, LookupSession, LookupStats};
+pub use persisted_stats::PersistedStats;

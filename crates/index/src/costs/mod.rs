@@ -1,0 +1,1 @@
+//! The I/O cost bench (filled in below).

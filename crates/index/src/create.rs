@@ -1,0 +1,133 @@
+//! `index create`: read every heap page of the table (sequential, large reads), take each
+//! row's key and locator, sort, and bulk build the tree; then register it in the index
+//! catalog. The tree file is written under a temporary name and renamed once complete.
+
+use std::fs::{self, File};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use flashscan_storage::page::header::read_u16;
+use flashscan_storage::page::heap_page::slot_offset;
+use flashscan_storage::page::row_codec::RowLayout;
+use flashscan_storage::{verify_page, Database, PAGE_SIZE_BYTES};
+
+use crate::btree::{BuildOptions, TreeBuilder};
+use crate::catalog::{IndexCatalog, IndexMeta};
+use crate::error::IndexError;
+use crate::key::{words_to_bytes, KeySchema, KeyWords};
+use crate::locator::RowLocator;
+
+/// Pages per read while scanning the table for keys (1 MiB reads).
+const SCAN_READ_PAGES: usize = 128;
+
+#[derive(Debug, Clone)]
+pub struct CreateIndex {
+    pub table: String,
+    pub name: String,
+    pub columns: Vec<String>,
+    /// Node fill for tests (`None`: full nodes).
+    pub build_options: Option<BuildOptions>,
+}
+
+pub fn index_file_name(table: &str, name: &str) -> String {
+    format!("index_{}_{}.fsbt", table.to_ascii_lowercase(), name.to_ascii_lowercase())
+}
+
+pub fn create_index(dir: &Path, request: &CreateIndex) -> Result<IndexMeta, IndexError> {
+    let started = Instant::now();
+    if request.name.is_empty() || !request.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(IndexError::InvalidArgument(format!("index name {:?}: use letters, digits and _", request.name)));
+    }
+    let db = Database::open(dir)?;
+    let table = db.table(&request.table)?.clone();
+    let schema = KeySchema::new(&table, &request.columns)?;
+    let mut catalog = IndexCatalog::read(dir)?;
+    if catalog.find(&table.name, &request.name).is_ok() {
+        return Err(IndexError::IndexExists { table: table.name.clone(), name: request.name.clone() });
+    }
+
+    let mut entries = collect_entries(&db, &table, &schema)?;
+    entries.sort_unstable();
+
+    let file_name = index_file_name(&table.name, &request.name);
+    let path = dir.join(&file_name);
+    let tmp: PathBuf = dir.join(format!("{file_name}.tmp"));
+    let kw = schema.key_width_bytes();
+    let options = request.build_options.unwrap_or_else(|| BuildOptions::full(kw));
+    let result = (|| {
+        let mut builder = TreeBuilder::create(&tmp, kw, options)?;
+        let mut key = vec![0u8; kw];
+        for (words, locator) in &entries {
+            words_to_bytes(words, schema.column_count(), &mut key);
+            builder.push(&key, *locator)?;
+        }
+        let tree = builder.finish()?;
+        fs::rename(&tmp, &path).map_err(|e| IndexError::file("renaming to", &path, e))?;
+        Ok(tree)
+    })();
+    let tree = match result {
+        Ok(t) => t,
+        Err(e) => {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    let meta = IndexMeta {
+        name: request.name.clone(),
+        table: table.name.clone(),
+        columns: schema.names.clone(),
+        file: file_name,
+        tree,
+        size_bytes: tree.node_count * PAGE_SIZE_BYTES as u64,
+        table_load_lsn: table.load_lsn,
+        build_seconds: started.elapsed().as_secs_f64(),
+    };
+    catalog.indexes.push(meta.clone());
+    catalog.write_atomic(dir)?;
+    Ok(meta)
+}
+
+/// Every row's (key, locator), in table order.
+fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: &KeySchema) -> Result<Vec<(KeyWords, RowLocator)>, IndexError> {
+    let layout = RowLayout::new(&table.columns);
+    let mut entries = Vec::with_capacity(table.row_count as usize);
+    let mut buf = vec![0u8; SCAN_READ_PAGES * PAGE_SIZE_BYTES];
+    for partition in &table.partitions {
+        for run in &partition.runs {
+            let path = db.file_path(run);
+            let file = File::open(&path).map_err(|e| IndexError::file("opening", &path, e))?;
+            let mut done = 0usize;
+            while done < run.page_count as usize {
+                let n = (run.page_count as usize - done).min(SCAN_READ_PAGES);
+                let offset = run.offset_bytes + (done * PAGE_SIZE_BYTES) as u64;
+                let chunk = &mut buf[..n * PAGE_SIZE_BYTES];
+                file.read_exact_at(chunk, offset).map_err(|e| IndexError::file("reading", &path, e))?;
+                for p in 0..n {
+                    let page = &chunk[p * PAGE_SIZE_BYTES..(p + 1) * PAGE_SIZE_BYTES];
+                    let page_id = run.first_page_id + (done + p) as u64;
+                    let page_offset = offset + (p * PAGE_SIZE_BYTES) as u64;
+                    let header = verify_page(page, page_id, &path, page_offset)?;
+                    let free = header.free_space_offset as usize;
+                    debug_assert_eq!(read_u16(page, flashscan_storage::page::header::OFFSET_ROW_COUNT), header.row_count);
+                    for slot in 0..header.row_count {
+                        let at = slot_offset(page, slot as usize);
+                        if at < flashscan_storage::page::header::PAGE_HEADER_BYTES || at + layout.fixed_end_bytes > free {
+                            return Err(flashscan_storage::StorageError::PageCorrupt {
+                                file: path.clone(),
+                                page_id,
+                                offset_bytes: page_offset,
+                                reason: format!("slot {slot} points at {at}, outside the rows"),
+                            }
+                            .into());
+                        }
+                        let words = schema.read_row_key(&page[at..free]);
+                        entries.push((words, RowLocator { page_id, partition: partition.index, slot }));
+                    }
+                }
+                done += n;
+            }
+        }
+    }
+    Ok(entries)
+}

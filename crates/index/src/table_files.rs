@@ -1,0 +1,74 @@
+//! The files a lookup reads, as one `FileSet` (the table's data files in catalog order,
+//! then the index file), and the mapping from a page id to its buffer pool key.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flashscan_buffer::PageKey;
+use flashscan_io::{FileSet, FileStats, OpenMode};
+use flashscan_storage::{Database, PageId, TableMeta, PAGE_SIZE_BYTES};
+
+use crate::error::IndexError;
+
+pub struct TableFiles {
+    pub files: Arc<FileSet>,
+    /// Data file id → index in `files`.
+    file_index_by_id: HashMap<u32, u32>,
+    /// Index in `files` of each extra file, in the order given.
+    pub extra_file_indexes: Vec<u32>,
+    pub paths: Vec<PathBuf>,
+}
+
+impl TableFiles {
+    /// Opens the table's data files and `extra` files (O_DIRECT when `direct`), checking
+    /// that every run sits where its page ids say (offset = page index × 8 KB), which is
+    /// what lets a locator find its page without the run list.
+    pub fn open(db: &Database, table: &TableMeta, extra: &[PathBuf], direct: bool) -> Result<TableFiles, IndexError> {
+        let mut set = FileSet::new();
+        let mut file_index_by_id = HashMap::new();
+        let mut paths = Vec::new();
+        let mode = OpenMode { direct, write: false };
+        for f in &table.files {
+            let path = db.resolve(&f.path);
+            let i = set.add(&path, mode, Arc::new(FileStats::default()))?;
+            file_index_by_id.insert(f.file_id, i);
+            paths.push(path);
+        }
+        for p in &table.partitions {
+            for run in &p.runs {
+                let id = PageId(run.first_page_id);
+                if run.offset_bytes != id.page_index_in_file() as u64 * PAGE_SIZE_BYTES as u64 || !file_index_by_id.contains_key(&id.file_id()) {
+                    return Err(IndexError::UnsupportedLayout {
+                        table: table.name.clone(),
+                        reason: format!("run at offset {} of {} starts with page id {:#x}, which does not name that place", run.offset_bytes, run.file, run.first_page_id),
+                    });
+                }
+            }
+        }
+        let mut extra_file_indexes = Vec::new();
+        for p in extra {
+            extra_file_indexes.push(set.add(p, mode, Arc::new(FileStats::default()))?);
+            paths.push(p.clone());
+        }
+        Ok(TableFiles { files: Arc::new(set), file_index_by_id, extra_file_indexes, paths })
+    }
+
+    /// The pool key of a heap page, or an error naming a locator that points nowhere.
+    #[inline]
+    pub fn page_key(&self, page_id: u64, table: &str) -> Result<PageKey, IndexError> {
+        let id = PageId(page_id);
+        match self.file_index_by_id.get(&id.file_id()) {
+            Some(&i) => Ok(PageKey::new(i, id.page_index_in_file() as u64)),
+            None => Err(IndexError::UnsupportedLayout { table: table.into(), reason: format!("page id {page_id:#x} names data file {} which the table does not have: rebuild the index", id.file_id()) }),
+        }
+    }
+
+    pub fn path(&self, file_index: u32) -> &Path {
+        &self.paths[file_index as usize]
+    }
+
+    pub fn size_bytes(&self, file_index: u32) -> u64 {
+        self.files.get(file_index).size_bytes
+    }
+}

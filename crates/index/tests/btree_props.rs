@@ -1,0 +1,190 @@
+//! The B+tree against a BTreeMap oracle: random keys (with duplicates), bulk built with
+//! tiny and full nodes, then every seek and random ranges compared; composite keys and
+//! prefix seeks; damaged nodes surfacing as checksum errors.
+
+use std::collections::BTreeMap;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use flashscan_buffer::BufferPool;
+use flashscan_index::btree::{BTree, BuildOptions, TreeBuilder};
+use flashscan_index::key::encode_part;
+use flashscan_index::{IndexError, RowLocator};
+use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, IoEngine, OpenMode};
+use proptest::prelude::*;
+
+fn key_bytes(parts: &[i64]) -> Vec<u8> {
+    parts.iter().flat_map(|&p| encode_part(p).to_be_bytes()).collect()
+}
+
+fn build(path: &Path, entries: &BTreeMap<Vec<u8>, Vec<RowLocator>>, key_width: usize, options: BuildOptions) {
+    let mut b = TreeBuilder::create(path, key_width, options).unwrap();
+    for (k, locs) in entries {
+        for l in locs {
+            b.push(k, *l).unwrap();
+        }
+    }
+    b.finish().unwrap();
+}
+
+fn open(path: &Path) -> (Arc<FileSet>, Box<dyn IoEngine>) {
+    let files = Arc::new(FileSet::open(&[path.to_path_buf()], OpenMode { direct: false, write: false }).unwrap());
+    let engine = open_engine(EngineKind::Psync, files.clone(), EngineConfig::for_depth(1, 8192), &mut |_| {}).unwrap();
+    (files, engine)
+}
+
+fn oracle_range(entries: &BTreeMap<Vec<u8>, Vec<RowLocator>>, lo: &[u8], hi: &[u8]) -> Vec<RowLocator> {
+    entries.iter().filter(|(k, _)| k.as_slice() >= lo && (hi.is_empty() || &k[..hi.len()] <= hi)).flat_map(|(_, v)| v.iter().copied()).collect()
+}
+
+fn loc(i: u64) -> RowLocator {
+    RowLocator { page_id: i / 7, partition: (i % 3) as u32, slot: (i % 7) as u16 }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn seeks_and_ranges_match_the_oracle(
+        raw in proptest::collection::vec(-200i64..200, 0..1500),
+        tiny in proptest::bool::ANY,
+        leaf in 1usize..6,
+        // Inner fan-out 2 with 1-entry leaves would need more than 16 levels.
+        inner in 3usize..6,
+        ranges in proptest::collection::vec((-220i64..220, 0i64..80), 1..20),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.fsbt");
+        let mut entries: BTreeMap<Vec<u8>, Vec<RowLocator>> = BTreeMap::new();
+        for (i, k) in raw.iter().enumerate() {
+            entries.entry(key_bytes(&[*k])).or_default().push(loc(i as u64));
+        }
+        for v in entries.values_mut() {
+            v.sort();
+        }
+        let options = if tiny { BuildOptions { leaf_entries_max: leaf, inner_entries_max: inner } } else { BuildOptions::full(8) };
+        build(&path, &entries, 8, options);
+        let (_files, mut engine) = open(&path);
+        let pool = BufferPool::with_frames(64).unwrap();
+        let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+        prop_assert_eq!(tree.meta.entry_count, raw.len() as u64);
+        let mut out = Vec::new();
+        for k in -205i64..205 {
+            out.clear();
+            let kb = key_bytes(&[k]);
+            tree.seek(&pool, engine.as_mut(), &kb, &mut out).unwrap();
+            let expected = entries.get(&kb).cloned().unwrap_or_default();
+            prop_assert_eq!(&out, &expected, "key {}", k);
+        }
+        for (lo, len) in ranges {
+            out.clear();
+            let (lo_b, hi_b) = (key_bytes(&[lo]), key_bytes(&[lo + len]));
+            tree.range(&pool, engine.as_mut(), &lo_b, &hi_b, &mut out).unwrap();
+            prop_assert_eq!(&out, &oracle_range(&entries, &lo_b, &hi_b), "range {}..={}", lo, lo + len);
+        }
+        out.clear();
+        tree.range(&pool, engine.as_mut(), &[], &[], &mut out).unwrap();
+        prop_assert_eq!(out.len(), raw.len());
+        prop_assert_eq!(pool.pinned_count(), 0);
+    }
+
+    #[test]
+    fn composite_keys_and_prefixes(raw in proptest::collection::vec((0i64..20, -50i64..50), 0..600)) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.fsbt");
+        let mut entries: BTreeMap<Vec<u8>, Vec<RowLocator>> = BTreeMap::new();
+        for (i, (a, b)) in raw.iter().enumerate() {
+            entries.entry(key_bytes(&[*a, *b])).or_default().push(loc(i as u64));
+        }
+        for v in entries.values_mut() {
+            v.sort();
+        }
+        build(&path, &entries, 16, BuildOptions { leaf_entries_max: 4, inner_entries_max: 3 });
+        let (_files, mut engine) = open(&path);
+        let pool = BufferPool::with_frames(32).unwrap();
+        let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+        let mut out = Vec::new();
+        for a in -1i64..21 {
+            out.clear();
+            let prefix = key_bytes(&[a]);
+            tree.seek(&pool, engine.as_mut(), &prefix, &mut out).unwrap();
+            let expected: Vec<RowLocator> = entries.iter().filter(|(k, _)| k[..8] == prefix[..]).flat_map(|(_, v)| v.iter().copied()).collect();
+            prop_assert_eq!(&out, &expected, "prefix {}", a);
+        }
+        for ((a, b), locs) in entries.iter().map(|(k, v)| ((k.clone(), ()), v)).map(|((k, _), v)| ((k[..8].to_vec(), k[8..].to_vec()), v)) {
+            out.clear();
+            let full = [a, b].concat();
+            tree.seek(&pool, engine.as_mut(), &full, &mut out).unwrap();
+            prop_assert_eq!(&out, locs);
+        }
+    }
+}
+
+#[test]
+fn deep_tree_with_many_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("d.fsbt");
+    let mut entries = BTreeMap::new();
+    for i in 0..200_000i64 {
+        entries.insert(key_bytes(&[i * 3]), vec![loc(i as u64)]);
+    }
+    build(&path, &entries, 8, BuildOptions::full(8));
+    let (_files, mut engine) = open(&path);
+    let pool = BufferPool::with_frames(16).unwrap();
+    let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+    assert_eq!(tree.meta.height, 3, "200k keys in 339-entry leaves under 509-entry inner nodes need two inner levels");
+    let mut out = Vec::new();
+    for i in (0..200_000i64).step_by(997) {
+        out.clear();
+        tree.seek(&pool, engine.as_mut(), &key_bytes(&[i * 3]), &mut out).unwrap();
+        assert_eq!(out, vec![loc(i as u64)]);
+        out.clear();
+        tree.seek(&pool, engine.as_mut(), &key_bytes(&[i * 3 + 1]), &mut out).unwrap();
+        assert!(out.is_empty());
+    }
+    let sample = tree.sample_keys(500, 7).unwrap();
+    assert_eq!(sample.len(), 500);
+    for k in &sample {
+        assert!(entries.contains_key(k));
+    }
+    // A tiny pool forces evictions: the tree still answers (budget respected).
+    assert!(pool.snapshot().evictions_count > 0);
+    assert!(pool.resident_count() <= 16);
+}
+
+#[test]
+fn unsorted_input_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = TreeBuilder::create(&dir.path().join("u.fsbt"), 8, BuildOptions::full(8)).unwrap();
+    b.push(&key_bytes(&[5]), loc(0)).unwrap();
+    assert!(matches!(b.push(&key_bytes(&[4]), loc(1)), Err(IndexError::InvalidArgument(_))));
+}
+
+#[test]
+fn damaged_node_is_a_checksum_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.fsbt");
+    let mut entries = BTreeMap::new();
+    for i in 0..5000i64 {
+        entries.insert(key_bytes(&[i]), vec![loc(i as u64)]);
+    }
+    build(&path, &entries, 8, BuildOptions::full(8));
+    // Flip a byte in the middle of leaf 3.
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(3 * 8192 + 4000)).unwrap();
+    f.write_all(&[0xAB]).unwrap();
+    drop(f);
+    let (_files, mut engine) = open(&path);
+    let pool = BufferPool::with_frames(16).unwrap();
+    let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+    let mut out = Vec::new();
+    // Leaf 3 holds entries 3 * 339 - 339 .. : key 800 is in it.
+    let r = tree.seek(&pool, engine.as_mut(), &key_bytes(&[800]), &mut out);
+    assert!(matches!(r, Err(IndexError::NodeChecksum { node: 3, .. })), "{r:?}");
+    assert_eq!(pool.snapshot().verify_failures_count, 1);
+    // Other leaves still answer.
+    out.clear();
+    tree.seek(&pool, engine.as_mut(), &key_bytes(&[10]), &mut out).unwrap();
+    assert_eq!(out, vec![loc(10)]);
+}
