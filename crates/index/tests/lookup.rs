@@ -1,0 +1,219 @@
+//! Lookups return exactly the rows an oracle finds by decoding every page of the table
+//! with the storage crate's row decoder — sync and prefetch paths, 8 KB and 64 KB reads,
+//! unique and duplicate keys, warm and after clearing the pool — and damaged heap pages
+//! surface as checksum errors.
+
+use std::collections::BTreeMap;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use flashscan_buffer::BufferPool;
+use flashscan_index::key::encode_part;
+use flashscan_index::synth::{write_table, SynthSpec};
+use flashscan_index::{create_index, CreateIndex, IndexError, KeyQuery, LookupOptions, LookupSession};
+use flashscan_io::EngineKind;
+use flashscan_storage::page::heap_page::decode_page_rows;
+use flashscan_storage::page::row_codec::{decode_row, RowLayout, Value};
+use flashscan_storage::{Database, PAGE_SIZE_BYTES};
+use rand::{Rng, SeedableRng};
+
+type Row = Vec<Value>;
+
+/// Column → rows, from a full decode of the table.
+fn oracle(dir: &Path, table: &str, column: usize) -> BTreeMap<i64, Vec<String>> {
+    let db = Database::open(dir).unwrap();
+    let t = db.table(table).unwrap();
+    let layout = RowLayout::new(&t.columns);
+    let mut map: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for p in &t.partitions {
+        for run in &p.runs {
+            let path = db.file_path(run);
+            let bytes = std::fs::read(&path).unwrap();
+            for i in 0..run.page_count as usize {
+                let off = run.offset_bytes as usize + i * PAGE_SIZE_BYTES;
+                let rows = decode_page_rows(&bytes[off..off + PAGE_SIZE_BYTES], &layout, run.first_page_id + i as u64, &path, off as u64).unwrap();
+                for r in rows {
+                    let Value::Int64(k) = r[column] else { panic!("key column not Int64") };
+                    map.entry(k).or_default().push(format!("{r:?}"));
+                }
+            }
+        }
+    }
+    for v in map.values_mut() {
+        v.sort();
+    }
+    map
+}
+
+fn setup(dir: &Path, rows_per_page: usize, row_count: u64) {
+    write_table(dir, &SynthSpec { name: "t".into(), rows_per_page, row_count, shuffle_seed: Some(42) }).unwrap();
+    create_index(dir, &CreateIndex { table: "t".into(), name: "by_id".into(), columns: vec!["id".into()], build_options: None }).unwrap();
+    create_index(dir, &CreateIndex { table: "t".into(), name: "by_val".into(), columns: vec!["val".into()], build_options: None }).unwrap();
+}
+
+fn run(session: &mut LookupSession<'_>, keys: &[i64]) -> (Vec<String>, flashscan_index::LookupStats) {
+    let layout = RowLayout::new(&session.table.columns);
+    let query = KeyQuery::Keys(keys.iter().map(|&k| encode_part(k).to_be_bytes().to_vec()).collect());
+    let mut rows: Vec<String> = Vec::new();
+    let stats = session
+        .run(&query, &mut |_loc, bytes| {
+            let r: Row = decode_row(&layout, bytes).unwrap();
+            rows.push(format!("{r:?}"));
+        })
+        .unwrap();
+    rows.sort();
+    (rows, stats)
+}
+
+fn expected(oracle: &BTreeMap<i64, Vec<String>>, keys: &[i64]) -> Vec<String> {
+    let mut unique: Vec<i64> = keys.to_vec();
+    unique.sort();
+    unique.dedup();
+    let mut rows: Vec<String> = unique.iter().flat_map(|k| oracle.get(k).cloned().unwrap_or_default()).collect();
+    rows.sort();
+    rows
+}
+
+fn options(prefetch_from_rows: u32, io_size_bytes: u32, depth: u32) -> LookupOptions {
+    LookupOptions { prefetch_from_rows, depth, io_size_bytes, direct: false, engine: EngineKind::Auto, single_thread_engine: true }
+}
+
+#[test]
+fn lookups_match_the_oracle_on_every_path() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), 20, 5000);
+    let by_id = oracle(dir.path(), "t", 0);
+    let by_val = oracle(dir.path(), "t", 1);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
+    let key_sets: Vec<Vec<i64>> = vec![
+        vec![],
+        vec![7],
+        (0..10).map(|_| rng.gen_range(-5..5005)).collect(),
+        (0..40).map(|_| rng.gen_range(0..5000)).collect(),
+        (0..700).map(|_| rng.gen_range(-100..5100)).collect(),
+    ];
+    for (io_size, depth) in [(8192u32, 1u32), (8192, 32), (65536, 8)] {
+        for prefetch_from in [0u32, 25, u32::MAX] {
+            let pool = BufferPool::with_frames(2048).unwrap();
+            for index in ["by_id", "by_val"] {
+                let mut s = LookupSession::open(dir.path(), "t", index, &pool, options(prefetch_from, io_size, depth), &mut |_| {}).unwrap();
+                for keys in &key_sets {
+                    let keys: Vec<i64> = if index == "by_val" { keys.iter().map(|k| k % 1000).take(12).collect() } else { keys.clone() };
+                    let oracle = if index == "by_val" { &by_val } else { &by_id };
+                    let want = expected(oracle, &keys);
+                    let (got, stats) = run(&mut s, &keys);
+                    assert_eq!(got.len(), want.len(), "{index} io {io_size} depth {depth} prefetch_from {prefetch_from} keys {}", keys.len());
+                    assert_eq!(got, want, "{index} io {io_size} depth {depth} prefetch_from {prefetch_from}");
+                    assert_eq!(stats.rows_count, want.len() as u64);
+                    let expect_prefetch = stats.rows_count >= prefetch_from as u64;
+                    assert_eq!(stats.mode, if expect_prefetch { "prefetch" } else { "sync" });
+                    // Again, warm: same rows, no heap reads.
+                    let (again, warm) = run(&mut s, &keys);
+                    assert_eq!(again, want);
+                    assert_eq!(warm.heap_reads_count, 0, "warm lookup read the heap");
+                }
+                assert_eq!(pool.pinned_count(), 0);
+                pool.clear().unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn range_lookup_matches_the_oracle() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), 40, 3000);
+    let by_id = oracle(dir.path(), "t", 0);
+    let pool = BufferPool::with_frames(512).unwrap();
+    let mut s = LookupSession::open(dir.path(), "t", "by_id", &pool, options(25, 8192, 16), &mut |_| {}).unwrap();
+    let layout = RowLayout::new(&s.table.columns);
+    let mut got = Vec::new();
+    let q = KeyQuery::Range { lo: encode_part(100).to_be_bytes().to_vec(), hi: encode_part(399).to_be_bytes().to_vec() };
+    s.run(&q, &mut |_l, b| got.push(format!("{:?}", decode_row(&layout, b).unwrap()))).unwrap();
+    got.sort();
+    let mut want: Vec<String> = by_id.range(100..=399).flat_map(|(_, v)| v.clone()).collect();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn a_small_pool_still_answers_right() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), 10, 4000);
+    let by_id = oracle(dir.path(), "t", 0);
+    // 64 frames: far fewer than the table's 400 pages; the window (16) fits.
+    let pool = BufferPool::with_frames(64).unwrap();
+    let mut s = LookupSession::open(dir.path(), "t", "by_id", &pool, options(25, 8192, 16), &mut |_| {}).unwrap();
+    let keys: Vec<i64> = (0..4000).step_by(7).collect();
+    let (got, _) = run(&mut s, &keys);
+    assert_eq!(got, expected(&by_id, &keys));
+    assert!(pool.snapshot().evictions_count > 0);
+    assert!(pool.resident_count() <= 64);
+}
+
+#[test]
+fn damaged_heap_page_is_a_checksum_error_on_both_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), 20, 2000);
+    let db = Database::open(dir.path()).unwrap();
+    let t = db.table("t").unwrap();
+    let path = db.file_path(&t.partitions[0].runs[0]);
+    // Damage page 5.
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(5 * 8192 + 3000)).unwrap();
+    f.write_all(&[0x5A, 0xA5]).unwrap();
+    drop(f);
+    let by_id = oracle_skipping(dir.path(), 5);
+    for prefetch_from in [0u32, u32::MAX] {
+        let pool = BufferPool::with_frames(256).unwrap();
+        let mut s = LookupSession::open(dir.path(), "t", "by_id", &pool, options(prefetch_from, 8192, 8), &mut |_| {}).unwrap();
+        let all: Vec<i64> = (0..2000).collect();
+        let layout = RowLayout::new(&s.table.columns);
+        let q = KeyQuery::Keys(all.iter().map(|&k| encode_part(k).to_be_bytes().to_vec()).collect());
+        let r = s.run(&q, &mut |_l, b| drop(decode_row(&layout, b)));
+        match r {
+            Err(IndexError::Storage(flashscan_storage::StorageError::PageChecksum { page_id, .. })) => assert_eq!(page_id & 0xFFFF_FFFF, 5),
+            other => panic!("expected a checksum error, got {other:?}"),
+        }
+        assert_eq!(pool.pinned_count(), 0);
+        // The session is usable afterwards: keys on undamaged pages still answer.
+        let keys: Vec<i64> = by_id.keys().copied().take(50).collect();
+        let (got, _) = run(&mut s, &keys);
+        assert_eq!(got, expected(&by_id, &keys));
+    }
+}
+
+/// The oracle without one (damaged) page.
+fn oracle_skipping(dir: &Path, skip_page: usize) -> BTreeMap<i64, Vec<String>> {
+    let db = Database::open(dir).unwrap();
+    let t = db.table("t").unwrap();
+    let layout = RowLayout::new(&t.columns);
+    let run = &t.partitions[0].runs[0];
+    let path = db.file_path(run);
+    let bytes = std::fs::read(&path).unwrap();
+    let mut map: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    for i in 0..run.page_count as usize {
+        if i == skip_page {
+            continue;
+        }
+        let off = i * PAGE_SIZE_BYTES;
+        for r in decode_page_rows(&bytes[off..off + PAGE_SIZE_BYTES], &layout, run.first_page_id + i as u64, &path, off as u64).unwrap() {
+            let Value::Int64(k) = r[0] else { panic!() };
+            map.entry(k).or_default().push(format!("{r:?}"));
+        }
+    }
+    map
+}
+
+#[test]
+fn catalog_errors_are_typed() {
+    let dir = tempfile::tempdir().unwrap();
+    setup(dir.path(), 5, 100);
+    let again = create_index(dir.path(), &CreateIndex { table: "t".into(), name: "by_id".into(), columns: vec!["id".into()], build_options: None });
+    assert!(matches!(again, Err(IndexError::IndexExists { .. })));
+    let bad = create_index(dir.path(), &CreateIndex { table: "t".into(), name: "f".into(), columns: vec!["filler".into()], build_options: None });
+    assert!(matches!(bad, Err(IndexError::UnsupportedKeyColumn { .. })));
+    let pool = BufferPool::with_frames(64).unwrap();
+    let missing = LookupSession::open(dir.path(), "t", "nope", &pool, LookupOptions::default(), &mut |_| {});
+    assert!(matches!(missing, Err(IndexError::UnknownIndex { .. })));
+}
