@@ -1,1 +1,41 @@
-//! flashscan-exec
+//! flashscan-exec: table scans at the speed of the device, and the proof.
+//!
+//! Data flows top to bottom through these files:
+//! - [`source`]: what a scan needs from a table (its runs of pages, a page decoder);
+//!   [`storage_source`] adapts `flashscan-storage` tables to it;
+//! - [`chunk`]: runs cut into I/O-sized chunks, handed out to workers;
+//! - [`read_ahead`]: one engine per worker keeping `depth` large reads in flight;
+//! - [`scan`]: workers on all cores, decode of the projected columns, batches to a sink;
+//! - [`queries`]: the built-in queries, one file each, as kernels over Arrow arrays;
+//! - [`run`]: cache preparation, the scan, the check, assembled into a [`ScanReport`];
+//! - [`check`]: the same files read raw, beside the scan, for the efficiency verdict;
+//! - [`report`] / [`report_json`]: where the time went, collected once, printed by others.
+
+pub mod cache;
+pub mod check;
+pub mod chunk;
+pub mod cpu_time;
+pub mod error;
+pub mod limits;
+pub mod queries;
+pub mod read_ahead;
+pub mod report;
+pub mod report_json;
+pub mod run;
+pub mod scan;
+pub mod source;
+pub mod storage_source;
+pub mod value;
+pub mod verdict;
+pub mod waits;
+
+pub use cache::CacheMode;
+pub use error::ExecError;
+pub use queries::BuiltinQuery;
+pub use report::{CheckReport, FileReport, ScanReport};
+pub use run::{run_query, ScanOptions};
+pub use scan::{scan_batches, BatchSink, ScanStats};
+pub use source::{PageDecoder, RunSpec, TableSource};
+pub use storage_source::StorageTable;
+pub use value::{QueryResult, Value};
+pub use waits::WaitTimes;

@@ -1,0 +1,55 @@
+//! Errors of scans and queries, each naming what the user needs to act on it.
+
+use std::path::PathBuf;
+
+use flashscan_io::IoError;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// A read failed, came back short, or an engine could not start.
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// A page did not decode: bad checksum, wrong page id, truncated or foreign data.
+    #[error("{path} at offset {offset_bytes}: {what}")]
+    Corrupt { path: PathBuf, offset_bytes: u64, what: String },
+    /// The table cannot answer the query (a column is missing or of another type).
+    #[error("query {query} cannot run on table {table}: {what}")]
+    QueryColumns { query: String, table: String, what: String },
+    #[error("unknown query {0:?}: choose one of count, count11, sum4, needle, q1")]
+    UnknownQuery(String),
+    #[error("invalid scan option: {0}")]
+    InvalidOption(String),
+    /// A storage-layer problem carried as text (kept for callers that build their own).
+    #[error("{0}")]
+    Storage(String),
+    /// Errors from the storage layer: catalog, unknown table, page checksum or layout.
+    #[error(transparent)]
+    StorageLayer(#[from] flashscan_storage::StorageError),
+    /// A sink asked the scan to stop early (e.g. a LIMIT was satisfied); not a failure.
+    #[error("scan stopped by its consumer")]
+    Stopped,
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("a scan worker panicked: {0}")]
+    WorkerPanic(String),
+}
+
+impl ExecError {
+    /// True when the error comes from what the user gave (a file, a table, a flag) rather
+    /// than from a failure while running; the CLI exits 2 for these.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            ExecError::Io(IoError::File { .. }) | ExecError::Io(IoError::Open { .. }) => true,
+            ExecError::Io(IoError::DirectUnsupported { .. }) => true,
+            ExecError::Io(_) => false,
+            ExecError::Corrupt { .. }
+            | ExecError::QueryColumns { .. }
+            | ExecError::UnknownQuery(_)
+            | ExecError::InvalidOption(_)
+            | ExecError::Storage(_) => true,
+            ExecError::StorageLayer(e) => e.is_user_input(),
+            ExecError::Arrow(_) | ExecError::WorkerPanic(_) | ExecError::Stopped => false,
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! The parallel scan: `threads` workers, each with its own engine and read-ahead reader,
+//! taking chunks from one shared list (a few at a time, so neighbouring reads stay with one
+//! worker and all workers finish together, even when partitions are few or uneven). Each
+//! chunk's pages are verified and decoded into one Arrow batch of the projected columns,
+//! which goes to the worker's sink (a query kernel, or anything else). Sinks are returned
+//! to the caller to merge: no locks on the hot path.
+//!
+//! The same machinery reads raw (no decode) for the top-speed check and the warm-up.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier, Mutex};
+use std::time::Instant;
+
+use arrow::record_batch::RecordBatch;
+use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, FileStats, FileStatsSnapshot, OpenMode};
+
+use crate::chunk::{chunks_of_runs, Chunk, ChunkCursor};
+use crate::cpu_time::CpuTime;
+use crate::error::ExecError;
+use crate::limits::{CHUNKS_PER_GRAB, SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX};
+use crate::read_ahead::{ReadAhead, ReadAheadStats};
+use crate::source::{distinct_paths, PageDecoder, RunSpec, TableSource};
+use crate::waits::WaitTimes;
+
+/// Where decoded batches go. One per worker; the caller merges them after the scan.
+pub trait BatchSink: Send {
+    fn consume(&mut self, batch: &RecordBatch) -> Result<(), ExecError>;
+}
+
+/// How to read: the knobs the user turns.
+#[derive(Debug, Clone, Copy)]
+pub struct ReadConfig {
+    pub io_size_bytes: usize,
+    pub queue_depth: u32,
+    pub thread_count: u32,
+    /// O_DIRECT (from the device) or buffered (through the page cache).
+    pub direct: bool,
+    pub engine_kind: EngineKind,
+}
+
+/// What a worker did, in its own time.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct WorkerStats {
+    pub pages_read: u64,
+    pub rows_scanned: u64,
+    pub chunks_read: u64,
+    pub read: ReadAheadStats,
+    pub decode_ns: u64,
+    pub query_ns: u64,
+    /// From the worker's start to its last chunk.
+    pub busy_ns: u64,
+}
+
+/// Everything measured during one pass over the files.
+#[derive(Debug, Clone)]
+pub struct ScanStats {
+    pub elapsed_ns: u64,
+    pub cpu: CpuTime,
+    pub workers: Vec<WorkerStats>,
+    /// Per file, the counters of this pass.
+    pub files: Vec<(PathBuf, FileStatsSnapshot)>,
+    pub engine_name: &'static str,
+    /// Effective read size (whole pages).
+    pub io_size_bytes: usize,
+    pub notices: Vec<String>,
+}
+
+impl ScanStats {
+    pub fn total(&self) -> WorkerStats {
+        let mut t = WorkerStats::default();
+        for w in &self.workers {
+            t.pages_read += w.pages_read;
+            t.rows_scanned += w.rows_scanned;
+            t.chunks_read += w.chunks_read;
+            t.read.add(&w.read);
+            t.decode_ns += w.decode_ns;
+            t.query_ns += w.query_ns;
+            t.busy_ns += w.busy_ns;
+        }
+        t
+    }
+
+    pub fn bytes_read(&self) -> u64 {
+        self.total().read.bytes_read
+    }
+
+    pub fn elapsed_s(&self) -> f64 {
+        self.elapsed_ns as f64 / 1e9
+    }
+
+    /// Decimal megabytes (10^6 bytes) per second, as devices are rated.
+    pub fn mb_per_s(&self) -> f64 {
+        per_second(self.bytes_read() as f64 / 1e6, self.elapsed_s())
+    }
+
+    pub fn waits(&self) -> WaitTimes {
+        let mut w = WaitTimes::default();
+        for s in &self.workers {
+            let io = s.read.io_wait_ns as f64 / 1e9;
+            let decode = s.decode_ns as f64 / 1e9;
+            let query = s.query_ns as f64 / 1e9;
+            let busy = s.busy_ns as f64 / 1e9;
+            w.io_s += io;
+            w.decode_s += decode;
+            w.query_s += query;
+            w.other_s += (busy - io - decode - query).max(0.0);
+            w.worker_s += (self.elapsed_s() - busy).max(0.0);
+        }
+        w
+    }
+}
+
+pub fn per_second(amount: f64, seconds: f64) -> f64 {
+    if seconds > 0.0 { amount / seconds } else { 0.0 }
+}
+
+/// Scans every page of `source`, decoding the `projection` columns into batches handed to
+/// one sink per worker (made by `make_sink(worker_index)`). Returns the sinks and what
+/// was measured. The entry point for anything that wants batches: the built-in queries,
+/// and the SQL layer's table provider.
+pub fn scan_batches<S: BatchSink>(
+    source: &dyn TableSource,
+    projection: &[usize],
+    config: &ReadConfig,
+    make_sink: &(dyn Fn(u32) -> Result<S, ExecError> + Sync),
+) -> Result<(Vec<S>, ScanStats), ExecError> {
+    let page_size_bytes = source.page_size_bytes();
+    let runs = source.runs();
+    let make_work = |worker: u32| -> Result<DecodeWork<S>, ExecError> {
+        Ok(DecodeWork { decoder: source.new_decoder(projection)?, sink: make_sink(worker)?, page_size_bytes })
+    };
+    let (works, stats) = run_workers(&runs, page_size_bytes, config, &make_work)?;
+    Ok((works.into_iter().map(|w| w.sink).collect(), stats))
+}
+
+/// Reads every run without decoding: the device's (or the page cache's) rate for exactly
+/// the scan's files, I/O size, depth and threads.
+pub fn read_raw(runs: &[RunSpec], page_size_bytes: usize, config: &ReadConfig) -> Result<ScanStats, ExecError> {
+    let make_work = |_worker: u32| -> Result<RawWork, ExecError> { Ok(RawWork) };
+    let (_, stats) = run_workers(runs, page_size_bytes, config, &make_work)?;
+    Ok(stats)
+}
+
+/// What a worker does with each chunk read.
+trait ChunkWork: Send {
+    fn on_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError>;
+}
+
+struct RawWork;
+
+impl ChunkWork for RawWork {
+    fn on_chunk(&mut self, chunk: &Chunk, _bytes: &[u8], _path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError> {
+        stats.pages_read += chunk.page_count as u64;
+        Ok(())
+    }
+}
+
+struct DecodeWork<S> {
+    decoder: Box<dyn PageDecoder>,
+    sink: S,
+    page_size_bytes: usize,
+}
+
+impl<S: BatchSink> ChunkWork for DecodeWork<S> {
+    fn on_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError> {
+        let decode_start = Instant::now();
+        for (i, page) in bytes.chunks_exact(self.page_size_bytes).enumerate() {
+            let offset_bytes = chunk.offset_bytes + (i * self.page_size_bytes) as u64;
+            let rows = self.decoder.push_page(page, chunk.first_page_id + i as u64, path, offset_bytes)?;
+            stats.rows_scanned += rows as u64;
+        }
+        let batch = self.decoder.finish_batch()?;
+        let query_start = Instant::now();
+        self.sink.consume(&batch)?;
+        stats.decode_ns += query_start.duration_since(decode_start).as_nanos() as u64;
+        stats.query_ns += query_start.elapsed().as_nanos() as u64;
+        stats.pages_read += chunk.page_count as u64;
+        Ok(())
+    }
+}
+
+fn validate(config: &ReadConfig) -> Result<(), ExecError> {
+    if config.thread_count == 0 || config.thread_count > SCAN_THREADS_MAX {
+        return Err(ExecError::InvalidOption(format!("threads {} out of range 1..={SCAN_THREADS_MAX}", config.thread_count)));
+    }
+    if config.queue_depth == 0 || config.queue_depth > SCAN_QUEUE_DEPTH_MAX {
+        return Err(ExecError::InvalidOption(format!("depth {} out of range 1..={SCAN_QUEUE_DEPTH_MAX}", config.queue_depth)));
+    }
+    Ok(())
+}
+
+fn run_workers<W: ChunkWork>(
+    runs: &[RunSpec],
+    page_size_bytes: usize,
+    config: &ReadConfig,
+    make_work: &(dyn Fn(u32) -> Result<W, ExecError> + Sync),
+) -> Result<(Vec<W>, ScanStats), ExecError> {
+    validate(config)?;
+    if page_size_bytes == 0 {
+        return Err(ExecError::InvalidOption("page size 0".into()));
+    }
+    let paths = distinct_paths(runs);
+    let chunks = chunks_of_runs(runs, page_size_bytes, config.io_size_bytes, |r| {
+        paths.iter().position(|p| p == &r.path).unwrap_or(0) as u32
+    });
+    let slot_size_bytes = chunks.iter().map(|c| c.length_bytes as usize).max().unwrap_or(page_size_bytes);
+    let file_stats: Vec<Arc<FileStats>> = paths.iter().map(|_| Arc::new(FileStats::default())).collect();
+
+    // Every worker opens every file and its own engine, on its own thread: the engine can
+    // then take io_uring's single-issuer mode (completions handled only when the thread asks,
+    // no interrupts), and its arena is first touched by the thread that reads into it. The
+    // clock starts when all workers are ready, so setup is not counted as scan time.
+    let mode = OpenMode { direct: config.direct, write: false };
+    let engine_config = EngineConfig::for_depth(config.queue_depth, slot_size_bytes).on_one_thread();
+    let notices = Mutex::new(Vec::<String>::new());
+    let cursor = ChunkCursor::new(&chunks, CHUNKS_PER_GRAB);
+    let abort = AtomicBool::new(false);
+    let ready = Barrier::new(config.thread_count as usize + 1);
+    let engine_name = Mutex::new("none");
+    let started_cell = std::sync::OnceLock::<Instant>::new();
+    let mut cpu_before = CpuTime::default();
+    let outcomes: Vec<Result<(W, WorkerStats), ExecError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..config.thread_count)
+            .map(|worker| {
+                let (cursor, abort, paths, file_stats, notices, ready, engine_name, started_cell) =
+                    (&cursor, &abort, &paths, &file_stats, &notices, &ready, &engine_name, &started_cell);
+                scope.spawn(move || {
+                    let setup = open_worker(worker, paths, file_stats, mode, config.engine_kind, engine_config, notices, make_work);
+                    if setup.is_err() {
+                        abort.store(true, Ordering::Relaxed);
+                    }
+                    ready.wait();
+                    let (mut reader, mut work) = setup?;
+                    if let Ok(mut name) = engine_name.lock() {
+                        *name = reader.engine_name();
+                    }
+                    let started = *started_cell.get_or_init(Instant::now);
+                    let mut stats = WorkerStats::default();
+                    let mut feed = cursor.worker_feed();
+                    // A failed worker stops the others at their next chunk.
+                    let mut next = || if abort.load(Ordering::Relaxed) { None } else { feed() };
+                    let mut consume = |chunk: &Chunk, bytes: &[u8]| {
+                        stats.chunks_read += 1;
+                        work.on_chunk(chunk, bytes, &paths[chunk.file_index as usize], &mut stats)
+                    };
+                    let result = reader.run(&mut next, &mut consume);
+                    stats.read = reader.stats();
+                    stats.busy_ns = started.elapsed().as_nanos() as u64;
+                    match result {
+                        Ok(()) => Ok((work, stats)),
+                        Err(e) => {
+                            abort.store(true, Ordering::Relaxed);
+                            Err(e)
+                        }
+                    }
+                })
+            })
+            .collect();
+        ready.wait();
+        cpu_before = CpuTime::now();
+        started_cell.get_or_init(Instant::now);
+        handles
+            .into_iter()
+            .map(|h| match h.join() {
+                Ok(r) => r,
+                Err(panic) => Err(ExecError::WorkerPanic(panic_message(&panic))),
+            })
+            .collect()
+    });
+    let started = *started_cell.get_or_init(Instant::now);
+    let elapsed_ns = started.elapsed().as_nanos() as u64;
+    let cpu = CpuTime::now().since(&cpu_before);
+
+    let mut done_works = Vec::with_capacity(outcomes.len());
+    let mut workers = Vec::with_capacity(outcomes.len());
+    for outcome in outcomes {
+        let (work, stats) = outcome?;
+        done_works.push(work);
+        workers.push(stats);
+    }
+    let files = paths.into_iter().zip(file_stats.iter().map(|s| s.snapshot())).collect();
+    let notices = notices.into_inner().unwrap_or_default();
+    let engine_name = engine_name.into_inner().unwrap_or("none");
+    let stats = ScanStats { elapsed_ns, cpu, workers, files, engine_name, io_size_bytes: slot_size_bytes, notices };
+    Ok((done_works, stats))
+}
+
+/// A worker's files, engine and work, opened on the worker's thread.
+#[allow(clippy::too_many_arguments)]
+fn open_worker<W: ChunkWork>(
+    worker: u32,
+    paths: &[PathBuf],
+    file_stats: &[Arc<FileStats>],
+    mode: OpenMode,
+    engine_kind: EngineKind,
+    engine_config: EngineConfig,
+    notices: &Mutex<Vec<String>>,
+    make_work: &(dyn Fn(u32) -> Result<W, ExecError> + Sync),
+) -> Result<(ReadAhead, W), ExecError> {
+    let mut files = FileSet::new();
+    for (path, stats) in paths.iter().zip(file_stats) {
+        files.add(path, mode, stats.clone())?;
+    }
+    let mut notice = |n: &str| {
+        if let Ok(mut v) = notices.lock() {
+            if !v.iter().any(|seen| seen == n) {
+                v.push(n.to_string());
+            }
+        }
+    };
+    let engine = open_engine(engine_kind, Arc::new(files), engine_config, &mut notice)?;
+    Ok((ReadAhead::new(engine), make_work(worker)?))
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}

@@ -1,0 +1,105 @@
+//! The one-line verdict of `--check`: is the scan I/O-bound, CPU-bound, or held back by
+//! something nameable? Derived from the efficiency and the waits, never guessed.
+
+use crate::waits::WaitTimes;
+
+/// Efficiency at or above which a scan counts as running at the device's speed.
+pub const EFFICIENCY_IO_BOUND_MIN: f64 = 0.90;
+/// Share of worker time waiting for I/O below which a slow scan is CPU-bound.
+pub const IO_WAIT_SHARE_CPU_BOUND_MAX: f64 = 0.15;
+/// Share of worker time idle at the end above which work was spread unevenly.
+pub const WORKER_IDLE_SHARE_UNEVEN_MIN: f64 = 0.20;
+/// Relative spread of the two raw runs above which the device itself was unsteady.
+pub const RAW_SPREAD_UNSTEADY_MIN: f64 = 0.25;
+
+pub struct VerdictInputs {
+    pub efficiency: f64,
+    pub waits: WaitTimes,
+    pub decode_us_per_page: f64,
+    pub thread_count: u32,
+    pub queue_depth: u32,
+    pub io_size_bytes: usize,
+    pub raw_mb_per_s_before: f64,
+    pub raw_mb_per_s_after: f64,
+}
+
+pub fn verdict(v: &VerdictInputs) -> String {
+    let percent = |x: f64| (x * 100.0).round() as i64;
+    if v.efficiency >= EFFICIENCY_IO_BOUND_MIN {
+        return format!("I/O-bound (efficiency {} %)", percent(v.efficiency));
+    }
+    let w = &v.waits;
+    let io_share = w.fraction(w.io_s);
+    let idle_share = w.fraction(w.worker_s);
+    let cpu_share = w.fraction(w.decode_s + w.query_s);
+    let (lo, hi) = (v.raw_mb_per_s_before.min(v.raw_mb_per_s_after), v.raw_mb_per_s_before.max(v.raw_mb_per_s_after));
+    let spread = if hi > 0.0 { (hi - lo) / hi } else { 0.0 };
+    if io_share < IO_WAIT_SHARE_CPU_BOUND_MAX && cpu_share >= idle_share {
+        return format!(
+            "CPU-bound: decode takes {:.1} µs per page on {} core{} (efficiency {} %)",
+            v.decode_us_per_page,
+            v.thread_count,
+            if v.thread_count == 1 { "" } else { "s" },
+            percent(v.efficiency)
+        );
+    }
+    if idle_share >= WORKER_IDLE_SHARE_UNEVEN_MIN {
+        return format!(
+            "held back by uneven work: workers idle {} % of the time waiting for the last one (efficiency {} %)",
+            percent(idle_share),
+            percent(v.efficiency)
+        );
+    }
+    if spread >= RAW_SPREAD_UNSTEADY_MIN {
+        return format!(
+            "held back by an unsteady device: raw reads ran at {lo:.0} and {hi:.0} MB/s around the scan (efficiency {} %)",
+            percent(v.efficiency)
+        );
+    }
+    if io_share >= cpu_share {
+        return format!(
+            "held back by read-ahead: waiting for I/O {} % of the time with {} x {} KiB in flight per worker; try --depth {} (efficiency {} %)",
+            percent(io_share),
+            v.queue_depth,
+            v.io_size_bytes / 1024,
+            v.queue_depth * 2,
+            percent(v.efficiency)
+        );
+    }
+    format!(
+        "held back by decode and I/O taking turns: I/O {} %, decode and query {} % of worker time (efficiency {} %)",
+        percent(io_share),
+        percent(cpu_share),
+        percent(v.efficiency)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inputs(efficiency: f64, waits: WaitTimes) -> VerdictInputs {
+        VerdictInputs {
+            efficiency,
+            waits,
+            decode_us_per_page: 3.2,
+            thread_count: 2,
+            queue_depth: 8,
+            io_size_bytes: 1 << 20,
+            raw_mb_per_s_before: 2000.0,
+            raw_mb_per_s_after: 2100.0,
+        }
+    }
+
+    #[test]
+    fn each_verdict_follows_from_its_inputs() {
+        let w = |io_s, decode_s, worker_s| WaitTimes { io_s, decode_s, query_s: 0.0, worker_s, other_s: 0.0 };
+        assert_eq!(verdict(&inputs(0.963, w(1.0, 1.0, 0.0))), "I/O-bound (efficiency 96 %)");
+        assert!(verdict(&inputs(0.5, w(0.05, 1.9, 0.05))).starts_with("CPU-bound: decode takes 3.2 µs per page on 2 cores"));
+        assert!(verdict(&inputs(0.5, w(0.5, 0.5, 1.0))).starts_with("held back by uneven work"));
+        assert!(verdict(&inputs(0.5, w(1.5, 0.5, 0.0))).starts_with("held back by read-ahead"));
+        let mut unsteady = inputs(0.5, w(1.5, 0.5, 0.0));
+        unsteady.raw_mb_per_s_after = 1000.0;
+        assert!(verdict(&unsteady).starts_with("held back by an unsteady device"));
+    }
+}
