@@ -21,9 +21,7 @@ use crate::exit::bad_input;
   flashscan io /data --verify --size 64M                   check that bytes land where they should")]
 pub struct IoArgs {
     /// Files or directories to test (a directory gets `flashscan-io.dat` inside).
-    // Hyphenated values land here only when they match no flag: `run` turns them into a
-    // one-line `flashscan: unknown flag` error (exit 2) instead of clap's multi-line usage.
-    #[arg(value_name = "TARGET", allow_hyphen_values = true)]
+    #[arg(value_name = "TARGET")]
     targets: Vec<PathBuf>,
     /// SQLIO parameter file: one target per line, `path threads mask size_MB`, `#` comments.
     #[arg(short = 'F', long = "param-file", value_name = "PARAMFILE")]
@@ -97,9 +95,6 @@ fn notice(message: &str) {
 }
 
 pub fn run(args: IoArgs) -> anyhow::Result<()> {
-    if let Some(flag) = args.targets.iter().find(|t| t.to_string_lossy().starts_with('-')) {
-        return Err(bad_input(format!("unknown flag `{}` for `flashscan io`: see `flashscan io --help`", flag.display())));
-    }
     let options = JobOptions {
         targets: args.targets.clone(),
         param_file: args.param_file.clone(),
