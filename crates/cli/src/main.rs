@@ -10,6 +10,7 @@ mod cmd_io;
 mod cmd_load;
 mod cmd_lookup;
 mod cmd_partitions;
+mod cmd_rebuild;
 mod cmd_scan;
 mod cmd_sql;
 mod cmd_stats;
@@ -36,6 +37,8 @@ enum Command {
     Partitions(cmd_partitions::PartitionsArgs),
     /// Scan a table with a built-in query and report where the time went.
     Scan(cmd_scan::ScanArgs),
+    /// Rebuild a table as heap, row or page compressed, column store or column store archive.
+    Rebuild(cmd_rebuild::RebuildArgs),
     /// Create B+tree indexes.
     #[command(subcommand)]
     Index(cmd_index::IndexCommand),
@@ -55,6 +58,7 @@ fn main() {
         Command::Load(a) => cmd_load::run(a),
         Command::Partitions(a) => cmd_partitions::run(a),
         Command::Scan(a) => cmd_scan::run(a),
+        Command::Rebuild(a) => cmd_rebuild::run(a),
         Command::Index(c) => cmd_index::run(c),
         Command::Lookup(a) => cmd_lookup::run(a),
         Command::Stats(a) => cmd_stats::run(a),
