@@ -11,16 +11,23 @@ pub const IO_WAIT_SHARE_CPU_BOUND_MAX: f64 = 0.15;
 pub const WORKER_IDLE_SHARE_UNEVEN_MIN: f64 = 0.20;
 /// Relative spread of the two raw runs above which the device itself was unsteady.
 pub const RAW_SPREAD_UNSTEADY_MIN: f64 = 0.25;
+/// Share of `threads x elapsed` the process got as CPU time below which a scan that looks
+/// CPU-bound was really waiting for cores other processes held.
+pub const CPU_SHARE_CONTENDED_MAX: f64 = 0.60;
 
 pub struct VerdictInputs {
     pub efficiency: f64,
     pub waits: WaitTimes,
     pub decode_us_per_page: f64,
+    pub cpu_us_per_page: f64,
     pub thread_count: u32,
     pub queue_depth: u32,
     pub io_size_bytes: usize,
     pub raw_mb_per_s_before: f64,
     pub raw_mb_per_s_after: f64,
+    /// Process CPU time during the scan, and its wall-clock time.
+    pub cpu_s: f64,
+    pub elapsed_s: f64,
 }
 
 pub fn verdict(v: &VerdictInputs) -> String {
@@ -34,6 +41,20 @@ pub fn verdict(v: &VerdictInputs) -> String {
     let cpu_share = w.fraction(w.decode_s + w.query_s);
     let (lo, hi) = (v.raw_mb_per_s_before.min(v.raw_mb_per_s_after), v.raw_mb_per_s_before.max(v.raw_mb_per_s_after));
     let spread = if hi > 0.0 { (hi - lo) / hi } else { 0.0 };
+    // Decode time is wall-clock: on a machine shared with other work, a worker preempted
+    // mid-decode looks CPU-bound while it was waiting for a core. CPU time tells them apart.
+    let cores_busy_share = if v.elapsed_s > 0.0 { v.cpu_s / (v.thread_count as f64 * v.elapsed_s) } else { 1.0 };
+    if io_share < IO_WAIT_SHARE_CPU_BOUND_MAX && cpu_share >= idle_share && cores_busy_share < CPU_SHARE_CONTENDED_MAX {
+        return format!(
+            "held back by other processes: the scan's {} threads got {} % of their cores (CPU {:.2} s in {:.2} s); decode needs {:.1} µs of CPU per page (efficiency {} %)",
+            v.thread_count,
+            percent(cores_busy_share),
+            v.cpu_s,
+            v.elapsed_s,
+            v.cpu_us_per_page,
+            percent(v.efficiency)
+        );
+    }
     if io_share < IO_WAIT_SHARE_CPU_BOUND_MAX && cpu_share >= idle_share {
         return format!(
             "CPU-bound: decode takes {:.1} µs per page on {} core{} (efficiency {} %)",
@@ -88,6 +109,9 @@ mod tests {
             io_size_bytes: 1 << 20,
             raw_mb_per_s_before: 2000.0,
             raw_mb_per_s_after: 2100.0,
+            cpu_us_per_page: 3.0,
+            cpu_s: 1.9,
+            elapsed_s: 1.0,
         }
     }
 
@@ -101,5 +125,8 @@ mod tests {
         let mut unsteady = inputs(0.5, w(1.5, 0.5, 0.0));
         unsteady.raw_mb_per_s_after = 1000.0;
         assert!(verdict(&unsteady).starts_with("held back by an unsteady device"));
+        let mut contended = inputs(0.5, w(0.05, 1.9, 0.05));
+        contended.cpu_s = 0.5;
+        assert!(verdict(&contended).starts_with("held back by other processes: the scan's 2 threads got 25 %"), "{}", verdict(&contended));
     }
 }
