@@ -44,7 +44,7 @@ pub fn verdict(v: &VerdictInputs) -> String {
     // Decode time is wall-clock: on a machine shared with other work, a worker preempted
     // mid-decode looks CPU-bound while it was waiting for a core. CPU time tells them apart.
     let cores_busy_share = if v.elapsed_s > 0.0 { v.cpu_s / (v.thread_count as f64 * v.elapsed_s) } else { 1.0 };
-    if io_share < IO_WAIT_SHARE_CPU_BOUND_MAX && cpu_share >= idle_share && cores_busy_share < CPU_SHARE_CONTENDED_MAX {
+    if cpu_share >= 0.5 && cores_busy_share < CPU_SHARE_CONTENDED_MAX {
         return format!(
             "held back by other processes: the scan's {} threads got {} % of their cores (CPU {:.2} s in {:.2} s); decode needs {:.1} µs of CPU per page (efficiency {} %)",
             v.thread_count,
@@ -128,5 +128,9 @@ mod tests {
         let mut contended = inputs(0.5, w(0.05, 1.9, 0.05));
         contended.cpu_s = 0.5;
         assert!(verdict(&contended).starts_with("held back by other processes: the scan's 2 threads got 25 %"), "{}", verdict(&contended));
+        // Preempted decode also stretches the I/O waits; CPU time still names the cause.
+        let mut contended_io = inputs(0.6, w(0.4, 1.5, 0.0));
+        contended_io.cpu_s = 0.3;
+        assert!(verdict(&contended_io).starts_with("held back by other processes"), "{}", verdict(&contended_io));
     }
 }
