@@ -9,10 +9,10 @@ use crate::size::format_size_bytes;
 
 pub fn to_table(report: &Report) -> String {
     let mut out = format!(
-        "{} {} {}, {} blocks, {} outstanding per thread, {} thread(s), {}, engine {}, {:.1} s measured after {:.1} s warm-up\n",
+        "{} {}{}, {} blocks, {} outstanding per thread, {} thread(s), {}, engine {}, {:.1} s measured after {:.1} s warm-up\n",
         report.pattern,
         report.rw,
-        if report.rw == "mix" { format!("({}% writes)", report.write_pct) } else { String::new() },
+        if report.rw == "mix" { format!(" ({}% writes)", report.write_pct) } else { String::new() },
         format_size_bytes(report.block_size_bytes as u64),
         report.queue_depth,
         report.threads_count,
