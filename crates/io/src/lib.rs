@@ -6,7 +6,8 @@
 //!
 //! One concept per file, one file per engine (in the manner of fio's `engines/`):
 //! - [`engine`]: the trait, requests, completions, engine selection and fallback;
-//! - [`uring`]: io_uring with batched submissions, registered files and buffers;
+//! - [`uring`]: io_uring with batched submissions, registered files and buffers, and
+//!   cooperative (or, for single-thread engines, deferred) completion work;
 //! - [`psync`]: portable pread/pwrite, inline at depth 1 and on a thread pool above it;
 //! - [`null`]: completes every request at once, to measure the harness's own overhead;
 //! - [`sim`]: injects errors, short reads and latency, for tests of the layers above;
