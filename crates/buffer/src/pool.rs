@@ -360,6 +360,12 @@ impl BufferPool {
     /// Drops every unpinned page (a cold start for benchmarks). Fails, after dropping what
     /// it can, if pages are pinned.
     pub fn clear(&self) -> Result<u32, BufferError> {
+        self.clear_matching(|_| true)
+    }
+
+    /// Drops every unpinned page whose key `matches` (e.g. the heap pages of a table, to
+    /// read them cold while its index stays in memory).
+    pub fn clear_matching(&self, matches: impl Fn(PageKey) -> bool) -> Result<u32, BufferError> {
         let mut dropped = 0;
         let mut pinned_count = 0;
         for frame in 0..self.frame_count() {
@@ -367,7 +373,11 @@ impl BufferPool {
             if meta.ring_owned.load(Ordering::Relaxed) {
                 continue;
             }
-            match meta.state() {
+            let state = meta.state();
+            if state == STATE_VALID && !matches(meta.key()) {
+                continue;
+            }
+            match state {
                 STATE_VALID | STATE_FAILED => {
                     if meta.pins() > 0 {
                         pinned_count += 1;

@@ -185,6 +185,13 @@ impl<'p> LookupSession<'p> {
         })
     }
 
+    /// Drops the table's heap pages from the pool (the index stays): the next run reads
+    /// every heap page from the files — from the device when the session is O_DIRECT.
+    pub fn clear_heap_pages(&self) -> Result<u32, IndexError> {
+        let index_file = self.tree.file_index;
+        Ok(self.pool.clear_matching(|k| k.file_index != index_file)?)
+    }
+
     /// After a failure mid-batch: collect what is still in flight so the engine is idle
     /// (its slots free) for the next lookup.
     fn drain_in_flight(&mut self) {

@@ -1,0 +1,58 @@
+//! `flashscan bench costs DB [--csv FILE] [--chart FILE]`: the CPU cost structure of
+//! database I/O on this machine — scans of 1…323 rows per page, key lookups of 10…10,000
+//! rows per query, in memory and cold, 8 KB and 64 KB reads, sync and prefetching. The
+//! synthetic tables live in DB/bench_costs and are reused by later runs.
+//! (Needs wiring in main.rs as `bench costs`.)
+
+use std::path::PathBuf;
+
+use flashscan_index::costs::{self, chart::write_chart, CostsOptions};
+
+use crate::cmd_index::index_error;
+use crate::exit::bad_input;
+
+#[derive(clap::Args)]
+pub struct BenchCostsArgs {
+    /// Database directory (the bench writes its own tables under DB/bench_costs).
+    pub db: PathBuf,
+    /// Also write the results as CSV.
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Also write an SVG chart.
+    #[arg(long)]
+    pub chart: Option<PathBuf>,
+    /// Pages of each scan table.
+    #[arg(long, default_value_t = 4096)]
+    pub scan_pages: u64,
+    /// Rows of the lookup table (20 per page).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub lookup_rows: u64,
+    /// Rows each lookup configuration reads (queries repeat up to this).
+    #[arg(long, default_value_t = 20_000)]
+    pub lookup_rows_target: u64,
+    /// Reads in flight when prefetching.
+    #[arg(long, default_value_t = 64)]
+    pub depth: u32,
+    /// Print the results as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run_bench_costs(args: BenchCostsArgs) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.db).map_err(|e| bad_input(format!("cannot create {}: {e}", args.db.display())))?;
+    let pool_bytes = ((args.lookup_rows / 20 + 4096) * 8192 * 5 / 4).max(64 << 20);
+    let options = CostsOptions { scan_pages: args.scan_pages, lookup_rows: args.lookup_rows, lookup_rows_target: args.lookup_rows_target, depth: args.depth, pool_bytes };
+    let report = costs::run(&args.db, &options, &mut |m| eprintln!("{m}")).map_err(index_error)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    if let Some(path) = &args.csv {
+        std::fs::write(path, report.to_csv()).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.chart {
+        write_chart(&report, path).map_err(index_error)?;
+    }
+    Ok(())
+}

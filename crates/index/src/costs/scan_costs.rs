@@ -1,0 +1,229 @@
+//! Scan costs: CPU µs per page for tables of 1…323 rows per page — in memory (every page a
+//! buffer pool hit), from disk (O_DIRECT 256 KB reads, 4 in flight, every page verified and
+//! installed in the pool; no evictions), and aggregating every row in memory — and the
+//! extra cost of evicting a page (the disk scan again through a pool an eighth the size).
+
+use std::path::Path;
+
+use flashscan_buffer::{BufferPool, Fetch, LoadTicket, PageKey};
+use flashscan_io::{open_engine, EngineConfig, EngineKind, IoEngine, IoOp, IoRequest};
+use flashscan_storage::page::header::{read_u16, OFFSET_ROW_COUNT};
+use flashscan_storage::page::heap_page::slot_offset;
+use flashscan_storage::{verify_page, Database, TableMeta, PAGE_SIZE_BYTES};
+
+use super::report::ScanCostRow;
+use super::{CostsOptions, SCAN_ROWS_PER_PAGE};
+use crate::cpu_time::process_cpu_ns;
+use crate::error::IndexError;
+use crate::synth::{write_table, SynthSpec};
+use crate::table_files::TableFiles;
+
+const SCAN_READ_PAGES: u32 = 32;
+const SCAN_DEPTH: u32 = 4;
+/// Memory scans are repeated and averaged: one pass of a small table is too short to time.
+const MEMORY_PASSES: u32 = 5;
+/// Offsets of `id` and `val` in a synthetic row (after the 1-byte null bitmap).
+const ID_OFFSET: usize = 1;
+const VAL_OFFSET: usize = 9;
+
+pub struct ScanCosts {
+    pub rows: Vec<ScanCostRow>,
+    pub eviction_cpu_us_per_page: f64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ScanOp {
+    /// WHERE id < 10: reads one column of every row, keeps almost nothing.
+    Needle,
+    /// COUNT(*), SUM(val).
+    Aggregate,
+}
+
+#[derive(Default)]
+struct Acc {
+    rows: u64,
+    matches: u64,
+    sum: i64,
+}
+
+/// Reuses a synthetic table if one of this shape exists, else writes it.
+pub(crate) fn ensure_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, IndexError> {
+    if let Ok(db) = Database::open(dir) {
+        if let Ok(t) = db.table(&spec.name) {
+            let shape = format!("synthetic rows_per_page={} rows={}", spec.rows_per_page, spec.row_count);
+            if t.source == shape && t.row_count == spec.row_count {
+                return Ok(t.clone());
+            }
+        }
+    }
+    write_table(dir, spec)
+}
+
+#[inline]
+fn scan_page(page: &[u8], op: ScanOp, acc: &mut Acc) {
+    let row_count = read_u16(page, OFFSET_ROW_COUNT) as usize;
+    for slot in 0..row_count {
+        let at = slot_offset(page, slot);
+        let read = |o: usize| i64::from_le_bytes(page[at + o..at + o + 8].try_into().unwrap_or([0; 8]));
+        match op {
+            ScanOp::Needle => {
+                if read(ID_OFFSET) < 10 {
+                    acc.matches += 1;
+                    acc.sum += read(VAL_OFFSET);
+                }
+            }
+            ScanOp::Aggregate => {
+                acc.matches += 1;
+                acc.sum += read(VAL_OFFSET);
+            }
+        }
+    }
+    acc.rows += row_count as u64;
+}
+
+struct ScanTarget<'a> {
+    table: &'a TableMeta,
+    files: TableFiles,
+    keys: Vec<(PageKey, u64)>,
+}
+
+impl<'a> ScanTarget<'a> {
+    fn open(db: &Database, table: &'a TableMeta) -> Result<ScanTarget<'a>, IndexError> {
+        let files = TableFiles::open(db, table, &[], true)?;
+        let mut keys = Vec::new();
+        for p in &table.partitions {
+            for run in &p.runs {
+                for i in 0..run.page_count as u64 {
+                    let id = run.first_page_id + i;
+                    keys.push((files.page_key(id, &table.name)?, id));
+                }
+            }
+        }
+        Ok(ScanTarget { table, files, keys })
+    }
+
+    /// Every page through the pool, from memory (they must be resident).
+    fn scan_memory(&self, pool: &BufferPool, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
+        for &(key, _) in &self.keys {
+            let guard = pool.get_resident(key).ok_or_else(|| IndexError::InvalidArgument(format!("page {key:?} of {} fell out of the pool during an in-memory scan", self.table.name)))?;
+            scan_page(guard.data(), op, acc);
+        }
+        Ok(())
+    }
+
+    /// Every page read from the files in runs of 32 pages, 4 reads in flight.
+    fn scan_disk(&self, pool: &BufferPool, engine: &mut dyn IoEngine, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
+        let mut slot_pages: Vec<Vec<(PageKey, u64, LoadTicket<'_>)>> = (0..SCAN_DEPTH).map(|_| Vec::new()).collect();
+        let mut free: Vec<u32> = (0..SCAN_DEPTH).collect();
+        let mut completions = Vec::new();
+        let mut next = 0usize;
+        let mut in_flight = 0;
+        loop {
+            while next < self.keys.len() && !free.is_empty() {
+                let slot = free[free.len() - 1];
+                let (first_key, _) = self.keys[next];
+                let mut n = 0u32;
+                while n < SCAN_READ_PAGES && next < self.keys.len() {
+                    let (key, id) = self.keys[next];
+                    if key.file_index != first_key.file_index || key.page_number != first_key.page_number + n as u64 {
+                        break;
+                    }
+                    match pool.fetch(key)? {
+                        Fetch::Hit(g) => scan_page(g.data(), op, acc),
+                        Fetch::Miss(t) => slot_pages[slot as usize].push((key, id, t)),
+                    }
+                    next += 1;
+                    n += 1;
+                }
+                if slot_pages[slot as usize].is_empty() {
+                    continue;
+                }
+                free.pop();
+                engine.queue(IoRequest { op: IoOp::Read, file_index: first_key.file_index, offset_bytes: first_key.offset_bytes(), length_bytes: n * PAGE_SIZE_BYTES as u32, slot, user_data: 0 })?;
+                in_flight += 1;
+            }
+            if in_flight == 0 {
+                return Ok(());
+            }
+            completions.clear();
+            engine.reap(1, &mut completions)?;
+            for c in &completions {
+                in_flight -= 1;
+                c.expect_full(engine.files())?;
+                pool.counters().read(c.length_bytes as u64);
+                for (key, id, ticket) in slot_pages[c.slot as usize].drain(..) {
+                    let at = (key.offset_bytes() - c.offset_bytes) as usize;
+                    let bytes = &engine.slot(c.slot)[at..at + PAGE_SIZE_BYTES];
+                    let path = self.files.path(key.file_index);
+                    let guard = ticket.complete_from(bytes, |b| verify_page(b, id, path, key.offset_bytes()).map(drop).map_err(IndexError::from))?;
+                    scan_page(guard.data(), op, acc);
+                }
+                free.push(c.slot);
+            }
+        }
+    }
+}
+
+fn us_per(ns: u64, count: u64) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        ns as f64 / 1e3 / count as f64
+    }
+}
+
+pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -> Result<ScanCosts, IndexError> {
+    let mut rows = Vec::new();
+    let mut eviction_cpu_us_per_page = 0.0;
+    for &n in SCAN_ROWS_PER_PAGE.iter() {
+        let spec = SynthSpec { name: format!("scan_{n}"), rows_per_page: n, row_count: options.scan_pages * n as u64, shuffle_seed: None };
+        progress(&format!("scan costs: table of {n} rows per page"));
+        ensure_table(dir, &spec)?;
+        let db = Database::open(dir)?;
+        let table = db.table(&spec.name)?.clone();
+        let target = ScanTarget::open(&db, &table)?;
+        let pages = target.keys.len() as u64;
+        let mut engine = open_engine(EngineKind::Auto, target.files.files.clone(), EngineConfig::for_depth(SCAN_DEPTH, SCAN_READ_PAGES as usize * PAGE_SIZE_BYTES).on_one_thread(), &mut |_| {})?;
+        let pool = BufferPool::with_frames((pages as u32).saturating_add(256))?;
+
+        let mut acc = Acc::default();
+        let cpu = process_cpu_ns();
+        target.scan_disk(&pool, engine.as_mut(), ScanOp::Needle, &mut acc)?;
+        let disk_ns = process_cpu_ns() - cpu;
+        debug_assert_eq!(acc.rows, spec.row_count);
+
+        let cpu = process_cpu_ns();
+        for _ in 0..MEMORY_PASSES {
+            target.scan_memory(&pool, ScanOp::Needle, &mut acc)?;
+        }
+        let memory_ns = (process_cpu_ns() - cpu) / MEMORY_PASSES as u64;
+
+        let cpu = process_cpu_ns();
+        for _ in 0..MEMORY_PASSES {
+            target.scan_memory(&pool, ScanOp::Aggregate, &mut acc)?;
+        }
+        let aggregate_ns = (process_cpu_ns() - cpu) / MEMORY_PASSES as u64;
+        std::hint::black_box(&acc.sum);
+
+        if n == 1 || n == 20 {
+            // Eviction: the same cold disk scan through a pool an eighth the table's size,
+            // so nearly every page read evicts one; the difference per eviction is its cost.
+            let small = BufferPool::with_frames(((pages / 8) as u32).max(SCAN_DEPTH * SCAN_READ_PAGES * 2))?;
+            let cpu = process_cpu_ns();
+            target.scan_disk(&small, engine.as_mut(), ScanOp::Needle, &mut Acc::default())?;
+            let small_ns = process_cpu_ns() - cpu;
+            let evictions = small.snapshot().evictions_count;
+            if n == 1 && evictions > 0 {
+                eviction_cpu_us_per_page = (small_ns as f64 - disk_ns as f64) / 1e3 / evictions as f64;
+            }
+        }
+        rows.push(ScanCostRow {
+            rows_per_page: n,
+            pages_count: pages,
+            memory_cpu_us_per_page: us_per(memory_ns, pages),
+            disk_cpu_us_per_page: us_per(disk_ns, pages),
+            aggregate_cpu_us_per_page: us_per(aggregate_ns, pages),
+        });
+    }
+    Ok(ScanCosts { rows, eviction_cpu_us_per_page })
+}
