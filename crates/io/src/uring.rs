@@ -35,7 +35,9 @@ pub struct UringEngine {
 /// Cooperative task running (COOP_TASKRUN) spares the thread an interrupt per completion;
 /// on one thread, deferred task running (DEFER_TASKRUN) also batches it into our waits.
 fn build_ring(entries: u32, single_thread: bool) -> Result<(IoUring, bool), IoError> {
-    if single_thread {
+    // FLASHSCAN_URING_NO_DEFER=1 keeps the cooperative mode, to compare the two on a device.
+    let defer_allowed = std::env::var_os("FLASHSCAN_URING_NO_DEFER").is_none_or(|v| v == "0");
+    if single_thread && defer_allowed {
         let deferred = IoUring::builder()
             .setup_cqsize(entries * 2)
             .setup_single_issuer()
