@@ -1,0 +1,98 @@
+//! `dictionary` for integers: the distinct values once (sorted, bit-packed), then one
+//! bit-packed code per row. Wins over `bitpack` when few values are spread over a wide
+//! range (e.g. {0, 10^12, -5}).
+//!
+//! | offset | size   | field                                                        |
+//! |--------|--------|--------------------------------------------------------------|
+//! | 0      | 4      | entry_count u32 (≤ DICTIONARY_ENTRIES_MAX)                   |
+//! | 4      | varies | entries, ascending: u64 payload_bytes + `bitpack` payload    |
+//! | …      | varies | codes (0..entry_count): u64 payload_bytes + `bitpack` payload |
+
+use std::collections::{HashMap, HashSet};
+
+use super::bitpack;
+use super::bits::{self, BLOCK_VALUES};
+use super::codec::{CodecId, IntegerCodec, IntegerInput, IntegerNative};
+use super::error::CodecError;
+use super::reader::ByteReader;
+
+/// Above this many distinct values a dictionary no longer pays for its lookups.
+pub const DICTIONARY_ENTRIES_MAX: usize = 1 << 16;
+
+pub struct Dictionary;
+
+/// Sorted distinct values, or None once there are more than DICTIONARY_ENTRIES_MAX.
+fn distinct_sorted(values: &[i64]) -> Option<Vec<i64>> {
+    let mut seen = HashSet::new();
+    for value in values {
+        if seen.insert(*value) && seen.len() > DICTIONARY_ENTRIES_MAX {
+            return None;
+        }
+    }
+    let mut entries: Vec<i64> = seen.into_iter().collect();
+    entries.sort_unstable();
+    Some(entries)
+}
+
+/// Upper bound of a bit-packed stream of `value_count` codes below `entry_count`.
+pub fn codes_bytes_max(value_count: usize, entry_count: usize) -> usize {
+    let width_bits = bits::width_bits_for(entry_count.saturating_sub(1) as u64);
+    let full_blocks = value_count / BLOCK_VALUES;
+    let tail = value_count % BLOCK_VALUES;
+    let block_bytes = bitpack::BLOCK_HEADER_BYTES + bits::packed_words(BLOCK_VALUES, width_bits) * 8;
+    let tail_bytes = if tail == 0 { 0 } else { bitpack::BLOCK_HEADER_BYTES + bits::packed_words(tail, width_bits) * 8 };
+    8 + full_blocks * block_bytes + tail_bytes
+}
+
+impl IntegerCodec for Dictionary {
+    const ID: CodecId = CodecId::Dictionary;
+
+    fn analyze(input: &IntegerInput<'_>) -> Option<usize> {
+        let entries = distinct_sorted(input.values)?;
+        Some(4 + bitpack::length_prefixed_bytes(&entries) + codes_bytes_max(input.values.len(), entries.len()))
+    }
+
+    fn compress(input: &IntegerInput<'_>, out: &mut Vec<u8>) {
+        let Some(entries) = distinct_sorted(input.values) else {
+            unreachable!("compress is only called after analyze accepted the values");
+        };
+        let code_of: HashMap<i64, i64> = entries.iter().enumerate().map(|(code, value)| (*value, code as i64)).collect();
+        let codes: Vec<i64> = input.values.iter().map(|value| code_of[value]).collect();
+        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        bitpack::encode_length_prefixed(&entries, out);
+        bitpack::encode_length_prefixed(&codes, out);
+    }
+
+    fn decompress<T: IntegerNative>(payload: &[u8], out: &mut [T]) -> Result<(), CodecError> {
+        let mut reader = ByteReader::new(payload);
+        let entry_count = reader.u32_le("dictionary entry count")? as usize;
+        if entry_count > DICTIONARY_ENTRIES_MAX {
+            return Err(CodecError::LimitExceeded {
+                what: "dictionary entry count",
+                value: entry_count as u64,
+                limit: DICTIONARY_ENTRIES_MAX as u64,
+            });
+        }
+        if entry_count == 0 && !out.is_empty() {
+            return Err(CodecError::corrupt("dictionary", "no entries for a non-empty segment"));
+        }
+        let mut entries = vec![T::default(); entry_count];
+        bitpack::decode_length_prefixed(&mut reader, &mut entries, "dictionary entries")?;
+        // Codes are below DICTIONARY_ENTRIES_MAX, so they decode into i32 scratch: one
+        // allocation per segment, not per value, at half the memory traffic of i64.
+        let mut codes = vec![0i32; out.len()];
+        bitpack::decode_length_prefixed(&mut reader, &mut codes, "dictionary codes")?;
+        if reader.remaining_bytes() != 0 {
+            return Err(CodecError::corrupt("dictionary payload", format!("{} trailing bytes", reader.remaining_bytes())));
+        }
+        // One branch-free pass validates every code, so the gather below cannot go out of bounds.
+        let code_max = codes.iter().fold(0u32, |max, code| max.max(*code as u32));
+        if !codes.is_empty() && code_max as usize >= entry_count {
+            return Err(CodecError::corrupt("dictionary code", format!("{code_max} for {entry_count} entries")));
+        }
+        for (value, code) in out.iter_mut().zip(&codes) {
+            *value = entries[*code as u32 as usize];
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,49 @@
+//! `plain` for strings: the lengths bit-packed (frame of reference: the offsets' deltas),
+//! then all bytes back to back.
+//!
+//! | offset | size   | field                                                   |
+//! |--------|--------|---------------------------------------------------------|
+//! | 0      | varies | lengths: u64 payload_bytes + `bitpack` payload (n)      |
+//! | …      | 8      | bytes_len u64 (= sum of lengths, ≤ STRING_BYTES_MAX)    |
+//! | …      | bytes_len | UTF-8 bytes                                          |
+
+use arrow::array::StringArray;
+use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+
+use super::bitpack;
+use super::error::CodecError;
+use super::reader::ByteReader;
+use super::strings::{offsets_from_lengths, StringInput, STRING_BYTES_MAX};
+
+pub fn analyze(input: &StringInput<'_>) -> Option<usize> {
+    Some(bitpack::length_prefixed_bytes(&input.lengths()) + 8 + input.total_bytes())
+}
+
+pub fn compress(input: &StringInput<'_>, out: &mut Vec<u8>) {
+    bitpack::encode_length_prefixed(&input.lengths(), out);
+    out.extend_from_slice(&(input.total_bytes() as u64).to_le_bytes());
+    for value in input.values {
+        out.extend_from_slice(value.as_bytes());
+    }
+}
+
+pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>) -> Result<StringArray, CodecError> {
+    let mut reader = ByteReader::new(payload);
+    // Lengths land in offsets[1..], then become offsets in place: one buffer, no copy.
+    let mut offsets = vec![0i32; value_count + 1];
+    bitpack::decode_length_prefixed(&mut reader, &mut offsets[1..], "string lengths")?;
+    let total_bytes = offsets_from_lengths(&mut offsets)?;
+    let bytes_len = reader.u64_le("string bytes length")?;
+    if bytes_len != total_bytes as u64 {
+        return Err(CodecError::corrupt("string bytes length", format!("{bytes_len}, lengths sum to {total_bytes}")));
+    }
+    let bytes = reader.take(total_bytes, "string bytes")?;
+    if reader.remaining_bytes() != 0 {
+        return Err(CodecError::corrupt("string plain payload", format!("{} trailing bytes", reader.remaining_bytes())));
+    }
+    debug_assert!(total_bytes <= STRING_BYTES_MAX);
+    let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+    // try_new validates UTF-8 and char boundaries: these bytes came from disk.
+    StringArray::try_new(offsets, Buffer::from(bytes), nulls)
+        .map_err(|error| CodecError::corrupt("string bytes", error.to_string()))
+}
