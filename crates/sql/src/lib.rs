@@ -1,1 +1,29 @@
-//! flashscan-sql: DataFusion over flashscan tables
+//! flashscan-sql: SQL over flashscan tables through Apache DataFusion.
+//!
+//! Kept in a crate of its own so the core builds without DataFusion. Data flows:
+//! - [`session`]: a DataFusion context with every table of a database registered;
+//! - [`table_provider`]: a table's schema, statistics and pushdown answers, and its scan node;
+//! - [`pruning`]: which filters skip partitions (min/max ranges, where the format has them);
+//! - [`scan_units`]: partitions (or slices of them) dealt out to execution partitions;
+//! - [`exec_plan`]: the scan node, one blocking reader per execution partition;
+//! - [`reader`]: the one function that reads pages through flashscan's I/O layer;
+//! - [`metrics`]: where the scan time went, for EXPLAIN ANALYZE and `--json`;
+//! - [`format`]: table, JSON and CSV printers; [`shell`]: the interactive shell;
+//! - [`error`]: one-line errors.
+
+pub mod error;
+pub mod exec_plan;
+pub mod format;
+pub mod metrics;
+pub mod pruning;
+pub mod reader;
+pub mod scan_units;
+pub mod session;
+pub mod shell;
+pub mod table_provider;
+
+pub use error::SqlError;
+pub use format::{render, render_csv, render_json, render_table, OutputMode};
+pub use reader::ReadOptions;
+pub use session::{FlashscanSession, QueryOutput, SessionOptions};
+pub use table_provider::FlashscanTable;

@@ -1,0 +1,52 @@
+//! `flashscan sql DB ["QUERY"] [--json | --csv] [--file QUERY.sql]`: runs the statements
+//! given (or starts the interactive shell) and prints each answer.
+
+use std::io::Write;
+
+use flashscan_sql::{render, shell, FlashscanSession, OutputMode, SessionOptions, SqlError};
+
+use crate::cmd_sql::SqlArgs;
+use crate::exit::bad_input;
+
+pub fn run(args: SqlArgs) -> anyhow::Result<()> {
+    let mode = match (args.json, args.csv) {
+        (true, true) => return Err(bad_input("--json and --csv exclude each other: choose one")),
+        (true, false) => OutputMode::Json,
+        (false, true) => OutputMode::Csv,
+        (false, false) => OutputMode::Table,
+    };
+    let sql = match (args.query, &args.file) {
+        (Some(_), Some(_)) => return Err(bad_input("give the query or --file, not both")),
+        (Some(q), None) => Some(q),
+        (None, Some(path)) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|source| to_anyhow(SqlError::ReadFile { path: path.clone(), source }))?,
+        ),
+        (None, None) => None,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the query runtime: {e}"))?;
+    let session = FlashscanSession::open(&args.db, SessionOptions::default()).map_err(to_anyhow)?;
+    let Some(sql) = sql else {
+        return shell::run_interactive(&session, &runtime, mode).map_err(to_anyhow);
+    };
+    let outputs = runtime.block_on(session.run(&sql)).map_err(to_anyhow)?;
+    let mut out = std::io::stdout().lock();
+    for output in &outputs {
+        let text = render(output, mode).map_err(to_anyhow)?;
+        out.write_all(text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// One line, `SQL error: ...` for errors in the query; exit 2 when the user can fix it.
+fn to_anyhow(e: SqlError) -> anyhow::Error {
+    let message = if e.is_query_error() { format!("SQL error: {e}") } else { e.to_string() };
+    if e.is_user_input() {
+        bad_input(message)
+    } else {
+        anyhow::anyhow!(message)
+    }
+}

@@ -1,0 +1,130 @@
+//! The errors SQL users see. Every error reaches the user as one line: DataFusion's messages
+//! can span lines and carry backtraces, so they are flattened here, once, for every printer.
+
+use std::path::PathBuf;
+
+use datafusion::error::DataFusionError;
+use flashscan_exec::ExecError;
+use flashscan_storage::StorageError;
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SqlError {
+    /// Opening the database or reading its catalog.
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+
+    /// A scan failed under a query (a read, a damaged page).
+    #[error("{0}")]
+    Exec(#[from] ExecError),
+
+    /// The SQL text does not parse.
+    #[error("syntax error: {0}")]
+    Syntax(String),
+
+    /// The query parses but cannot be planned: unknown table or column, a type mismatch.
+    #[error("{0}")]
+    Plan(String),
+
+    /// The query failed while running (a division by zero, a failed cast).
+    #[error("{0}")]
+    Execution(String),
+
+    /// A bug in flashscan or DataFusion, not in the query.
+    #[error("internal error: {0}")]
+    Internal(String),
+
+    #[error("reading {path}: {source}")]
+    ReadFile { path: PathBuf, #[source] source: std::io::Error },
+
+    #[error("{0}")]
+    InvalidArgument(String),
+}
+
+impl SqlError {
+    /// True when the user can fix the cause (the query, a path, the data); the CLI exits 2
+    /// for these and 1 for the rest.
+    pub fn is_user_input(&self) -> bool {
+        match self {
+            SqlError::Storage(e) => e.is_user_input(),
+            SqlError::Exec(e) => e.is_bad_input(),
+            SqlError::Syntax(_) | SqlError::Plan(_) | SqlError::Execution(_) | SqlError::ReadFile { .. } | SqlError::InvalidArgument(_) => true,
+            SqlError::Internal(_) => false,
+        }
+    }
+}
+
+impl SqlError {
+    /// True for errors in the SQL itself (shown as `SQL error: ...`), false for errors of
+    /// the database or the scans under it (shown as they are).
+    pub fn is_query_error(&self) -> bool {
+        matches!(self, SqlError::Syntax(_) | SqlError::Plan(_) | SqlError::Execution(_) | SqlError::Internal(_))
+    }
+}
+
+impl From<DataFusionError> for SqlError {
+    fn from(error: DataFusionError) -> SqlError {
+        classify(error)
+    }
+}
+
+/// Sorts a DataFusion error into syntax / plan / execution and keeps the most specific
+/// message. Errors of our own scans travel through DataFusion as `External`; they come back
+/// out as what they were, so a damaged page reads the same in SQL as in `flashscan scan`.
+fn classify(error: DataFusionError) -> SqlError {
+    match error {
+        DataFusionError::SQL(e, _) => SqlError::Syntax(one_line(&e.to_string())),
+        DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => classify(*inner),
+        DataFusionError::Shared(inner) => match std::sync::Arc::try_unwrap(inner) {
+            Ok(inner) => classify(inner),
+            Err(shared) => SqlError::Execution(one_line(&shared.message())),
+        },
+        DataFusionError::Collection(mut errors) => match errors.is_empty() {
+            false => classify(errors.swap_remove(0)),
+            true => SqlError::Internal("an empty collection of errors".into()),
+        },
+        DataFusionError::External(e) => match e.downcast::<ExecError>() {
+            Ok(exec) => SqlError::Exec(*exec),
+            Err(e) => match e.downcast::<DataFusionError>() {
+                Ok(inner) => classify(*inner),
+                Err(e) => SqlError::Execution(one_line(&e.to_string())),
+            },
+        },
+        DataFusionError::Plan(m) => SqlError::Plan(one_line(&m)),
+        e @ DataFusionError::SchemaError(..) => SqlError::Plan(one_line(&e.message())),
+        DataFusionError::NotImplemented(m) => SqlError::Plan(format!("not supported: {}", one_line(&m))),
+        DataFusionError::Configuration(m) => SqlError::Plan(one_line(&m)),
+        DataFusionError::ArrowError(e, _) => SqlError::Execution(one_line(&e.to_string())),
+        e @ DataFusionError::Internal(_) => SqlError::Internal(one_line(&e.message())),
+        e => SqlError::Execution(one_line(&e.message())),
+    }
+}
+
+/// Joins lines and drops backtraces: errors reach the user as `flashscan: SQL error: ...`.
+pub fn one_line(message: &str) -> String {
+    let cut = message.find("\n\nbacktrace:").map(|i| &message[..i]).unwrap_or(message);
+    cut.split('\n').map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ")
+}
+
+/// An `ExecError` carried through DataFusion.
+pub fn exec_to_datafusion(error: ExecError) -> DataFusionError {
+    DataFusionError::External(Box::new(error))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_joins_lines_and_drops_backtraces() {
+        assert_eq!(one_line("a\n  b\n\nbacktrace: x\ny"), "a b");
+        assert_eq!(one_line("plain"), "plain");
+    }
+
+    #[test]
+    fn exec_errors_come_back_out_of_datafusion() {
+        let e = exec_to_datafusion(ExecError::InvalidOption("bad depth".into()));
+        let s = SqlError::from(e);
+        assert!(matches!(s, SqlError::Exec(ExecError::InvalidOption(ref m)) if m == "bad depth"), "{s:?}");
+    }
+}

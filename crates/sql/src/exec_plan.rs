@@ -1,0 +1,207 @@
+//! The scan node DataFusion runs: one execution partition per scan unit, each read by the
+//! flashscan reader on a blocking thread that feeds a bounded channel. The channel's bound
+//! is the back-pressure: a slow join or sort above stops the reads instead of filling
+//! memory, and a dropped stream (LIMIT reached, query cancelled) stops the scan.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use arrow::record_batch::RecordBatch;
+use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{Result, Statistics};
+use datafusion::execution::TaskContext;
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchReceiverStream;
+use datafusion::physical_plan::{
+    ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+    ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs,
+};
+use flashscan_storage::TableMeta;
+
+use crate::error::exec_to_datafusion;
+use crate::metrics::{ScanLog, UnitMetrics};
+use crate::reader::{read_unit, Flow, ReadOptions};
+use crate::scan_units::ScanUnit;
+
+/// Batches a unit may have decoded and not yet handed on: bounds a scan's memory to a few
+/// I/O-sized batches per execution partition.
+pub const BATCHES_IN_FLIGHT_MAX: usize = 2;
+
+/// What a scan node reads, fixed at planning time.
+#[derive(Debug, Clone)]
+pub struct ScanSpec {
+    pub table: Arc<TableMeta>,
+    pub db_dir: Arc<PathBuf>,
+    /// Indexes into the table's columns, in output order.
+    pub projection: Vec<usize>,
+    pub units: Vec<ScanUnit>,
+    pub partitions_total: usize,
+    pub partitions_pruned: usize,
+    /// Filters used to skip partitions, shown by EXPLAIN.
+    pub pruning_filters: Vec<String>,
+    pub limit: Option<usize>,
+    pub read_options: ReadOptions,
+}
+
+#[derive(Debug)]
+pub struct FlashscanExec {
+    spec: ScanSpec,
+    schema: SchemaRef,
+    metrics: ExecutionPlanMetricsSet,
+    scan_log: Arc<ScanLog>,
+    properties: Arc<PlanProperties>,
+}
+
+impl FlashscanExec {
+    pub fn new(spec: ScanSpec, scan_log: Arc<ScanLog>) -> Result<FlashscanExec> {
+        let schema = Arc::new(spec.table.arrow_schema().project(&spec.projection)?);
+        // An empty scan still has one partition, which yields nothing: operators above
+        // expect at least one.
+        let partition_count = spec.units.len().max(1);
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema.clone()),
+            Partitioning::UnknownPartitioning(partition_count),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(FlashscanExec { spec, schema, metrics: ExecutionPlanMetricsSet::new(), scan_log, properties: Arc::new(properties) })
+    }
+
+    pub fn spec(&self) -> &ScanSpec {
+        &self.spec
+    }
+
+    fn statistics_of(&self, units: &[ScanUnit], exact: bool) -> Statistics {
+        // A limit applies to each partition on its own.
+        let limit = self.spec.limit.map(|l| l as u64).unwrap_or(u64::MAX);
+        let rows: u64 = units.iter().map(|u| u.row_count.min(limit)).sum();
+        let bytes: u64 = units.iter().map(|u| u.bytes()).sum();
+        let num_rows = if exact { Precision::Exact(rows as usize) } else { Precision::Inexact(rows as usize) };
+        Statistics::new_unknown(&self.schema).with_num_rows(num_rows).with_total_byte_size(Precision::Inexact(bytes as usize))
+    }
+}
+
+impl DisplayAs for FlashscanExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let s = &self.spec;
+        let columns: Vec<&str> = s.projection.iter().filter_map(|&i| s.table.columns.get(i).map(|c| c.name.as_str())).collect();
+        match t {
+            DisplayFormatType::Default | DisplayFormatType::Verbose => {
+                write!(
+                    f,
+                    "FlashscanExec: table={}, format={}, partitions={}/{}, units={}, projection=[{}]",
+                    s.table.name,
+                    s.table.format,
+                    s.partitions_total - s.partitions_pruned,
+                    s.partitions_total,
+                    s.units.len(),
+                    columns.join(", ")
+                )?;
+                if !s.pruning_filters.is_empty() {
+                    write!(f, ", pruning=[{}]", s.pruning_filters.join(", "))?;
+                }
+                if let Some(limit) = s.limit {
+                    write!(f, ", limit={limit}")?;
+                }
+                Ok(())
+            }
+            DisplayFormatType::TreeRender => {
+                writeln!(f, "table={}", s.table.name)?;
+                writeln!(f, "format={}", s.table.format)?;
+                write!(f, "partitions={}/{}", s.partitions_total - s.partitions_pruned, s.partitions_total)
+            }
+        }
+    }
+}
+
+impl ExecutionPlan for FlashscanExec {
+    fn name(&self) -> &'static str {
+        "FlashscanExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn replace_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>, _options: ReplaceChildrenOptions) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
+        self.replace_children(children, ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute))
+    }
+
+    fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), BATCHES_IN_FLIGHT_MAX);
+        let Some(unit) = self.spec.units.get(partition).cloned() else {
+            // The one partition of an empty scan (or one DataFusion should not ask for).
+            return Ok(builder.build());
+        };
+        let tx = builder.tx();
+        let spec = self.spec.clone();
+        let unit_metrics = UnitMetrics::new(&self.metrics, partition);
+        let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
+        let scan_log = self.scan_log.clone();
+        builder.spawn_blocking(move || {
+            let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
+            let deliver = |batch: RecordBatch| -> Flow {
+                let left = rows_left.load(Ordering::Relaxed);
+                let batch = if batch.num_rows() > left { batch.slice(0, left) } else { batch };
+                let rows = batch.num_rows();
+                rows_left.store(left - rows, Ordering::Relaxed);
+                output_rows.add(rows);
+                // A send fails only when the stream was dropped: nobody wants more rows.
+                if tx.blocking_send(Ok(batch)).is_err() || left - rows == 0 {
+                    return Flow::Stop;
+                }
+                Flow::Continue
+            };
+            let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.read_options, &deliver)
+                .map_err(exec_to_datafusion)?;
+            unit_metrics.record(&figures);
+            scan_log.record_unit(&spec.table.name, &figures);
+            Ok(())
+        });
+        Ok(builder.build())
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn statistics_from_inputs(&self, _input_stats: &[Arc<Statistics>], args: &StatisticsArgs) -> Result<Arc<Statistics>> {
+        let exact = self.spec.partitions_pruned == 0;
+        let stats = match args.partition() {
+            Some(p) => match self.spec.units.get(p) {
+                Some(u) => self.statistics_of(std::slice::from_ref(u), exact && u.row_count_exact),
+                None => self.statistics_of(&[], true),
+            },
+            None => self.statistics_of(&self.spec.units, exact),
+        };
+        Ok(Arc::new(stats))
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        self.spec.limit
+    }
+
+    fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
+        let mut spec = self.spec.clone();
+        spec.limit = limit;
+        FlashscanExec::new(spec, self.scan_log.clone()).ok().map(|e| Arc::new(e) as Arc<dyn ExecutionPlan>)
+    }
+}

@@ -1,0 +1,164 @@
+//! Filter pushdown: which filters the scan can use to skip pages it would otherwise read.
+//!
+//! A filter is usable when it compares one column with a constant (`col < 5`,
+//! `5 >= col`, `col BETWEEN a AND b`, `col IN (a, b)`), ANDed together. With the minimum and
+//! maximum of that column over a unit (a partition, a segment) the scan skips the unit
+//! when no value in range can pass. The answer to DataFusion is "Inexact": the filter still
+//! runs above the scan on the rows of units that were read.
+//!
+//! Which units have min/max depends on the storage format: the heap keeps none today, so
+//! it reports no filter as usable and reads every partition.
+
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
+
+/// A comparison of one column (index into the table's columns) with a constant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ColumnPredicate {
+    Compare { column: usize, op: Operator, value: ScalarValue },
+    Between { column: usize, low: ScalarValue, high: ScalarValue },
+    InList { column: usize, values: Vec<ScalarValue> },
+}
+
+/// The range of a column over a unit, as the format recorded it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnRange {
+    pub min: ScalarValue,
+    pub max: ScalarValue,
+}
+
+/// The predicates a filter holds; `None` when any part of it is not a simple comparison
+/// (then the filter is not pushed down at all, so it never prunes wrongly).
+pub fn predicates_of(filter: &Expr, column_index: &dyn Fn(&str) -> Option<usize>) -> Option<Vec<ColumnPredicate>> {
+    let mut out = Vec::new();
+    collect(filter, column_index, &mut out)?;
+    Some(out)
+}
+
+fn collect(e: &Expr, column_index: &dyn Fn(&str) -> Option<usize>, out: &mut Vec<ColumnPredicate>) -> Option<()> {
+    match e {
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::And, right }) => {
+            collect(left, column_index, out)?;
+            collect(right, column_index, out)
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) if is_comparison(*op) => {
+            let (column, op, value) = match (column_of(left, column_index), literal_of(right)) {
+                (Some(c), Some(v)) => (c, *op, v),
+                _ => (column_of(right, column_index)?, op.swap()?, literal_of(left)?),
+            };
+            out.push(ColumnPredicate::Compare { column, op, value });
+            Some(())
+        }
+        Expr::Between(Between { expr, negated: false, low, high }) => {
+            let column = column_of(expr, column_index)?;
+            out.push(ColumnPredicate::Between { column, low: literal_of(low)?, high: literal_of(high)? });
+            Some(())
+        }
+        Expr::InList(list) if !list.negated => {
+            let column = column_of(&list.expr, column_index)?;
+            let values = list.list.iter().map(literal_of).collect::<Option<Vec<_>>>()?;
+            out.push(ColumnPredicate::InList { column, values });
+            Some(())
+        }
+        _ => None,
+    }
+}
+
+fn is_comparison(op: Operator) -> bool {
+    matches!(op, Operator::Eq | Operator::Lt | Operator::LtEq | Operator::Gt | Operator::GtEq)
+}
+
+fn column_of(e: &Expr, column_index: &dyn Fn(&str) -> Option<usize>) -> Option<usize> {
+    match e {
+        Expr::Column(c) => column_index(&c.name),
+        _ => None,
+    }
+}
+
+fn literal_of(e: &Expr) -> Option<ScalarValue> {
+    match e {
+        // NULL never compares true; leave such filters to DataFusion.
+        Expr::Literal(v, _) if !v.is_null() => Some(v.clone()),
+        _ => None,
+    }
+}
+
+impl ColumnPredicate {
+    pub fn column(&self) -> usize {
+        match self {
+            ColumnPredicate::Compare { column, .. } | ColumnPredicate::Between { column, .. } | ColumnPredicate::InList { column, .. } => *column,
+        }
+    }
+
+    /// False only when no value in `range` can pass. Values of types that do not compare
+    /// (a literal of another type) keep the unit: pruning must never drop a row.
+    pub fn may_match(&self, range: &ColumnRange) -> bool {
+        use std::cmp::Ordering::{Greater, Less};
+        let cmp = |a: &ScalarValue, b: &ScalarValue| a.partial_cmp(b);
+        match self {
+            ColumnPredicate::Compare { op, value, .. } => {
+                let (vs_min, vs_max) = (cmp(value, &range.min), cmp(value, &range.max));
+                match op {
+                    Operator::Eq => !(vs_min == Some(Less) || vs_max == Some(Greater)),
+                    // col < v: some value passes unless min >= v.
+                    Operator::Lt => !matches!(vs_min, Some(Less) | Some(std::cmp::Ordering::Equal)),
+                    Operator::LtEq => vs_min != Some(Less),
+                    Operator::Gt => !matches!(vs_max, Some(Greater) | Some(std::cmp::Ordering::Equal)),
+                    Operator::GtEq => vs_max != Some(Greater),
+                    _ => true,
+                }
+            }
+            ColumnPredicate::Between { low, high, .. } => cmp(low, &range.max) != Some(Greater) && cmp(high, &range.min) != Some(Less),
+            ColumnPredicate::InList { values, .. } => {
+                values.iter().any(|v| cmp(v, &range.min) != Some(Less) && cmp(v, &range.max) != Some(Greater))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::prelude::{col, lit};
+
+    fn index(name: &str) -> Option<usize> {
+        ["a", "b"].iter().position(|c| *c == name)
+    }
+
+    fn range(min: i64, max: i64) -> ColumnRange {
+        ColumnRange { min: ScalarValue::Int64(Some(min)), max: ScalarValue::Int64(Some(max)) }
+    }
+
+    #[test]
+    fn simple_comparisons_are_understood_both_ways_round() {
+        let p = predicates_of(&lit(5i64).gt(col("a")), &index).unwrap_or_default();
+        assert_eq!(p, vec![ColumnPredicate::Compare { column: 0, op: Operator::Lt, value: ScalarValue::Int64(Some(5)) }]);
+        let p = predicates_of(&col("b").eq(lit(1i64)).and(col("a").between(lit(1i64), lit(2i64))), &index).unwrap_or_default();
+        assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn anything_else_is_not_pushed() {
+        assert!(predicates_of(&col("a").eq(col("b")), &index).is_none());
+        assert!(predicates_of(&col("a").eq(lit(1i64)).or(col("b").eq(lit(1i64))), &index).is_none());
+        assert!(predicates_of(&col("zz").eq(lit(1i64)), &index).is_none());
+    }
+
+    #[test]
+    fn ranges_prune_only_when_nothing_can_pass() {
+        let r = range(10, 20);
+        let cmp = |op, v: i64| ColumnPredicate::Compare { column: 0, op, value: ScalarValue::Int64(Some(v)) }.may_match(&r);
+        assert!(!cmp(Operator::Eq, 9) && cmp(Operator::Eq, 10) && cmp(Operator::Eq, 20) && !cmp(Operator::Eq, 21));
+        assert!(!cmp(Operator::Lt, 10) && cmp(Operator::Lt, 11));
+        assert!(!cmp(Operator::LtEq, 9) && cmp(Operator::LtEq, 10));
+        assert!(!cmp(Operator::Gt, 20) && cmp(Operator::Gt, 19));
+        assert!(!cmp(Operator::GtEq, 21) && cmp(Operator::GtEq, 20));
+        let between = |lo: i64, hi: i64| {
+            ColumnPredicate::Between { column: 0, low: ScalarValue::Int64(Some(lo)), high: ScalarValue::Int64(Some(hi)) }.may_match(&r)
+        };
+        assert!(!between(1, 9) && between(1, 10) && between(20, 30) && !between(21, 30));
+        // Another type does not compare: keep the unit.
+        let other = ColumnPredicate::Compare { column: 0, op: Operator::Eq, value: ScalarValue::Utf8(Some("x".into())) };
+        assert!(other.may_match(&r));
+    }
+}

@@ -1,0 +1,197 @@
+//! A flashscan table as DataFusion sees it: its schema, what it can push down, its
+//! statistics, and a scan node over its partitions.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow::array::Array;
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::stats::Precision;
+use datafusion::common::{Result, ScalarValue, Statistics};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+use flashscan_storage::{PartitionMeta, TableMeta};
+
+use crate::exec_plan::{FlashscanExec, ScanSpec};
+use crate::metrics::ScanLog;
+use crate::pruning::{predicates_of, ColumnPredicate, ColumnRange};
+use crate::reader::ReadOptions;
+use crate::scan_units::plan_units;
+
+/// Per partition, per column: the range of values, when the format recorded one.
+pub type PartitionRanges = Vec<Vec<Option<ColumnRange>>>;
+
+#[derive(Debug)]
+pub struct FlashscanTable {
+    table: Arc<TableMeta>,
+    db_dir: Arc<PathBuf>,
+    schema: SchemaRef,
+    read_options: ReadOptions,
+    scan_log: Arc<ScanLog>,
+    /// Indexed like `table.partitions`; empty when the format keeps no ranges (the heap).
+    partition_ranges: PartitionRanges,
+    /// The column rows were hashed on to pick their partition: `key = constant` and
+    /// `key IN (...)` name the only partitions that can hold matching rows.
+    partition_key: Option<usize>,
+}
+
+impl FlashscanTable {
+    pub fn new(table: TableMeta, db_dir: PathBuf, read_options: ReadOptions, scan_log: Arc<ScanLog>) -> FlashscanTable {
+        let schema = table.arrow_schema();
+        let partition_key = table.column_index(&table.partition_by).ok();
+        FlashscanTable {
+            partition_key,
+            table: Arc::new(table),
+            db_dir: Arc::new(db_dir),
+            schema,
+            read_options,
+            scan_log,
+            partition_ranges: Vec::new(),
+        }
+    }
+
+    /// Min/max per partition and column, from a format that records them. Lengths that do
+    /// not match the table are ignored: wrong ranges would drop rows.
+    pub fn with_partition_ranges(mut self, ranges: PartitionRanges) -> FlashscanTable {
+        let columns = self.table.columns.len();
+        if ranges.len() == self.table.partitions.len() && ranges.iter().all(|r| r.len() == columns) {
+            self.partition_ranges = ranges;
+        }
+        self
+    }
+
+    pub fn table(&self) -> &TableMeta {
+        &self.table
+    }
+
+    fn column_index(&self, name: &str) -> Option<usize> {
+        self.table.columns.iter().position(|c| c.name == name)
+    }
+
+    /// The filter's predicates, if it is made of simple comparisons and at least one of
+    /// them can rule out partitions (by range or by hash). The others do no harm: pruning
+    /// skips a partition only when some predicate proves it holds no matching row.
+    fn usable_predicates(&self, filter: &Expr) -> Option<Vec<ColumnPredicate>> {
+        let predicates = predicates_of(filter, &|n| self.column_index(n))?;
+        let has_ranges = |c: usize| {
+            !self.partition_ranges.is_empty() && self.partition_ranges.iter().all(|p| p.get(c).is_some_and(|r| r.is_some()))
+        };
+        predicates.iter().any(|p| has_ranges(p.column()) || self.hash_partitions(p).is_some()).then_some(predicates)
+    }
+
+    /// The partitions (indexes) that can hold rows passing `p`, when `p` pins the
+    /// partition key to constants; `None` otherwise.
+    fn hash_partitions(&self, p: &ColumnPredicate) -> Option<BTreeSet<u32>> {
+        let key = self.partition_key?;
+        let values: Vec<&ScalarValue> = match p {
+            ColumnPredicate::Compare { column, op: datafusion::logical_expr::Operator::Eq, value } if *column == key => vec![value],
+            ColumnPredicate::InList { column, values } if *column == key => values.iter().collect(),
+            _ => return None,
+        };
+        let key_type = self.schema.field(key).data_type().clone();
+        let partition_count = u32::try_from(self.table.partitions.len()).ok().filter(|&n| n > 0)?;
+        let mut partitions = BTreeSet::new();
+        for v in values {
+            // The constant as the key column stores it (width, decimal scale), so it hashes
+            // as the loader hashed the rows; a constant that does not convert prunes nothing.
+            let array = v.to_array().ok()?;
+            let array = arrow::compute::cast(&array, &key_type).ok()?;
+            if array.null_count() > 0 {
+                return None;
+            }
+            let mut out = Vec::with_capacity(1);
+            flashscan_storage::partitioning::partition_rows(&array, partition_count, &mut out).ok()?;
+            partitions.extend(out);
+        }
+        Some(partitions)
+    }
+
+    fn partition_may_match(&self, partition_position: usize, predicates: &[ColumnPredicate]) -> bool {
+        let Some(partition) = self.table.partitions.get(partition_position) else { return true };
+        let ranges = self.partition_ranges.get(partition_position);
+        predicates.iter().all(|p| {
+            if let Some(kept) = self.hash_partitions(p) {
+                if !kept.contains(&partition.index) {
+                    return false;
+                }
+            }
+            match ranges.and_then(|r| r.get(p.column())) {
+                Some(Some(range)) => p.may_match(range),
+                _ => true,
+            }
+        })
+    }
+}
+
+#[async_trait]
+impl TableProvider for FlashscanTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| match self.usable_predicates(f) {
+                // Inexact: ranges skip whole partitions; the filter still runs on the rest.
+                Some(_) => TableProviderFilterPushDown::Inexact,
+                None => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        Some(
+            Statistics::new_unknown(&self.schema)
+                .with_num_rows(Precision::Exact(self.table.row_count as usize))
+                .with_total_byte_size(Precision::Inexact(self.table.size_bytes as usize)),
+        )
+    }
+
+    async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
+        let projection: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.table.columns.len()).collect(),
+        };
+        let mut predicates = Vec::new();
+        let mut pruning_filters = Vec::new();
+        for f in filters {
+            if let Some(p) = self.usable_predicates(f) {
+                predicates.extend(p);
+                pruning_filters.push(f.to_string());
+            }
+        }
+        let kept: Vec<&PartitionMeta> = self
+            .table
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| self.partition_may_match(*i, &predicates))
+            .map(|(_, p)| p)
+            .collect();
+        let partitions_total = self.table.partitions.len();
+        let partitions_pruned = partitions_total - kept.len();
+        let units = plan_units(&kept, state.config().target_partitions());
+        let full_scan_bytes = self.table.page_count() * flashscan_storage::PAGE_SIZE_BYTES as u64;
+        self.scan_log.record_plan(&self.table.name, partitions_total as u64, partitions_pruned as u64, full_scan_bytes);
+        let spec = ScanSpec {
+            table: self.table.clone(),
+            db_dir: self.db_dir.clone(),
+            projection,
+            units,
+            partitions_total,
+            partitions_pruned,
+            pruning_filters,
+            limit,
+            read_options: self.read_options,
+        };
+        Ok(Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?))
+    }
+}

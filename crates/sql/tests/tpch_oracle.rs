@@ -1,0 +1,284 @@
+//! The 22 TPC-H queries over flashscan tables give the answers DataFusion gives over the
+//! same generated rows held in memory (the oracle), for every storage format. Also: the
+//! scan figures show pushdown reading less, and SQL errors come back as one line.
+//!
+//! Data: tpchgen at a small scale factor, generated once per test binary, loaded into a
+//! flashscan database in a temporary directory through the storage crate's load.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, RecordBatch};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use flashscan_sql::{FlashscanSession, QueryOutput, SessionOptions, SqlError};
+use tpchgen::generators::{
+    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator, PartSuppGenerator, RegionGenerator,
+    SupplierGenerator,
+};
+use tpchgen_arrow::{CustomerArrow, LineItemArrow, NationArrow, OrderArrow, PartArrow, PartSuppArrow, RegionArrow, SupplierArrow};
+
+/// Small enough for a test, large enough that every query returns rows.
+const SCALE_FACTOR: f64 = 0.01;
+const TABLES: [&str; 8] = ["nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem"];
+
+/// The generated tables, with strings as plain Utf8 (what flashscan stores and returns).
+fn generate(table: &str) -> Vec<RecordBatch> {
+    let sf = SCALE_FACTOR;
+    let batches: Vec<RecordBatch> = match table {
+        "nation" => NationArrow::new(NationGenerator::new(sf, 1, 1)).collect(),
+        "region" => RegionArrow::new(RegionGenerator::new(sf, 1, 1)).collect(),
+        "part" => PartArrow::new(PartGenerator::new(sf, 1, 1)).collect(),
+        "supplier" => SupplierArrow::new(SupplierGenerator::new(sf, 1, 1)).collect(),
+        "partsupp" => PartSuppArrow::new(PartSuppGenerator::new(sf, 1, 1)).collect(),
+        "customer" => CustomerArrow::new(CustomerGenerator::new(sf, 1, 1)).collect(),
+        "orders" => OrderArrow::new(OrderGenerator::new(sf, 1, 1)).collect(),
+        "lineitem" => LineItemArrow::new(LineItemGenerator::new(sf, 1, 1)).collect(),
+        other => panic!("no generator for {other}"),
+    };
+    batches.iter().map(utf8_view_to_utf8).collect()
+}
+
+fn utf8_view_to_utf8(batch: &RecordBatch) -> RecordBatch {
+    let fields: Vec<Field> = batch
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Utf8View => Field::new(f.name(), DataType::Utf8, f.is_nullable()),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    let columns: Vec<ArrayRef> = batch
+        .columns()
+        .iter()
+        .zip(&fields)
+        .map(|(c, f)| cast(c, f.data_type()).unwrap_or_else(|e| panic!("cast {}: {e}", f.name())))
+        .collect();
+    RecordBatch::try_new(Arc::new(Schema::new(fields)), columns).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn oracle_context() -> SessionContext {
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(2));
+    for table in TABLES {
+        let batches = generate(table);
+        let schema = batches[0].schema();
+        let mem = MemTable::try_new(schema, vec![batches]).unwrap_or_else(|e| panic!("{table}: {e}"));
+        ctx.register_table(table, Arc::new(mem)).unwrap_or_else(|e| panic!("{table}: {e}"));
+    }
+    ctx
+}
+
+/// Partitions per table: more than one, so partition elimination has something to skip.
+const PARTITION_COUNT: u32 = 4;
+
+/// Loads the eight tables at `SCALE_FACTOR` into a new database in `dir`, in `format`,
+/// through the storage crate's load (hashed on each table's first column).
+fn load_tpch(dir: &Path, format: &str) {
+    assert_eq!(format, "heap", "only the heap can be loaded so far");
+    for table in TABLES {
+        let source = flashscan_storage::load::tpch::tpch_source(table, SCALE_FACTOR, 2).unwrap_or_else(|e| panic!("{table}: {e}"));
+        let options = flashscan_storage::load::LoadOptions { partition_count: PARTITION_COUNT, threads: 2, ..Default::default() };
+        flashscan_storage::load::load_table(dir, source, &options).unwrap_or_else(|e| panic!("load {table} ({format}): {e}"));
+    }
+}
+
+fn query_text(n: usize) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/tpch/q{n:02}.sql"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Rows as text, cell by cell; floats kept apart to compare with a tolerance.
+#[derive(Debug, Clone, PartialEq)]
+enum Cell {
+    Text(String),
+    Float(f64),
+}
+
+fn cells(batches: &[RecordBatch]) -> Vec<Vec<Cell>> {
+    let options = FormatOptions::default().with_null("NULL");
+    let mut rows = Vec::new();
+    for batch in batches {
+        let columns: Vec<Vec<Cell>> = batch.columns().iter().map(|a| column_cells(a, &options)).collect();
+        for r in 0..batch.num_rows() {
+            rows.push(columns.iter().map(|c| c[r].clone()).collect());
+        }
+    }
+    rows
+}
+
+fn column_cells(array: &ArrayRef, options: &FormatOptions) -> Vec<Cell> {
+    if matches!(array.data_type(), DataType::Float32 | DataType::Float64) {
+        let a = cast(array, &DataType::Float64).unwrap_or_else(|e| panic!("{e}"));
+        let a = a.as_any().downcast_ref::<arrow::array::Float64Array>().unwrap_or_else(|| panic!("float column"));
+        return (0..a.len()).map(|i| if a.is_null(i) { Cell::Text("NULL".into()) } else { Cell::Float(a.value(i)) }).collect();
+    }
+    let f = ArrayFormatter::try_new(array.as_ref(), options).unwrap_or_else(|e| panic!("{e}"));
+    (0..array.len()).map(|i| Cell::Text(f.value(i).to_string())).collect()
+}
+
+fn sort_key(row: &[Cell]) -> String {
+    row.iter().map(|c| match c {
+        Cell::Text(s) => s.clone(),
+        Cell::Float(f) => format!("{f:.6}"),
+    }).collect::<Vec<_>>().join("\u{1}")
+}
+
+fn same_cell(a: &Cell, b: &Cell) -> bool {
+    match (a, b) {
+        (Cell::Float(x), Cell::Float(y)) => (x - y).abs() <= 1e-9 * x.abs().max(y.abs()).max(1.0),
+        _ => a == b,
+    }
+}
+
+/// Compares two answers; rows are sorted first when the query leaves their order open.
+fn assert_same_answer(query: usize, ordered: bool, got: &[RecordBatch], want: &[RecordBatch], format: &str) {
+    let (mut got, mut want) = (cells(got), cells(want));
+    assert!(!want.is_empty() || query == 0, "q{query:02}: the oracle returned no rows; the test data is too small");
+    if !ordered {
+        got.sort_by_key(|r| sort_key(r));
+        want.sort_by_key(|r| sort_key(r));
+    }
+    assert_eq!(got.len(), want.len(), "q{query:02} ({format}): {} rows, the oracle has {}", got.len(), want.len());
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let same = g.len() == w.len() && g.iter().zip(w).all(|(a, b)| same_cell(a, b));
+        assert!(same, "q{query:02} ({format}) row {i}: got {g:?}, the oracle has {w:?}");
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn flashscan_session(dir: &Path) -> FlashscanSession {
+    let options = SessionOptions { target_partitions: Some(2), ..SessionOptions::default() };
+    FlashscanSession::open(dir, options).unwrap_or_else(|e| panic!("open: {e}"))
+}
+
+fn run_all_queries(format: &str) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    load_tpch(dir.path(), format);
+    let rt = runtime();
+    let session = flashscan_session(dir.path());
+    let oracle = oracle_context();
+    let mut failures = Vec::new();
+    for q in 1..=22 {
+        let sql = query_text(q);
+        let ordered = sql.to_lowercase().contains("order by");
+        let want = rt.block_on(async { oracle.sql(&sql).await?.collect().await }).unwrap_or_else(|e| panic!("oracle q{q:02}: {e}"));
+        match rt.block_on(session.run_one(&sql)) {
+            Ok(got) => {
+                if let Err(panic) = std::panic::catch_unwind(|| assert_same_answer(q, ordered, &got.batches, &want, format)) {
+                    failures.push(panic.downcast_ref::<String>().cloned().unwrap_or_else(|| format!("q{q:02} differs")));
+                }
+            }
+            Err(e) => failures.push(format!("q{q:02} ({format}) failed: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} of 22 queries wrong:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn tpch_22_queries_match_the_oracle_on_heap() {
+    run_all_queries("heap");
+}
+
+/// Shared database for the tests below: lineitem and orders only is not enough for the
+/// error tests (they name other tables), so all eight are loaded.
+fn heap_db() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    load_tpch(dir.path(), "heap");
+    dir
+}
+
+fn run(session: &FlashscanSession, rt: &tokio::runtime::Runtime, sql: &str) -> QueryOutput {
+    rt.block_on(session.run_one(sql)).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+#[test]
+fn scan_figures_show_what_was_read_and_limit_reads_less() {
+    let dir = heap_db();
+    let rt = runtime();
+    let session = flashscan_session(dir.path());
+    let full = run(&session, &rt, "SELECT * FROM lineitem");
+    let figures = full.scans.get("lineitem").unwrap_or_else(|| panic!("no scan figures for lineitem: {:?}", full.scans));
+    assert_eq!(figures.figures.rows_scanned as usize, full.row_count());
+    assert_eq!(figures.figures.bytes_read, figures.table_bytes, "a full scan reads every page once");
+    assert!(figures.figures.pages_read > 0);
+
+    let limited = run(&session, &rt, "SELECT * FROM lineitem LIMIT 5");
+    assert_eq!(limited.row_count(), 5);
+    let limited_bytes = limited.scan_total().bytes_read;
+    assert!(limited_bytes < figures.figures.bytes_read / 2, "LIMIT read {limited_bytes} bytes of {}", figures.figures.bytes_read);
+
+    // COUNT(*) is answered from the catalog's exact row count: no page read at all.
+    let count = run(&session, &rt, "SELECT COUNT(*) FROM lineitem");
+    assert_eq!(count.scan_total().bytes_read, 0, "{:?}", count.scans);
+}
+
+#[test]
+fn a_filter_on_the_partition_key_reads_one_partition() {
+    let dir = heap_db();
+    let rt = runtime();
+    let session = flashscan_session(dir.path());
+    let full = run(&session, &rt, "SELECT l_orderkey, l_quantity FROM lineitem");
+    let full_bytes = full.scan_total().bytes_read;
+    let one = run(&session, &rt, "SELECT l_orderkey, l_quantity FROM lineitem WHERE l_orderkey = 7");
+    assert_eq!(one.row_count(), 7, "order 7 has 7 lines at every scale factor");
+    let figures = &one.scans["lineitem"];
+    assert_eq!(figures.partitions_total, PARTITION_COUNT as u64);
+    assert_eq!(figures.partitions_pruned, PARTITION_COUNT as u64 - 1, "{figures:?}");
+    assert!(one.scan_total().bytes_read * 2 < full_bytes, "read {} of {full_bytes} bytes", one.scan_total().bytes_read);
+    // IN over two keys keeps at most two partitions, and the answer is still complete.
+    let two = run(&session, &rt, "SELECT l_orderkey FROM lineitem WHERE l_orderkey IN (1, 7)");
+    assert_eq!(two.row_count(), 6 + 7);
+    assert!(two.scans["lineitem"].partitions_pruned >= PARTITION_COUNT as u64 - 2);
+    // A filter on another column prunes nothing and still answers right.
+    let other = run(&session, &rt, "SELECT COUNT(*) FROM lineitem WHERE l_linenumber = 7");
+    assert_eq!(other.scans["lineitem"].partitions_pruned, 0);
+}
+
+#[test]
+fn explain_analyze_shows_the_scan_figures() {
+    let dir = heap_db();
+    let rt = runtime();
+    let session = flashscan_session(dir.path());
+    let out = run(&session, &rt, "EXPLAIN ANALYZE SELECT l_returnflag, SUM(l_quantity) FROM lineitem GROUP BY l_returnflag");
+    let text = cells(&out.batches).iter().flatten().map(|c| format!("{c:?}")).collect::<String>();
+    for needle in ["FlashscanExec", "table=lineitem", "bytes_read=", "io_wait=", "decode_time=", "pages_read="] {
+        assert!(text.contains(needle), "EXPLAIN ANALYZE lacks {needle}: {text}");
+    }
+    let plain = run(&session, &rt, "EXPLAIN SELECT l_orderkey FROM lineitem");
+    let text = cells(&plain.batches).iter().flatten().map(|c| format!("{c:?}")).collect::<String>();
+    assert!(text.contains("projection=[l_orderkey]"), "{text}");
+}
+
+#[test]
+fn sql_errors_are_one_clear_line() {
+    let dir = heap_db();
+    let rt = runtime();
+    let session = flashscan_session(dir.path());
+    let cases: [(&str, &str, fn(&SqlError) -> bool); 4] = [
+        ("SELEC 1", "syntax", |e| matches!(e, SqlError::Syntax(_))),
+        ("SELECT * FROM no_such_table", "no_such_table", |e| matches!(e, SqlError::Plan(_))),
+        ("SELECT no_such_column FROM nation", "no_such_column", |e| matches!(e, SqlError::Plan(_))),
+        ("SELECT n_name + 1 FROM nation", "", |e| e.is_query_error()),
+    ];
+    for (sql, needle, kind) in cases {
+        let e = match rt.block_on(session.run(sql)) {
+            Ok(_) => panic!("{sql}: expected an error"),
+            Err(e) => e,
+        };
+        let text = e.to_string();
+        assert!(kind(&e), "{sql}: wrong kind {e:?}");
+        assert!(text.contains(needle), "{sql}: {text}");
+        assert!(!text.contains('\n'), "{sql}: more than one line: {text}");
+        assert!(e.is_user_input(), "{sql}: should be the user's to fix");
+    }
+    // The unknown-table message lists the tables there are.
+    let e = rt.block_on(session.run("SELECT * FROM no_such_table")).err().map(|e| e.to_string()).unwrap_or_default();
+    assert!(e.contains("lineitem"), "{e}");
+}
