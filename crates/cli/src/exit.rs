@@ -25,3 +25,18 @@ pub fn report_and_exit(error: anyhow::Error) -> ! {
     let code = if error.chain().any(|c| c.is::<BadInput>()) { 2 } else { 1 };
     std::process::exit(code)
 }
+
+/// Command-line errors from clap: help and version print as usual; a wrong flag or value
+/// becomes one line naming it, plus where to read the usage, and exit code 2.
+pub fn report_usage_error_and_exit(error: clap::Error) -> ! {
+    use clap::error::ErrorKind;
+    if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
+        error.exit();
+    }
+    let text = error.to_string();
+    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
+    let first = first.trim_start_matches("error: ").trim();
+    let hint = text.lines().find(|l| l.trim_start().starts_with("tip:")).map(|l| format!(" ({})", l.trim())).unwrap_or_default();
+    eprintln!("flashscan: {first}{hint}; see `flashscan --help`");
+    std::process::exit(2)
+}

@@ -4,6 +4,8 @@
 
 use clap::{Parser, Subcommand};
 
+mod cmd_bench;
+mod cmd_bench_costs;
 mod cmd_demo;
 mod cmd_index;
 mod cmd_io;
@@ -46,12 +48,18 @@ enum Command {
     Lookup(cmd_lookup::LookupArgs),
     /// Buffer pool and wait counters since start or reset.
     Stats(cmd_stats::StatsArgs),
+    /// Measurement tables from the source articles, run here.
+    #[command(subcommand)]
+    Bench(cmd_bench::BenchCommand),
     /// SQL over flashscan tables (Apache DataFusion).
     Sql(cmd_sql::SqlArgs),
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => exit::report_usage_error_and_exit(e),
+    };
     let result = match cli.command {
         Command::Demo(a) => cmd_demo::run(a),
         Command::Io(a) => cmd_io::run(a),
@@ -63,6 +71,7 @@ fn main() {
         Command::Lookup(a) => cmd_lookup::run(a),
         Command::Stats(a) => cmd_stats::run(a),
         Command::Sql(a) => cmd_sql::run(a),
+        Command::Bench(c) => cmd_bench::run(c),
     };
     if let Err(e) = result {
         exit::report_and_exit(e);

@@ -1,0 +1,14 @@
+//! `flashscan bench …`: the articles' measurement tables, run on this machine.
+
+#[derive(clap::Subcommand)]
+pub enum BenchCommand {
+    /// The CPU cost of I/O (seed 002): µs per page for scans at 1..323 rows per page, page
+    /// eviction, and key lookups at 10..10,000 rows per query, sync vs prefetch.
+    Costs(crate::cmd_bench_costs::BenchCostsArgs),
+}
+
+pub fn run(command: BenchCommand) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Costs(args) => crate::cmd_bench_costs::run_bench_costs(args),
+    }
+}
