@@ -66,9 +66,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     for q in &queries {
         for cold in [true, false] {
             let mut a = vec!["scan", db.as_str(), "lineitem", "--query", q, "--check", "--json"];
-            if cold {
-                a.push("--cold");
-            }
+            a.push(if cold { "--cold" } else { "--warm" });
             let report = step_json(&exe, &a)?;
             rows.push(summary_row(q, cold, &report));
         }
