@@ -13,7 +13,9 @@ use arrow::datatypes::{Schema, SchemaRef};
 
 use crate::column::ColumnType;
 use crate::error::StorageError;
-use crate::page::header::{read_u16, PAGE_HEADER_BYTES};
+use crate::page::compressed_page::{parse_page, value_pieces, CompressedScratch};
+use crate::page::header::{read_u16, PageHeader, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
+use crate::page::value_bytes::{get_float, get_integer, ValueEncoding};
 use crate::page::heap_page::{slot_offset, verify_page};
 use crate::page::row_codec::{ColumnSlot, RowLayout};
 use crate::table_meta::TableMeta;
@@ -79,6 +81,12 @@ pub struct HeapDecoder {
     row_starts: Vec<u32>,
     /// Bytes of a Utf8 column before the next offset would overflow i32.
     utf8_bytes_max: usize,
+    /// For row- and page-compressed pages: each table column's value encoding, its
+    /// position among the projected columns, and the parse buffers.
+    encodings: Vec<ValueEncoding>,
+    wanted: Vec<Option<usize>>,
+    wanted_count: usize,
+    scratch: CompressedScratch,
 }
 
 impl HeapDecoder {
@@ -104,7 +112,19 @@ impl HeapDecoder {
             fields.push(full.field(i).clone());
             columns.push(ProjectedColumn::new(i, c.column_type, layout.slots[i], c.nullable, ROWS_CAPACITY_INITIAL));
         }
+        let mut wanted = vec![None; table.columns.len()];
+        let mut wanted_count = 0;
+        for &i in projection {
+            if wanted[i].is_none() {
+                wanted[i] = Some(wanted_count);
+                wanted_count += 1;
+            }
+        }
         Ok(HeapDecoder {
+            encodings: table.columns.iter().map(|c| ValueEncoding::of(c.column_type)).collect(),
+            wanted,
+            wanted_count,
+            scratch: CompressedScratch::default(),
             table_name: table.name.clone(),
             schema: Arc::new(Schema::new(fields)),
             nullable: table.columns.iter().map(|c| c.nullable).collect(),
@@ -132,6 +152,9 @@ impl HeapDecoder {
         let corrupt = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason };
         if header.column_count as usize != self.layout.types.len() {
             return Err(corrupt(format!("page has {} columns, table {} has {}", header.column_count, self.table_name, self.layout.types.len())));
+        }
+        if header.page_kind != PAGE_KIND_HEAP {
+            return self.push_compressed_page(page, &header, file, expected_page_id, offset_bytes);
         }
         let row_count = header.row_count as usize;
         let free = header.free_space_offset as usize;
@@ -203,6 +226,85 @@ impl HeapDecoder {
                     }
                 }
                 _ => return Err(corrupt(format!("column {} type {:?} does not match its slot", c.column_index, c.column_type))),
+            }
+        }
+        self.rows_buffered += row_count;
+        Ok(row_count as u32)
+    }
+
+    /// `push_page` for row- and page-compressed pages: parse (and bounds-check) once, then
+    /// decode column by column like the heap path.
+    fn push_compressed_page(&mut self, page: &[u8], header: &PageHeader, file: &Path, expected_page_id: u64, offset_bytes: u64) -> Result<u32, StorageError> {
+        let corrupt = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason };
+        parse_page(page, header, &self.encodings, &self.wanted, self.wanted_count, &mut self.scratch).map_err(corrupt)?;
+        let row_count = header.row_count as usize;
+        let s = &self.scratch;
+        let wanted_count = self.wanted_count;
+        for c in &self.columns {
+            if let ColumnValues::Utf8 { bytes, .. } = &c.values {
+                let Some(k) = self.wanted[c.column_index] else { continue };
+                let info = &s.columns[c.column_index];
+                let (byte, bit) = (c.column_index / 8, 1u8 << (c.column_index % 8));
+                // NULL cells have no bytes (and no prefix byte to read).
+                let added: usize = (0..row_count)
+                    .filter(|&r| page[s.row_starts[r] as usize + byte] & bit == 0)
+                    .map(|r| {
+                        let (head, tail) = value_pieces(page, info, &s.dictionary, s.cells[r * wanted_count + k]);
+                        head.len() + tail.len()
+                    })
+                    .sum();
+                if bytes.len() + added > self.utf8_bytes_max {
+                    return Err(StorageError::InvalidArgument("string column over 2 GB in one batch: call finish() more often".into()));
+                }
+            }
+        }
+        for c in &mut self.columns {
+            let Some(k) = self.wanted[c.column_index] else {
+                return Err(corrupt(format!("column {} is projected but not wanted", c.column_index)));
+            };
+            let info = &s.columns[c.column_index];
+            let (byte, bit) = (c.column_index / 8, 1u8 << (c.column_index % 8));
+            let is_null = |r: usize| page[s.row_starts[r] as usize + byte] & bit != 0;
+            if let Some(validity) = &mut c.validity {
+                for r in 0..row_count {
+                    let null = is_null(r);
+                    validity.append(!null);
+                    c.null_count += null as usize;
+                }
+            }
+            // A NULL cell decodes as zero / empty, as in the heap format.
+            let pieces = |r: usize| if is_null(r) { (&[][..], &[][..]) } else { value_pieces(page, info, &s.dictionary, s.cells[r * wanted_count + k]) };
+            match &mut c.values {
+                ColumnValues::I32(v) => v.extend((0..row_count).map(|r| {
+                    let (h, t) = pieces(r);
+                    get_integer(h, t) as i32
+                })),
+                ColumnValues::I64(v) => v.extend((0..row_count).map(|r| {
+                    let (h, t) = pieces(r);
+                    get_integer(h, t)
+                })),
+                ColumnValues::Decimal(v) => v.extend((0..row_count).map(|r| {
+                    let (h, t) = pieces(r);
+                    get_integer(h, t) as i128
+                })),
+                ColumnValues::F64(v) => v.extend((0..row_count).map(|r| {
+                    let (h, t) = pieces(r);
+                    get_float(h, t)
+                })),
+                ColumnValues::Bool(v) => {
+                    for r in 0..row_count {
+                        let (h, t) = pieces(r);
+                        v.append(get_integer(h, t) != 0);
+                    }
+                }
+                ColumnValues::Utf8 { offsets, bytes } => {
+                    for r in 0..row_count {
+                        let (h, t) = pieces(r);
+                        bytes.extend_from_slice(h);
+                        bytes.extend_from_slice(t);
+                        offsets.push(bytes.len() as i32);
+                    }
+                }
             }
         }
         self.rows_buffered += row_count;

@@ -20,6 +20,7 @@ pub mod load;
 pub mod page;
 pub mod partitioning;
 pub mod placement;
+pub mod rebuild;
 pub mod table_meta;
 
 pub use catalog::Catalog;
@@ -30,4 +31,5 @@ pub use heap_decoder::{decode_page_count_only, HeapDecoder};
 pub use page::heap_page::verify_page;
 pub use page::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 pub use table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, TableMeta};
+pub use rebuild::{rebuild_table, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget};
 pub use load::{load_table, LoadCounters, LoadOptions, LoadReport, TableSource};

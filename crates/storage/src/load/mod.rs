@@ -115,11 +115,11 @@ pub fn create_or_open_database_dir(dir: &Path) -> Result<(), StorageError> {
 
 /// An exclusive lock on the database for the duration of a load (flock, released when
 /// the process exits, so a crash never leaves it held).
-struct DatabaseLock {
+pub(crate) struct DatabaseLock {
     _file: File,
 }
 
-fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
+pub(crate) fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
     let path = dir.join(LOCK_FILE_NAME);
     let file = OpenOptions::new().write(true).create(true).truncate(false).open(&path).map_err(|e| StorageError::io("opening lock", &path, e))?;
     // SAFETY: flock on a descriptor we own.

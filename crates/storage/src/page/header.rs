@@ -9,7 +9,7 @@
 //! | 24 | 2 | row count |
 //! | 26 | 2 | column count |
 //! | 28 | 2 | free space offset |
-//! | 30 | 2 | page kind (1 = heap) |
+//! | 30 | 2 | page kind (1 = heap, 2 = heap row-compressed, 3 = heap page-compressed) |
 //! | 32 | 4 | crc32c of the page with this field zeroed |
 //! | 36 | 4 | reserved, zero |
 
@@ -19,6 +19,16 @@ pub const PAGE_MAGIC: [u8; 4] = *b"FSHP";
 pub const PAGE_FORMAT_VERSION: u16 = 1;
 pub const PAGE_HEADER_BYTES: usize = 40;
 pub const PAGE_KIND_HEAP: u16 = 1;
+/// Heap page whose rows are row-compressed (`row_compression`).
+pub const PAGE_KIND_HEAP_ROW_COMPRESSED: u16 = 2;
+/// Heap page with compression info and page-compressed rows (`page_compression`).
+pub const PAGE_KIND_HEAP_PAGE_COMPRESSED: u16 = 3;
+
+/// Whether `kind` is one of the heap page kinds `HeapDecoder` reads.
+#[inline]
+pub fn is_heap_kind(kind: u16) -> bool {
+    matches!(kind, PAGE_KIND_HEAP | PAGE_KIND_HEAP_ROW_COMPRESSED | PAGE_KIND_HEAP_PAGE_COMPRESSED)
+}
 
 pub const OFFSET_MAGIC: usize = 0;
 pub const OFFSET_FORMAT_VERSION: usize = 4;
@@ -92,6 +102,12 @@ pub fn read_header(page: &[u8]) -> PageHeader {
 
 /// Writes the fields the page builder knows (everything but id, LSN and checksum).
 pub fn write_body_fields(page: &mut [u8], row_count: u16, column_count: u16, free_space_offset: u16) {
+    write_body_fields_of_kind(page, row_count, column_count, free_space_offset, PAGE_KIND_HEAP)
+}
+
+/// `write_body_fields` for a page of the given kind.
+pub fn write_body_fields_of_kind(page: &mut [u8], row_count: u16, column_count: u16, free_space_offset: u16, page_kind: u16) {
+    debug_assert!(is_heap_kind(page_kind));
     debug_assert_eq!(page.len(), PAGE_SIZE_BYTES);
     debug_assert!(free_space_offset as usize >= PAGE_HEADER_BYTES);
     debug_assert!(free_space_offset as usize + 2 * row_count as usize <= PAGE_SIZE_BYTES);
@@ -101,7 +117,7 @@ pub fn write_body_fields(page: &mut [u8], row_count: u16, column_count: u16, fre
     page[OFFSET_ROW_COUNT..OFFSET_ROW_COUNT + 2].copy_from_slice(&row_count.to_le_bytes());
     page[OFFSET_COLUMN_COUNT..OFFSET_COLUMN_COUNT + 2].copy_from_slice(&column_count.to_le_bytes());
     page[OFFSET_FREE_SPACE..OFFSET_FREE_SPACE + 2].copy_from_slice(&free_space_offset.to_le_bytes());
-    page[OFFSET_PAGE_KIND..OFFSET_PAGE_KIND + 2].copy_from_slice(&PAGE_KIND_HEAP.to_le_bytes());
+    page[OFFSET_PAGE_KIND..OFFSET_PAGE_KIND + 2].copy_from_slice(&page_kind.to_le_bytes());
     page[OFFSET_CHECKSUM + 4..PAGE_HEADER_BYTES].fill(0);
 }
 

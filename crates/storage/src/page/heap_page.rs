@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::header::{self, PageHeader, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
+use super::header::{self, is_heap_kind, PageHeader, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
 use super::row_codec::{decode_row, RowLayout, Value};
 use super::PAGE_SIZE_BYTES;
 use crate::error::StorageError;
@@ -20,11 +20,19 @@ pub struct HeapPageBuilder {
     free_space_offset: usize,
     row_count: usize,
     column_count: u16,
+    page_kind: u16,
 }
 
 impl HeapPageBuilder {
     pub fn new(column_count: u16) -> HeapPageBuilder {
-        HeapPageBuilder { page: vec![0u8; PAGE_SIZE_BYTES], free_space_offset: PAGE_HEADER_BYTES, row_count: 0, column_count }
+        Self::with_kind(column_count, PAGE_KIND_HEAP)
+    }
+
+    /// A builder for pages of another heap kind whose rows are self-contained (row
+    /// compression): the slotted layout is the same, only the kind in the header differs.
+    pub fn with_kind(column_count: u16, page_kind: u16) -> HeapPageBuilder {
+        debug_assert!(is_heap_kind(page_kind));
+        HeapPageBuilder { page: vec![0u8; PAGE_SIZE_BYTES], free_space_offset: PAGE_HEADER_BYTES, row_count: 0, column_count, page_kind }
     }
 
     pub fn row_count(&self) -> usize {
@@ -59,7 +67,7 @@ impl HeapPageBuilder {
     /// `out` and resets the builder.
     pub fn take_page(&mut self, out: &mut Vec<u8>) {
         debug_assert!(self.row_count <= u16::MAX as usize);
-        header::write_body_fields(&mut self.page, self.row_count as u16, self.column_count, self.free_space_offset as u16);
+        header::write_body_fields_of_kind(&mut self.page, self.row_count as u16, self.column_count, self.free_space_offset as u16, self.page_kind);
         out.extend_from_slice(&self.page);
         self.page.fill(0);
         self.free_space_offset = PAGE_HEADER_BYTES;
@@ -91,7 +99,7 @@ pub fn verify_page(page: &[u8], expected_page_id: u64, file: &Path, offset_bytes
     if h.format_version != PAGE_FORMAT_VERSION {
         return Err(corrupt(format!("page format version {} (this build reads {PAGE_FORMAT_VERSION})", h.format_version)));
     }
-    if h.page_kind != PAGE_KIND_HEAP {
+    if !is_heap_kind(h.page_kind) {
         return Err(corrupt(format!("page kind {} is not a heap page", h.page_kind)));
     }
     if h.page_id.0 != expected_page_id {
@@ -115,6 +123,10 @@ pub fn slot_offset(page: &[u8], slot: usize) -> usize {
 /// `HeapDecoder`).
 pub fn decode_page_rows(page: &[u8], layout: &RowLayout, expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<Vec<Vec<Value>>, StorageError> {
     let h = verify_page(page, expected_page_id, file, offset_bytes)?;
+    if h.page_kind != PAGE_KIND_HEAP {
+        // Compressed rows have no fixed layout; `HeapDecoder` reads every heap kind.
+        return Err(StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason: format!("page kind {} is compressed: decode it with HeapDecoder", h.page_kind) });
+    }
     let free = h.free_space_offset as usize;
     let mut rows = Vec::with_capacity(h.row_count as usize);
     for slot in 0..h.row_count as usize {

@@ -1,9 +1,16 @@
 //! 8 KB heap pages: the header ([`header`]), the row format ([`row_codec`]) and the slotted
-//! page that holds rows ([`heap_page`]). Byte layouts are in docs/formats.md.
+//! page that holds rows ([`heap_page`]); row compression ([`row_compression`]) and page
+//! compression ([`page_compression`]) of the same slotted pages, read by [`compressed_page`]. Byte layouts are in docs/formats.md.
 
+pub mod cell_rows;
+pub mod compressed_page;
 pub mod header;
 pub mod heap_page;
+pub mod page_compression;
+pub mod page_encoder;
 pub mod row_codec;
+pub mod row_compression;
+pub mod value_bytes;
 
 use serde::{Deserialize, Serialize};
 
