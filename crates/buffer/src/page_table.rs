@@ -52,6 +52,12 @@ impl PageTable {
         self.shards[i].lock()
     }
 
+    /// Every shard locked at once (in index order; every other path holds at most one
+    /// shard), for a consistent view of the whole table.
+    pub fn lock_all(&self) -> Vec<MutexGuard<'_, Shard>> {
+        self.shards.iter().map(|s| s.lock()).collect()
+    }
+
     /// Entries over all shards (locks each shard in turn: for reports and tests).
     pub fn len(&self) -> usize {
         self.shards.iter().map(|s| s.lock().len()).sum()

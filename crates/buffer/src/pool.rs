@@ -81,11 +81,46 @@ impl BufferPool {
         self.counters.snapshot()
     }
 
-    /// Pages in the page table (valid or being read).
+    /// Pages in the page table (valid or being read), from a consistent view of the table.
     pub fn resident_count(&self) -> usize {
-        let n = self.table.len();
-        assert!(n <= self.frame_count() as usize, "page table holds {n} pages in {} frames", self.frame_count());
-        n
+        match self.check_invariants() {
+            Ok(n) => n,
+            Err(e) => panic!("buffer pool invariant broken: {e}"),
+        }
+    }
+
+    /// Checks, with the whole page table locked: no frame holds two pages, every mapped
+    /// frame knows its key and is loading or valid, and pages never outnumber frames (the
+    /// budget). Returns the number of pages.
+    pub fn check_invariants(&self) -> Result<usize, String> {
+        let shards = self.table.lock_all();
+        let mut seen = vec![false; self.frame_count() as usize];
+        let mut pages = 0usize;
+        for shard in &shards {
+            for (key, &frame) in shard.iter() {
+                let f = frame as usize;
+                if f >= seen.len() {
+                    return Err(format!("page {key:?} maps to frame {frame} of {}", seen.len()));
+                }
+                if seen[f] {
+                    return Err(format!("frame {frame} holds two pages"));
+                }
+                seen[f] = true;
+                let meta = &self.frames[f];
+                if meta.key() != *key {
+                    return Err(format!("frame {frame} holds {:?}, the table says {key:?}", meta.key()));
+                }
+                let state = meta.state();
+                if state != STATE_VALID && state != STATE_LOADING {
+                    return Err(format!("frame {frame} of page {key:?} is in state {state}"));
+                }
+                pages += 1;
+            }
+        }
+        if pages > self.frame_count() as usize {
+            return Err(format!("{pages} pages in {} frames", self.frame_count()));
+        }
+        Ok(pages)
     }
 
     /// Frames with at least one pin.

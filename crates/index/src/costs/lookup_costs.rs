@@ -90,13 +90,14 @@ pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -
             memory.accumulate(&s);
         }
         out.push(row(n, "memory", queries_count, &memory));
-        for (session, mode, prefetch_from) in [
-            (&mut s8, "cold-8k-sync", u32::MAX),
-            (&mut s8, "cold-8k-prefetch", 0),
-            (&mut s8, "cold-8k-auto", 25),
-            (&mut s64, "cold-64k-sync", u32::MAX),
-            (&mut s64, "cold-64k-prefetch", 0),
+        for (extent_reads, mode, prefetch_from) in [
+            (false, "cold-8k-sync", u32::MAX),
+            (false, "cold-8k-prefetch", 0),
+            (false, "cold-8k-auto", 25),
+            (true, "cold-64k-sync", u32::MAX),
+            (true, "cold-64k-prefetch", 0),
         ] {
+            let session = if extent_reads { &mut s64 } else { &mut s8 };
             session.set_prefetch_from_rows(prefetch_from);
             let mut total = LookupStats::default();
             for q in &queries {
