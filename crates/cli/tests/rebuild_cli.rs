@@ -1,0 +1,78 @@
+//! `flashscan rebuild` end to end: rebuild into row and page compression and back, sizes
+//! printed, bad inputs exit 2 with one line, and an injected fault keeps the old table.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn flashscan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).output().expect("run flashscan")
+}
+
+fn flashscan_env(args: &[&str], key: &str, value: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).env(key, value).output().expect("run flashscan")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn assert_bad_input(o: &Output, needle: &str) {
+    let e = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {e}");
+    assert!(e.contains(needle), "expected {needle:?} in {e:?}");
+    assert!(!e.contains("panicked"), "{e}");
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn rebuild_row_page_and_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "orders", "--partitions", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (compression, format) in [("row", "heap_row"), ("page", "heap_page"), ("none", "heap")] {
+        let o = flashscan(&["rebuild", p(&db), "orders", "--compression", compression]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("orders: 15000 rows") && out.contains(&format!("to {format}")) && out.contains("ratio"), "{out}");
+        assert!(stderr(&o).contains("rebuild: partition"), "progress on stderr: {}", stderr(&o));
+        let o = flashscan(&["partitions", p(&db), "orders", "--json", "--verify"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(stdout(&o).contains(&format!("\"{format}\"")), "{}", stdout(&o));
+    }
+}
+
+#[test]
+fn bad_inputs_and_faults_keep_the_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "orders", "--partitions", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = listing(&db);
+    let catalog = std::fs::read(db.join("catalog.json")).unwrap();
+
+    assert_bad_input(&flashscan(&["rebuild", p(&db), "orders", "--compression", "zip"]), "--compression");
+    assert_bad_input(&flashscan(&["rebuild", p(&db), "nosuch", "--compression", "page"]), "unknown table");
+    assert_bad_input(&flashscan(&["rebuild", p(&tmp.path().join("nodb")), "orders", "--compression", "page"]), "not a flashscan database");
+    assert_bad_input(&flashscan(&["rebuild", p(&db), "orders", "--compression", "columnstore"]), "not built yet");
+    let o = flashscan_env(&["rebuild", p(&db), "orders", "--compression", "page"], "FLASHSCAN_FAULT_AFTER_PAGES", "3");
+    assert_bad_input(&o, "disk full");
+
+    assert_eq!(listing(&db), before, "partial files removed");
+    assert_eq!(std::fs::read(db.join("catalog.json")).unwrap(), catalog, "catalog unchanged");
+    let o = flashscan(&["partitions", p(&db), "orders", "--verify"]);
+    assert!(o.status.success(), "old table still reads: {}", stderr(&o));
+}
