@@ -10,7 +10,7 @@ disk hits all three alike, medians and ratios printed. Cold = page cache dropped
     python3 bench/scan/run.py --sf 10 --rounds 3          # the documented run
     python3 bench/scan/run.py --sf 1 --rounds 1 --skip-postgres   # quick look
 
-Data sets are cached under --work (default /root/flashscan-bench) and reused.
+Data sets are cached under --work (default /var/tmp/flashscan-bench, readable by the postgres user) and reused.
 """
 import argparse, json, os, shutil, statistics, subprocess, sys, time
 
@@ -166,15 +166,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sf", default="10")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--work", default="/root/flashscan-bench")
+    ap.add_argument("--work", default="/var/tmp/flashscan-bench")
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--modes", default="cold,warm")
     ap.add_argument("--skip-postgres", action="store_true")
     ap.add_argument("--skip-duckdb", action="store_true")
     ap.add_argument("--markdown", help="also write the result table to this file")
+    ap.add_argument("--flashscan", help="use this flashscan binary instead of building one")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
-    fs = flashscan_bin()
+    fs = a.flashscan or flashscan_bin()
     db = prepare_flashscan(fs, a.work, a.sf)
     duck = None if a.skip_duckdb else prepare_duckdb(a.work, a.sf, prepare_parquet(a.work, a.sf))
     pg = None
