@@ -108,6 +108,12 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
                     let page_id = run.first_page_id + (done + p) as u64;
                     let page_offset = offset + (p * PAGE_SIZE_BYTES) as u64;
                     let header = verify_page(page, page_id, &path, page_offset)?;
+                    if header.page_kind != flashscan_storage::page::header::PAGE_KIND_HEAP {
+                        return Err(IndexError::UnsupportedLayout {
+                            table: table.name.clone(),
+                            reason: format!("page {page_id:#x} is compressed (kind {}): indexes cover uncompressed heap tables only; rebuild the table as heap", header.page_kind),
+                        });
+                    }
                     let free = header.free_space_offset as usize;
                     debug_assert_eq!(read_u16(page, flashscan_storage::page::header::OFFSET_ROW_COUNT), header.row_count);
                     for slot in 0..header.row_count {

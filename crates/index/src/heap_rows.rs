@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use flashscan_storage::page::header::{read_u16, OFFSET_FREE_SPACE, OFFSET_ROW_COUNT, PAGE_HEADER_BYTES};
+use flashscan_storage::page::header::{read_u16, OFFSET_FREE_SPACE, OFFSET_PAGE_KIND, OFFSET_ROW_COUNT, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
 use flashscan_storage::page::heap_page::slot_offset;
 use flashscan_storage::StorageError;
 
@@ -15,6 +15,11 @@ pub fn row_at<'p>(page: &'p [u8], slot: u16, page_id: u64, file: &Path, offset_b
     let row_count = read_u16(page, OFFSET_ROW_COUNT);
     let free = read_u16(page, OFFSET_FREE_SPACE) as usize;
     let corrupt = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id, offset_bytes, reason };
+    let kind = read_u16(page, OFFSET_PAGE_KIND);
+    if kind != PAGE_KIND_HEAP {
+        // Row- and page-compressed pages have no fixed row layout to index into.
+        return Err(corrupt(format!("page kind {kind} is compressed: key lookups read uncompressed heap pages only (rebuild the table as heap)")));
+    }
     if slot >= row_count {
         return Err(corrupt(format!("slot {slot} of {row_count} rows (the index is stale: rebuild it)")));
     }
