@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use flashscan_buffer::{BufferPool, PageGuard, PageKey};
 use flashscan_io::IoEngine;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 
 use super::node::{self, NodeHeader, NodeView, TreeMeta, NODE_KIND_INNER, NODE_KIND_LEAF, NODE_SIZE_BYTES, SIBLING_NONE};
 use crate::error::IndexError;
@@ -97,7 +97,7 @@ impl BTree {
         self.range(pool, engine, key, key, out)
     }
 
-    /// `count` keys drawn uniformly from the entries (so every key exists), read straight
+    /// `count` distinct entries' keys drawn uniformly (so every key exists), read straight
     /// from the file, not through the pool: choosing keys is not part of a measured lookup.
     pub fn sample_keys(&self, count: usize, seed: u64) -> Result<Vec<Vec<u8>>, IndexError> {
         if self.meta.entry_count == 0 {
@@ -108,7 +108,9 @@ impl BTree {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
         let mut node_bytes = vec![0u8; NODE_SIZE_BYTES];
         let mut cached_leaf = u64::MAX;
-        let mut ordinals: Vec<u64> = (0..count).map(|_| rng.gen_range(0..self.meta.entry_count)).collect();
+        // Distinct entries (so N keys find N rows on a unique index), at most all of them.
+        let count = count.min(self.meta.entry_count as usize);
+        let mut ordinals: Vec<u64> = rand::seq::index::sample(&mut rng, self.meta.entry_count as usize, count).into_iter().map(|i| i as u64).collect();
         // Read each leaf once; hand the keys back in the random order drawn.
         let mut order: Vec<usize> = (0..count).collect();
         order.sort_by_key(|&i| ordinals[i]);
