@@ -114,22 +114,56 @@ fn plan_page(rows: &CellRows, n: usize) -> (Vec<ColumnPlan>, usize) {
 }
 
 /// The most leading rows of `rows` that fit one page-compressed page (at least 1 if the
-/// first row fits at all, else 0).
-pub fn rows_that_fit(rows: &CellRows) -> usize {
+/// first row fits at all, else 0). `hint` (the previous page's count) starts the search:
+/// consecutive pages of a table hold similar counts, so a few probes around it replace a
+/// full binary search (each probe analyses every column).
+pub fn rows_that_fit(rows: &CellRows, hint: usize) -> usize {
     let available = rows.row_count().min(PAGE_ROWS_MAX);
-    if available == 0 || plan_page(rows, 1).1 > PAGE_SIZE_BYTES {
+    let fits = |n: usize| plan_page(rows, n).1 <= PAGE_SIZE_BYTES;
+    if available == 0 || !fits(1) {
         return 0;
     }
-    // Page size grows with the row count (every mode's cost does), so binary search.
-    let (mut lo, mut hi) = (1, available);
+    // Page size grows with the row count (every mode's cost does): gallop from the hint to
+    // bracket the answer in [lo, hi], then binary search.
+    let guess = hint.clamp(1, available);
+    let (mut lo, mut hi);
+    if fits(guess) {
+        lo = guess;
+        hi = available;
+        let mut step = 4;
+        while lo < hi {
+            let probe = (lo + step).min(hi);
+            if fits(probe) {
+                lo = probe;
+            } else {
+                hi = probe - 1;
+                break;
+            }
+            step *= 2;
+        }
+    } else {
+        hi = guess - 1;
+        lo = 1;
+        let mut step = 4;
+        while hi > lo {
+            let probe = hi.saturating_sub(step).max(lo);
+            if fits(probe) {
+                lo = probe;
+                break;
+            }
+            hi = probe.saturating_sub(1).max(lo);
+            step *= 2;
+        }
+    }
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
-        if plan_page(rows, mid).1 <= PAGE_SIZE_BYTES {
+        if fits(mid) {
             lo = mid;
         } else {
             hi = mid - 1;
         }
     }
+    debug_assert!(fits(lo));
     lo
 }
 

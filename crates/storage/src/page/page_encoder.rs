@@ -47,7 +47,7 @@ enum Inner {
     /// Reuses the loader's encoder with one partition (no hashing effect: all rows go to 0).
     Plain(Box<BatchEncoder>),
     Row { rows: CellRows, builder: HeapPageBuilder, assembler: RowAssembler, row_buf: Vec<u8> },
-    Page { rows: CellRows, pending_bytes: usize, column_count: u16 },
+    Page { rows: CellRows, pending_bytes: usize, column_count: u16, last_page_rows: usize },
 }
 
 /// Encodes batches into unsealed pages appended to `pages` (the caller seals and writes).
@@ -70,7 +70,7 @@ impl PageEncoder {
                 assembler: RowAssembler::new(columns.len()),
                 row_buf: Vec::with_capacity(ROW_BYTES_MAX),
             },
-            HeapFormat::Page => Inner::Page { rows: CellRows::new(&types), pending_bytes: 0, column_count },
+            HeapFormat::Page => Inner::Page { rows: CellRows::new(&types), pending_bytes: 0, column_count, last_page_rows: 64 },
         };
         PageEncoder { table_name: table_name.to_string(), inner, pages: Vec::new(), rows_in_pages: 0 }
     }
@@ -147,11 +147,12 @@ impl PageEncoder {
                 }
                 Ok(())
             }
-            Inner::Page { rows, pending_bytes, column_count } => {
+            Inner::Page { rows, pending_bytes, column_count, last_page_rows } => {
                 // Count the bytes of rows added since the last call.
                 *pending_bytes = (0..rows.row_count()).map(|r| rows.row_compressed_bytes(r)).sum();
                 while !rows.is_empty() && (final_flush || rows.row_count() >= PENDING_ROWS_MAX || *pending_bytes >= PENDING_BYTES_MAX) {
-                    let n = rows_that_fit(rows);
+                    let n = rows_that_fit(rows, *last_page_rows);
+                    *last_page_rows = n.max(1);
                     if n == 0 {
                         return Err(too_large(&self.table_name, rows.row_compressed_bytes(0)));
                     }
