@@ -132,7 +132,7 @@ class Postgres:
 
 
 def time_flashscan(fs, db, query, cold):
-    args = [fs, "scan", db, "lineitem", "--query", query, "--json"] + (["--cold"] if cold else [])
+    args = [fs, "scan", db, "lineitem", "--query", query, "--json", "--cold" if cold else "--warm"]
     if cold:
         drop_caches()
     out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
