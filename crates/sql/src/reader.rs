@@ -112,7 +112,7 @@ pub fn read_unit(
         engine_kind: options.engine_kind,
     };
     let stopped = AtomicBool::new(false);
-    let make_sink = |_worker: u32| -> Result<DeliverSink<'_>, ExecError> { Ok(DeliverSink { deliver, stopped: &stopped }) };
+    let make_sink = |_worker: u32| -> Result<DeliverSink, ExecError> { Ok(DeliverSink { deliver, stopped: &stopped }) };
     match scan_batches(&source, projection, &config, &make_sink) {
         Ok((_, stats)) => {
             let t = stats.total();

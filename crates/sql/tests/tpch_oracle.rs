@@ -28,7 +28,7 @@ const TABLES: [&str; 8] = ["nation", "region", "part", "supplier", "partsupp", "
 /// The generated tables, with strings as plain Utf8 (what flashscan stores and returns).
 fn generate(table: &str) -> Vec<RecordBatch> {
     let sf = SCALE_FACTOR;
-    let batches: Vec<RecordBatch> = match table {
+    let batches: Result<Vec<RecordBatch>, arrow::error::ArrowError> = match table {
         "nation" => NationArrow::new(NationGenerator::new(sf, 1, 1)).collect(),
         "region" => RegionArrow::new(RegionGenerator::new(sf, 1, 1)).collect(),
         "part" => PartArrow::new(PartGenerator::new(sf, 1, 1)).collect(),
@@ -39,7 +39,7 @@ fn generate(table: &str) -> Vec<RecordBatch> {
         "lineitem" => LineItemArrow::new(LineItemGenerator::new(sf, 1, 1)).collect(),
         other => panic!("no generator for {other}"),
     };
-    batches.iter().map(utf8_view_to_utf8).collect()
+    batches.unwrap_or_else(|e| panic!("generating {table}: {e}")).iter().map(utf8_view_to_utf8).collect()
 }
 
 fn utf8_view_to_utf8(batch: &RecordBatch) -> RecordBatch {
@@ -135,18 +135,22 @@ fn same_cell(a: &Cell, b: &Cell) -> bool {
 }
 
 /// Compares two answers; rows are sorted first when the query leaves their order open.
-fn assert_same_answer(query: usize, ordered: bool, got: &[RecordBatch], want: &[RecordBatch], format: &str) {
+fn compare_answers(query: usize, ordered: bool, got: &[RecordBatch], want: &[RecordBatch], format: &str) -> Result<(), String> {
     let (mut got, mut want) = (cells(got), cells(want));
-    assert!(!want.is_empty() || query == 0, "q{query:02}: the oracle returned no rows; the test data is too small");
     if !ordered {
         got.sort_by_key(|r| sort_key(r));
         want.sort_by_key(|r| sort_key(r));
     }
-    assert_eq!(got.len(), want.len(), "q{query:02} ({format}): {} rows, the oracle has {}", got.len(), want.len());
+    if got.len() != want.len() {
+        return Err(format!("q{query:02} ({format}): {} rows, the oracle has {}", got.len(), want.len()));
+    }
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let same = g.len() == w.len() && g.iter().zip(w).all(|(a, b)| same_cell(a, b));
-        assert!(same, "q{query:02} ({format}) row {i}: got {g:?}, the oracle has {w:?}");
+        if !same {
+            return Err(format!("q{query:02} ({format}) row {i}: got {g:?}, the oracle has {w:?}"));
+        }
     }
+    Ok(())
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -165,20 +169,24 @@ fn run_all_queries(format: &str) {
     let session = flashscan_session(dir.path());
     let oracle = oracle_context();
     let mut failures = Vec::new();
+    let mut answers_with_rows = 0;
     for q in 1..=22 {
         let sql = query_text(q);
         let ordered = sql.to_lowercase().contains("order by");
         let want = rt.block_on(async { oracle.sql(&sql).await?.collect().await }).unwrap_or_else(|e| panic!("oracle q{q:02}: {e}"));
+        answers_with_rows += want.iter().any(|b| b.num_rows() > 0) as usize;
         match rt.block_on(session.run_one(&sql)) {
             Ok(got) => {
-                if let Err(panic) = std::panic::catch_unwind(|| assert_same_answer(q, ordered, &got.batches, &want, format)) {
-                    failures.push(panic.downcast_ref::<String>().cloned().unwrap_or_else(|| format!("q{q:02} differs")));
+                if let Err(difference) = compare_answers(q, ordered, &got.batches, &want, format) {
+                    failures.push(difference);
                 }
             }
             Err(e) => failures.push(format!("q{q:02} ({format}) failed: {e}")),
         }
     }
     assert!(failures.is_empty(), "{} of 22 queries wrong:\n{}", failures.len(), failures.join("\n"));
+    // Equal empty answers prove little: most queries must return rows at this scale.
+    assert!(answers_with_rows >= 18, "only {answers_with_rows} of 22 queries returned rows");
 }
 
 #[test]
