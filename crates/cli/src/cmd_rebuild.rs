@@ -21,6 +21,9 @@ pub struct RebuildArgs {
     /// none (heap), row, page, columnstore or columnstore_archive.
     #[arg(long)]
     pub compression: String,
+    /// Column store only: rows per row group (default 1048576, like SQL Server's).
+    #[arg(long, value_name = "ROWS")]
+    pub row_group_rows: Option<usize>,
 }
 
 pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
@@ -45,7 +48,7 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
             );
         }
     };
-    let options = RebuildOptions { fault_after_pages, progress: Some(&progress) };
+    let options = RebuildOptions { fault_after_pages, row_group_rows: args.row_group_rows, progress: Some(&progress) };
     let r = rebuild_table(&args.db, &args.table, target, &options).map_err(storage_error)?;
     let ratio = if r.old_size_bytes == 0 { 0.0 } else { r.new_size_bytes as f64 / r.old_size_bytes as f64 };
     println!(

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use flashscan_exec::report_json::report_json;
 use flashscan_exec::run::default_thread_count;
-use flashscan_exec::{run_query, BuiltinQuery, CacheMode, ExecError, ScanOptions, ScanReport, StorageTable};
+use flashscan_exec::{open_source, run_query, BuiltinQuery, CacheMode, ExecError, ScanOptions, ScanReport};
 use flashscan_io::EngineKind;
 use flashscan_storage::Database;
 use flashscan_workbench::size::parse_size_bytes;
@@ -113,11 +113,11 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     let query = parse_query(&args)?;
     let options = parse_options(&args)?;
     if !args.db.is_dir() {
-        return Err(bad_input(format!("{} is not a directory", args.db.display())));
+        return Err(bad_input(format!("{} is not a directory: give the database directory made by `flashscan load`", args.db.display())));
     }
     let db = Database::open(&args.db).map_err(|e| exec_error(e.into()))?;
-    let table = StorageTable::new(&db, &args.table).map_err(exec_error)?;
-    let report = run_query(&table, &query, &options).map_err(exec_error)?;
+    let table = open_source(&db, &args.table).map_err(exec_error)?;
+    let report = run_query(table.as_ref(), &query, &options).map_err(exec_error)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report_json(&report))?);
     } else {
@@ -159,6 +159,12 @@ fn print_report(r: &ScanReport) {
     );
     add("CPU", format!("{:.3} s on {} threads, {:.2} µs per page", r.cpu_s, r.threads, r.cpu_us_per_page));
     add("decode", format!("{:.3} s, {:.2} µs per page", r.decode_s, r.decode_us_per_page));
+    if r.skipped.row_groups_total > 0 {
+        add(
+            "row groups",
+            format!("{} of {} skipped by min/max ({} rows not read)", r.skipped.row_groups_skipped, r.skipped.row_groups_total, r.skipped.rows_skipped),
+        );
+    }
     let total = r.waits.total_s();
     for (kind, seconds) in r.waits.by_kind() {
         let share = if total > 0.0 { seconds / total * 100.0 } else { 0.0 };

@@ -1,4 +1,4 @@
-//! The top-speed check: read exactly the scan's runs, with the same I/O size, depth,
+//! The top-speed check: read exactly the scan's chunks (its plan), with the same I/O size, depth,
 //! threads and cache mode, but decode nothing, right before and right after the scan.
 //! The machines are shared and the device's rate drifts within minutes, so a ratio measured
 //! side by side is the only figure that means something: efficiency = scan MB/s / raw MB/s.
@@ -6,12 +6,12 @@
 use crate::error::ExecError;
 use crate::report::{CheckReport, PassFigures};
 use crate::scan::{read_raw, ReadConfig, ScanStats};
-use crate::source::TableSource;
+use crate::source::ReadPlan;
 use crate::verdict::{verdict, VerdictInputs};
 
-/// One raw pass over the table's files.
-pub fn raw_pass(source: &dyn TableSource, config: &ReadConfig) -> Result<ScanStats, ExecError> {
-    read_raw(&source.runs(), source.page_size_bytes(), config)
+/// One raw pass over the plan's reads.
+pub fn raw_pass(plan: &ReadPlan, config: &ReadConfig) -> Result<ScanStats, ExecError> {
+    read_raw(plan, config)
 }
 
 /// The check's figures and verdict from the scan and the two raw passes around it.

@@ -14,6 +14,9 @@ pub struct Chunk {
     pub length_bytes: u32,
     pub first_page_id: u64,
     pub page_count: u32,
+    /// The source's own label for the chunk (a column store names the row group it
+    /// belongs to); 0 for heap pages.
+    pub tag: u64,
 }
 
 /// Cuts every run into chunks of at most `io_size_bytes` (whole pages).
@@ -38,6 +41,7 @@ pub fn chunks_of_runs(
                 length_bytes: page_count * page_size_bytes as u32,
                 first_page_id: run.first_page_id + page as u64,
                 page_count,
+                tag: 0,
             });
             page += page_count;
         }
@@ -45,26 +49,37 @@ pub fn chunks_of_runs(
     chunks
 }
 
-/// Hands out chunks to workers, a few at a time, lock-free.
+/// Hands out chunks to workers a unit at a time, lock-free. A unit is a few neighbouring
+/// chunks (heap pages: neighbouring reads stay with one worker) or every chunk one decoder
+/// needs together (a column store row group's columns).
 pub struct ChunkCursor<'a> {
     chunks: &'a [Chunk],
-    next: AtomicUsize,
-    per_grab: usize,
+    /// One past the last chunk of each unit, increasing, the last equal to `chunks.len()`.
+    unit_ends: &'a [usize],
+    next_unit: AtomicUsize,
+}
+
+/// Unit ends cutting `chunk_count` chunks every `per_unit`.
+pub fn units_every(chunk_count: usize, per_unit: usize) -> Vec<usize> {
+    assert!(per_unit >= 1);
+    (1..=chunk_count.div_ceil(per_unit)).map(|u| (u * per_unit).min(chunk_count)).collect()
 }
 
 impl<'a> ChunkCursor<'a> {
-    pub fn new(chunks: &'a [Chunk], per_grab: usize) -> ChunkCursor<'a> {
-        assert!(per_grab >= 1);
-        ChunkCursor { chunks, next: AtomicUsize::new(0), per_grab }
+    pub fn new(chunks: &'a [Chunk], unit_ends: &'a [usize]) -> ChunkCursor<'a> {
+        assert!(unit_ends.windows(2).all(|w| w[0] < w[1]), "unit ends must increase");
+        assert_eq!(unit_ends.last().copied().unwrap_or(0), chunks.len(), "units must cover every chunk");
+        ChunkCursor { chunks, unit_ends, next_unit: AtomicUsize::new(0) }
     }
 
-    /// The next few chunks, or an empty slice when every chunk has been handed out.
+    /// The next unit's chunks, or an empty slice when every unit has been handed out.
     pub fn grab(&self) -> &'a [Chunk] {
-        let start = self.next.fetch_add(self.per_grab, Ordering::Relaxed);
-        if start >= self.chunks.len() {
+        let unit = self.next_unit.fetch_add(1, Ordering::Relaxed);
+        if unit >= self.unit_ends.len() {
             return &[];
         }
-        &self.chunks[start..(start + self.per_grab).min(self.chunks.len())]
+        let start = if unit == 0 { 0 } else { self.unit_ends[unit - 1] };
+        &self.chunks[start..self.unit_ends[unit]]
     }
 
     /// A per-worker iterator over grabbed chunks.
@@ -100,6 +115,18 @@ mod tests {
     }
 
     #[test]
+    fn units_cover_every_chunk_once() {
+        assert_eq!(units_every(10, 4), vec![4, 8, 10]);
+        assert_eq!(units_every(8, 4), vec![4, 8]);
+        assert_eq!(units_every(0, 4), Vec::<usize>::new());
+        let chunks = chunks_of_runs(&[run(0, 5, 0)], 8192, 8192, |_| 0);
+        let units = [2, 3, 5];
+        let cursor = ChunkCursor::new(&chunks, &units);
+        let sizes: Vec<usize> = (0..4).map(|_| cursor.grab().len()).collect();
+        assert_eq!(sizes, vec![2, 1, 2, 0]);
+    }
+
+    #[test]
     fn io_smaller_than_a_page_still_reads_whole_pages() {
         let chunks = chunks_of_runs(&[run(0, 3, 0)], 8192, 4096, |_| 0);
         assert_eq!(chunks.len(), 3);
@@ -109,7 +136,8 @@ mod tests {
     #[test]
     fn cursor_hands_out_every_chunk_once() {
         let chunks = chunks_of_runs(&[run(0, 37, 0)], 8192, 8192, |_| 0);
-        let cursor = ChunkCursor::new(&chunks, 4);
+        let units = units_every(chunks.len(), 4);
+        let cursor = ChunkCursor::new(&chunks, &units);
         let seen: Vec<u64> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..3)
                 .map(|_| {

@@ -1,8 +1,8 @@
 //! flashscan-exec: table scans at the speed of the device, and the proof.
 //!
 //! Data flows top to bottom through these files:
-//! - [`source`]: what a scan needs from a table (its runs of pages, a page decoder);
-//!   [`storage_source`] adapts `flashscan-storage` tables to it;
+//! - [`source`]: what a scan needs from a table (a read plan, a chunk decoder);
+//!   [`storage_source`] adapts heap tables to it, [`columnstore_source`] column stores;
 //! - [`chunk`]: runs cut into I/O-sized chunks, handed out to workers;
 //! - [`read_ahead`]: one engine per worker keeping `depth` large reads in flight;
 //! - [`scan`]: workers on all cores, decode of the projected columns, batches to a sink;
@@ -14,6 +14,7 @@
 pub mod cache;
 pub mod check;
 pub mod chunk;
+pub mod columnstore_source;
 pub mod cpu_time;
 pub mod error;
 pub mod limits;
@@ -34,8 +35,9 @@ pub use error::ExecError;
 pub use queries::BuiltinQuery;
 pub use report::{CheckReport, FileReport, ScanReport};
 pub use run::{run_query, ScanOptions};
-pub use scan::{scan_batches, BatchSink, ScanStats};
-pub use source::{PageDecoder, RunSpec, TableSource};
-pub use storage_source::StorageTable;
+pub use scan::{scan_batches, scan_plan, BatchSink, ScanStats};
+pub use source::{ChunkDecoder, ColumnRange, PageDecoder, ReadPlan, RunSpec, ScanFilter, SkipFigures, TableSource};
+pub use columnstore_source::ColumnStoreTable;
+pub use storage_source::{open_source, StorageTable};
 pub use value::{QueryResult, Value};
 pub use waits::WaitTimes;

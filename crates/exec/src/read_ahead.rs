@@ -47,7 +47,7 @@ impl ReadAhead {
     pub fn new(engine: Box<dyn IoEngine>) -> ReadAhead {
         let slot_count = engine.arena().slot_count().min(engine.queue_depth());
         assert!(slot_count >= 1, "an engine with no slots cannot read");
-        let empty = Chunk { file_index: 0, offset_bytes: 0, length_bytes: 0, first_page_id: 0, page_count: 0 };
+        let empty = Chunk { file_index: 0, offset_bytes: 0, length_bytes: 0, first_page_id: 0, page_count: 0, tag: 0 };
         ReadAhead {
             chunk_by_slot: vec![empty; engine.arena().slot_count() as usize],
             // Popped from the back: slot 0 goes first, which keeps small scans in few slots.

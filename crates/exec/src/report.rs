@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::scan::{per_second, ScanStats};
+use crate::source::SkipFigures;
 use crate::value::QueryResult;
 use crate::waits::WaitTimes;
 
@@ -66,6 +67,9 @@ pub struct ScanReport {
     pub queue_depth: u32,
     pub io_size_bytes: usize,
     pub notices: Vec<String>,
+    /// Row groups (column store) skipped by min/max without being read.
+    #[serde(flatten)]
+    pub skipped: SkipFigures,
     #[serde(flatten)]
     pub check: Option<CheckReport>,
 }

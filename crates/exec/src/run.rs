@@ -13,7 +13,7 @@ use crate::limits::{
 };
 use crate::queries::{merge_all, AnyKernel, BuiltinQuery};
 use crate::report::{PassFigures, ScanReport};
-use crate::scan::{scan_batches, ReadConfig};
+use crate::scan::{scan_plan, ReadConfig};
 use crate::source::{distinct_paths, projection_of, TableSource};
 
 #[derive(Debug, Clone, Copy)]
@@ -82,20 +82,22 @@ pub fn run_query(source: &dyn TableSource, query: &BuiltinQuery, options: &ScanO
     let names: Vec<&str> = column_names.iter().map(|s| s.as_str()).collect();
     let projection = projection_of(source, query.name(), &names)?;
     let config = options.read_config();
+    let filter = query.scan_filter(source)?;
+    let plan = source.plan_reads(&projection, &filter, config.io_size_bytes)?;
 
     let mut cache_actions = Vec::new();
     match options.cache_mode {
         CacheMode::Cold => cache_actions = drop_cached_pages(&distinct_paths(&source.runs()))?,
         CacheMode::Warm => {
-            let warm_up = raw_pass(source, &config)?;
+            let warm_up = raw_pass(&plan, &config)?;
             cache_actions.push(format!("warm-up pass: {:.0} MB buffered in {:.2} s", warm_up.bytes_read() as f64 / 1e6, warm_up.elapsed_s()));
         }
         CacheMode::Direct => cache_actions.push("O_DIRECT: page cache bypassed, not dropped".into()),
     }
 
-    let raw_before = if options.check { Some(raw_pass(source, &config)?) } else { None };
-    let (kernels, stats) = scan_batches(source, &projection, &config, &|_| Ok(AnyKernel::new(query)))?;
-    let raw_after = if options.check { Some(raw_pass(source, &config)?) } else { None };
+    let raw_before = if options.check { Some(raw_pass(&plan, &config)?) } else { None };
+    let (kernels, stats) = scan_plan(source, &plan, &projection, &config, &|_| Ok(AnyKernel::new(query)))?;
+    let raw_after = if options.check { Some(raw_pass(&plan, &config)?) } else { None };
 
     let result = merge_all(kernels)?.unwrap_or_default();
     let figures = PassFigures::of(&stats);
@@ -137,6 +139,7 @@ pub fn run_query(source: &dyn TableSource, query: &BuiltinQuery, options: &ScanO
         queue_depth: options.queue_depth,
         io_size_bytes: stats.io_size_bytes,
         notices,
+        skipped: stats.skipped,
         check,
     })
 }

@@ -15,12 +15,12 @@ use std::time::Instant;
 use arrow::record_batch::RecordBatch;
 use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, FileStats, FileStatsSnapshot, OpenMode};
 
-use crate::chunk::{chunks_of_runs, Chunk, ChunkCursor};
+use crate::chunk::{Chunk, ChunkCursor};
 use crate::cpu_time::CpuTime;
 use crate::error::ExecError;
-use crate::limits::{CHUNKS_PER_GRAB, SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX};
+use crate::limits::{SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX};
 use crate::read_ahead::{ReadAhead, ReadAheadStats};
-use crate::source::{distinct_paths, PageDecoder, RunSpec, TableSource};
+use crate::source::{ChunkDecoder, ReadPlan, ScanFilter, SkipFigures, TableSource};
 use crate::waits::WaitTimes;
 
 /// Where decoded batches go. One per worker; the caller merges them after the scan.
@@ -64,6 +64,8 @@ pub struct ScanStats {
     /// Effective read size (whole pages).
     pub io_size_bytes: usize,
     pub notices: Vec<String>,
+    /// What the plan skipped without reading (column store segment elimination).
+    pub skipped: SkipFigures,
 }
 
 impl ScanStats {
@@ -115,36 +117,51 @@ pub fn per_second(amount: f64, seconds: f64) -> f64 {
     if seconds > 0.0 { amount / seconds } else { 0.0 }
 }
 
-/// Scans every page of `source`, decoding the `projection` columns into batches handed to
-/// one sink per worker (made by `make_sink(worker_index)`). Returns the sinks and what
-/// was measured. The entry point for anything that wants batches: the built-in queries,
-/// and the SQL layer's table provider.
+/// Scans `source`, decoding the `projection` columns into batches handed to one sink per
+/// worker (made by `make_sink(worker_index)`); `filter` lets the source skip data no row
+/// of the query can come from. Returns the sinks and what was measured. The entry point
+/// for anything that wants batches: the built-in queries, and the SQL layer's provider.
 pub fn scan_batches<S: BatchSink>(
     source: &dyn TableSource,
+    projection: &[usize],
+    filter: &ScanFilter,
+    config: &ReadConfig,
+    make_sink: &(dyn Fn(u32) -> Result<S, ExecError> + Sync),
+) -> Result<(Vec<S>, ScanStats), ExecError> {
+    let plan = source.plan_reads(projection, filter, config.io_size_bytes)?;
+    scan_plan(source, &plan, projection, config, make_sink)
+}
+
+/// Like `scan_batches`, for a plan made beforehand (so raw passes read the same chunks).
+pub fn scan_plan<S: BatchSink>(
+    source: &dyn TableSource,
+    plan: &ReadPlan,
     projection: &[usize],
     config: &ReadConfig,
     make_sink: &(dyn Fn(u32) -> Result<S, ExecError> + Sync),
 ) -> Result<(Vec<S>, ScanStats), ExecError> {
-    let page_size_bytes = source.page_size_bytes();
-    let runs = source.runs();
     let make_work = |worker: u32| -> Result<DecodeWork<S>, ExecError> {
-        Ok(DecodeWork { decoder: source.new_decoder(projection)?, sink: make_sink(worker)?, page_size_bytes })
+        Ok(DecodeWork { decoder: source.new_chunk_decoder(projection, plan)?, sink: make_sink(worker)? })
     };
-    let (works, stats) = run_workers(&runs, page_size_bytes, config, &make_work)?;
+    let (works, stats) = run_workers(plan, config, &make_work)?;
     Ok((works.into_iter().map(|w| w.sink).collect(), stats))
 }
 
-/// Reads every run without decoding: the device's (or the page cache's) rate for exactly
-/// the scan's files, I/O size, depth and threads.
-pub fn read_raw(runs: &[RunSpec], page_size_bytes: usize, config: &ReadConfig) -> Result<ScanStats, ExecError> {
+/// Reads every chunk of `plan` without decoding: the device's (or the page cache's) rate
+/// for exactly the scan's reads, I/O size, depth and threads.
+pub fn read_raw(plan: &ReadPlan, config: &ReadConfig) -> Result<ScanStats, ExecError> {
     let make_work = |_worker: u32| -> Result<RawWork, ExecError> { Ok(RawWork) };
-    let (_, stats) = run_workers(runs, page_size_bytes, config, &make_work)?;
+    let (_, stats) = run_workers(plan, config, &make_work)?;
     Ok(stats)
 }
 
 /// What a worker does with each chunk read.
 trait ChunkWork: Send {
     fn on_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError>;
+    /// After the worker's last chunk.
+    fn finish(&mut self) -> Result<(), ExecError> {
+        Ok(())
+    }
 }
 
 struct RawWork;
@@ -157,26 +174,32 @@ impl ChunkWork for RawWork {
 }
 
 struct DecodeWork<S> {
-    decoder: Box<dyn PageDecoder>,
+    decoder: Box<dyn ChunkDecoder>,
     sink: S,
-    page_size_bytes: usize,
 }
 
 impl<S: BatchSink> ChunkWork for DecodeWork<S> {
     fn on_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError> {
         let decode_start = Instant::now();
-        for (i, page) in bytes.chunks_exact(self.page_size_bytes).enumerate() {
-            let offset_bytes = chunk.offset_bytes + (i * self.page_size_bytes) as u64;
-            let rows = self.decoder.push_page(page, chunk.first_page_id + i as u64, path, offset_bytes)?;
-            stats.rows_scanned += rows as u64;
-        }
-        let batch = self.decoder.finish_batch()?;
-        let query_start = Instant::now();
-        self.sink.consume(&batch)?;
-        stats.decode_ns += query_start.duration_since(decode_start).as_nanos() as u64;
-        stats.query_ns += query_start.elapsed().as_nanos() as u64;
+        let mut query_ns = 0u64;
+        let sink = &mut self.sink;
+        let mut emit = |batch: &RecordBatch| -> Result<(), ExecError> {
+            let query_start = Instant::now();
+            let consumed = sink.consume(batch);
+            query_ns += query_start.elapsed().as_nanos() as u64;
+            consumed
+        };
+        let rows = self.decoder.decode_chunk(chunk, bytes, path, &mut emit)?;
+        let total_ns = decode_start.elapsed().as_nanos() as u64;
+        stats.rows_scanned += rows;
+        stats.decode_ns += total_ns.saturating_sub(query_ns);
+        stats.query_ns += query_ns;
         stats.pages_read += chunk.page_count as u64;
         Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), ExecError> {
+        self.decoder.finish()
     }
 }
 
@@ -191,20 +214,16 @@ fn validate(config: &ReadConfig) -> Result<(), ExecError> {
 }
 
 fn run_workers<W: ChunkWork>(
-    runs: &[RunSpec],
-    page_size_bytes: usize,
+    plan: &ReadPlan,
     config: &ReadConfig,
     make_work: &(dyn Fn(u32) -> Result<W, ExecError> + Sync),
 ) -> Result<(Vec<W>, ScanStats), ExecError> {
     validate(config)?;
-    if page_size_bytes == 0 {
-        return Err(ExecError::InvalidOption("page size 0".into()));
-    }
-    let paths = distinct_paths(runs);
-    let chunks = chunks_of_runs(runs, page_size_bytes, config.io_size_bytes, |r| {
-        paths.iter().position(|p| p == &r.path).unwrap_or(0) as u32
-    });
-    let slot_size_bytes = chunks.iter().map(|c| c.length_bytes as usize).max().unwrap_or(page_size_bytes);
+    let paths = &plan.paths;
+    let chunks = &plan.chunks;
+    debug_assert!(chunks.iter().all(|c| (c.file_index as usize) < paths.len()));
+    // Small floor so an empty plan still opens a valid engine.
+    let slot_size_bytes = chunks.iter().map(|c| c.length_bytes as usize).max().unwrap_or(4096);
     let file_stats: Vec<Arc<FileStats>> = paths.iter().map(|_| Arc::new(FileStats::default())).collect();
 
     // Every worker opens every file and its own engine, on its own thread: the engine can
@@ -214,7 +233,7 @@ fn run_workers<W: ChunkWork>(
     let mode = OpenMode { direct: config.direct, write: false };
     let engine_config = EngineConfig::for_depth(config.queue_depth, slot_size_bytes).on_one_thread();
     let notices = Mutex::new(Vec::<String>::new());
-    let cursor = ChunkCursor::new(&chunks, CHUNKS_PER_GRAB);
+    let cursor = ChunkCursor::new(chunks, &plan.unit_ends);
     let abort = AtomicBool::new(false);
     let ready = Barrier::new(config.thread_count as usize + 1);
     let engine_name = Mutex::new("none");
@@ -223,8 +242,8 @@ fn run_workers<W: ChunkWork>(
     let outcomes: Vec<Result<(W, WorkerStats), ExecError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..config.thread_count)
             .map(|worker| {
-                let (cursor, abort, paths, file_stats, notices, ready, engine_name, started_cell) =
-                    (&cursor, &abort, &paths, &file_stats, &notices, &ready, &engine_name, &started_cell);
+                let (cursor, abort, file_stats, notices, ready, engine_name, started_cell) =
+                    (&cursor, &abort, &file_stats, &notices, &ready, &engine_name, &started_cell);
                 scope.spawn(move || {
                     let setup = open_worker(worker, paths, file_stats, mode, config.engine_kind, engine_config, notices, make_work);
                     if setup.is_err() {
@@ -244,7 +263,7 @@ fn run_workers<W: ChunkWork>(
                         stats.chunks_read += 1;
                         work.on_chunk(chunk, bytes, &paths[chunk.file_index as usize], &mut stats)
                     };
-                    let result = reader.run(&mut next, &mut consume);
+                    let result = reader.run(&mut next, &mut consume).and_then(|()| work.finish());
                     stats.read = reader.stats();
                     stats.busy_ns = started.elapsed().as_nanos() as u64;
                     match result {
@@ -279,10 +298,10 @@ fn run_workers<W: ChunkWork>(
         done_works.push(work);
         workers.push(stats);
     }
-    let files = paths.into_iter().zip(file_stats.iter().map(|s| s.snapshot())).collect();
+    let files = paths.iter().cloned().zip(file_stats.iter().map(|s| s.snapshot())).collect();
     let notices = notices.into_inner().unwrap_or_default();
     let engine_name = engine_name.into_inner().unwrap_or("none");
-    let stats = ScanStats { elapsed_ns, cpu, workers, files, engine_name, io_size_bytes: slot_size_bytes, notices };
+    let stats = ScanStats { elapsed_ns, cpu, workers, files, engine_name, io_size_bytes: slot_size_bytes, notices, skipped: plan.skipped };
     Ok((done_works, stats))
 }
 

@@ -1,15 +1,22 @@
-//! What a scan needs from a table, and nothing more: where its pages sit (runs of
-//! contiguous pages in files), the page size, the schema, and a decoder that turns pages
-//! into Arrow batches of the projected columns. The storage crate's tables implement it
-//! (see `storage_source`); tests implement it with a toy page format, so the reader and
-//! the scan are tested without the real formats.
+//! What a scan needs from a table, and nothing more: what to read (a `ReadPlan`: chunks of
+//! files, grouped into units one decoder handles together), the schema, and a decoder that
+//! turns chunks into Arrow batches of the projected columns.
+//!
+//! Page formats (heap) only describe their runs of pages and a page decoder: the default
+//! plan cuts runs into I/O-sized chunks and the default chunk decoder walks their pages.
+//! The column store plans its own reads (only the projected columns' segments, row groups
+//! skipped by min/max) and decodes whole row groups (`columnstore_source`). Tests
+//! implement a toy page format, so the reader and the scan are tested without the real
+//! formats.
 
 use std::path::{Path, PathBuf};
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 
+use crate::chunk::{chunks_of_runs, units_every, Chunk};
 use crate::error::ExecError;
+use crate::limits::CHUNKS_PER_GRAB;
 
 /// Contiguous pages of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +39,120 @@ pub trait PageDecoder: Send {
     fn finish_batch(&mut self) -> Result<RecordBatch, ExecError>;
 }
 
+/// Turns the chunks of one unit into batches. One per worker, reused for every chunk.
+pub trait ChunkDecoder: Send {
+    /// Verifies and decodes one chunk read (`bytes`, from `path`), handing every batch it
+    /// completes to `emit` (none while a unit is incomplete). Returns the rows decoded.
+    fn decode_chunk(
+        &mut self,
+        chunk: &Chunk,
+        bytes: &[u8],
+        path: &Path,
+        emit: &mut dyn FnMut(&RecordBatch) -> Result<(), ExecError>,
+    ) -> Result<u64, ExecError>;
+
+    /// After the worker's last chunk: an error if a unit was left incomplete (a bug).
+    fn finish(&mut self) -> Result<(), ExecError> {
+        Ok(())
+    }
+}
+
+/// Page formats' chunk decoder: every page of the chunk through a `PageDecoder`, one batch
+/// per chunk.
+pub struct PagesChunkDecoder {
+    pages: Box<dyn PageDecoder>,
+    page_size_bytes: usize,
+}
+
+impl PagesChunkDecoder {
+    pub fn new(pages: Box<dyn PageDecoder>, page_size_bytes: usize) -> PagesChunkDecoder {
+        assert!(page_size_bytes > 0);
+        PagesChunkDecoder { pages, page_size_bytes }
+    }
+}
+
+impl ChunkDecoder for PagesChunkDecoder {
+    fn decode_chunk(
+        &mut self,
+        chunk: &Chunk,
+        bytes: &[u8],
+        path: &Path,
+        emit: &mut dyn FnMut(&RecordBatch) -> Result<(), ExecError>,
+    ) -> Result<u64, ExecError> {
+        let mut rows = 0u64;
+        for (i, page) in bytes.chunks_exact(self.page_size_bytes).enumerate() {
+            let offset_bytes = chunk.offset_bytes + (i * self.page_size_bytes) as u64;
+            rows += self.pages.push_page(page, chunk.first_page_id + i as u64, path, offset_bytes)? as u64;
+        }
+        emit(&self.pages.finish_batch()?)?;
+        Ok(rows)
+    }
+}
+
+/// An inclusive range of one column's values, in the column's integer domain: integers
+/// as they are, dates in days since 1970-01-01, decimals unscaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColumnRange {
+    /// Index into the table's columns.
+    pub column: usize,
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+}
+
+/// What a query promises about the rows it keeps: every range holds (a conjunction). A
+/// source may skip data it can prove lies outside (a row group whose min/max miss a
+/// range); the query still filters every row it is given, so skipping only saves work.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScanFilter {
+    pub ranges: Vec<ColumnRange>,
+}
+
+impl ScanFilter {
+    pub fn none() -> ScanFilter {
+        ScanFilter::default()
+    }
+
+    /// False when `column`'s values all lie in `[min, max]` and that misses a range: no
+    /// row can match. True when the data may hold a match (or nothing is known).
+    pub fn may_match(&self, column: usize, min: i64, max: i64) -> bool {
+        self.ranges.iter().filter(|r| r.column == column).all(|r| r.min.is_none_or(|lo| max >= lo) && r.max.is_none_or(|hi| min <= hi))
+    }
+}
+
+/// What a plan skipped without reading.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SkipFigures {
+    /// Row groups (or other units of elimination) the plan considered, and skipped.
+    pub row_groups_total: u64,
+    pub row_groups_skipped: u64,
+    pub rows_skipped: u64,
+}
+
+/// What a scan reads, and how its workers share it.
+#[derive(Debug, Clone, Default)]
+pub struct ReadPlan {
+    /// Distinct files; a chunk's `file_index` points here.
+    pub paths: Vec<PathBuf>,
+    pub chunks: Vec<Chunk>,
+    /// One past the last chunk of each unit: a unit's chunks all go to one worker.
+    pub unit_ends: Vec<usize>,
+    pub skipped: SkipFigures,
+}
+
+impl ReadPlan {
+    /// Page formats: every run cut into chunks of at most `io_size_bytes`, a few chunks a unit.
+    pub fn of_runs(runs: &[RunSpec], page_size_bytes: usize, io_size_bytes: usize) -> ReadPlan {
+        let paths = distinct_paths(runs);
+        let chunks = chunks_of_runs(runs, page_size_bytes, io_size_bytes, |r| paths.iter().position(|p| p == &r.path).unwrap_or(0) as u32);
+        let unit_ends = units_every(chunks.len(), CHUNKS_PER_GRAB);
+        ReadPlan { paths, chunks, unit_ends, skipped: SkipFigures::default() }
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.chunks.iter().map(|c| c.length_bytes as u64).sum()
+    }
+}
+
 pub trait TableSource: Sync {
     fn table_name(&self) -> &str;
     /// The storage format, as users see it (`heap`, `heap+page`, `columnstore`...).
@@ -43,6 +164,18 @@ pub trait TableSource: Sync {
     /// Every run of the table, partition by partition.
     fn runs(&self) -> Vec<RunSpec>;
     fn new_decoder(&self, projection: &[usize]) -> Result<Box<dyn PageDecoder>, ExecError>;
+
+    /// What a scan of `projection` under `filter` reads. Page formats read every run.
+    fn plan_reads(&self, projection: &[usize], filter: &ScanFilter, io_size_bytes: usize) -> Result<ReadPlan, ExecError> {
+        let _ = (projection, filter);
+        Ok(ReadPlan::of_runs(&self.runs(), self.page_size_bytes(), io_size_bytes))
+    }
+
+    /// A decoder for the chunks of `plan`. Page formats walk pages with `new_decoder`.
+    fn new_chunk_decoder(&self, projection: &[usize], plan: &ReadPlan) -> Result<Box<dyn ChunkDecoder>, ExecError> {
+        let _ = plan;
+        Ok(Box::new(PagesChunkDecoder::new(self.new_decoder(projection)?, self.page_size_bytes())))
+    }
 }
 
 /// Positions of `names` in the schema, or an error naming the first missing column.

@@ -41,6 +41,12 @@ pub fn create_index(dir: &Path, request: &CreateIndex) -> Result<IndexMeta, Inde
     }
     let db = Database::open(dir)?;
     let table = db.table(&request.table)?.clone();
+    if table.format != "heap" {
+        return Err(IndexError::InvalidArgument(format!(
+            "table {} is stored as {}: indexes cover uncompressed heap tables only; run `flashscan rebuild DB {} --compression none` first",
+            table.name, table.format, table.name
+        )));
+    }
     let schema = KeySchema::new(&table, &request.columns)?;
     let mut catalog = IndexCatalog::read(dir)?;
     if catalog.find(&table.name, &request.name).is_ok() {

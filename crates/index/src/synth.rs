@@ -118,6 +118,7 @@ pub fn write_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, IndexError
             } else {
                 vec![PageRun { file: file_name.clone(), offset_bytes: 0, page_count: page_index, first_page_id: PageId::new(file_id, 0).0 }]
             },
+            row_groups: Vec::new(),
         }],
         row_count: spec.row_count,
         format: "heap".into(),

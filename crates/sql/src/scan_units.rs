@@ -112,7 +112,7 @@ mod tests {
                 r
             })
             .collect();
-        PartitionMeta { index, row_count: rows, page_count: pages.iter().map(|&n| n as u64).sum(), filegroup: 0, runs }
+        PartitionMeta { index, row_count: rows, page_count: pages.iter().map(|&n| n as u64).sum(), filegroup: 0, runs, row_groups: Vec::new() }
     }
 
     #[test]

@@ -58,6 +58,9 @@ pub enum StorageError {
     #[error("reading {path}: {source}")]
     Parquet { path: PathBuf, #[source] source: parquet::errors::ParquetError },
 
+    #[error("{0}; the table's row group is damaged: reload or rebuild the table")]
+    ColumnStore(#[from] crate::columnstore::ColumnStoreError),
+
     #[error("load worker failed: {0}")]
     Worker(String),
 }

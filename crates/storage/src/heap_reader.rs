@@ -1,5 +1,5 @@
 //! A plain reader of a table's pages (pread, one run at a time): for tools, tests and
-//! checks. Scans at device speed live in flashscan-exec; this one favours simplicity.
+//! checks. Column store tables are read through `columnstore::table_reader`. Scans at device speed live in flashscan-exec; this one favours simplicity.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -37,6 +37,9 @@ pub fn read_partition(
     projection: &[usize],
     on_batch: &mut dyn FnMut(RecordBatch) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
+    if table.is_column_store() {
+        return crate::columnstore::table_reader::read_partition_row_groups(db, table, partition, projection, on_batch);
+    }
     let mut decoder = HeapDecoder::try_new(table, projection)?;
     let mut buf = vec![0u8; READ_PAGES_MAX * PAGE_SIZE_BYTES];
     for run in &partition.runs {
@@ -80,6 +83,16 @@ fn read_exact_at(file: &File, path: &std::path::Path, bytes: &mut [u8], offset: 
 /// Reads every page of the table (partition by partition, runs in order) and returns one
 /// batch per partition run group of the projected columns.
 pub fn read_table(db: &Database, table: &TableMeta, projection: &[usize]) -> Result<Vec<RecordBatch>, StorageError> {
+    if table.is_column_store() {
+        let mut batches = Vec::new();
+        for partition in &table.partitions {
+            crate::columnstore::table_reader::read_partition_row_groups(db, table, partition, projection, &mut |b| {
+                batches.push(b);
+                Ok(())
+            })?;
+        }
+        return Ok(batches);
+    }
     let mut decoder = HeapDecoder::try_new(table, projection)?;
     let mut batches = Vec::new();
     let mut buf = vec![0u8; READ_PAGES_MAX * PAGE_SIZE_BYTES];

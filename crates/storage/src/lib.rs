@@ -30,6 +30,6 @@ pub use error::StorageError;
 pub use heap_decoder::{decode_page_count_only, HeapDecoder};
 pub use page::heap_page::verify_page;
 pub use page::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
-pub use table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, TableMeta};
+pub use table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, RowGroupMeta, TableMeta, COLUMN_STORE_FORMAT_PREFIX};
 pub use rebuild::{rebuild_table, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget};
 pub use load::{load_table, LoadCounters, LoadOptions, LoadReport, TableSource};

@@ -10,15 +10,22 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use arrow::array::RecordBatch;
+use arrow::compute::concat_batches;
+
 use crate::catalog::Catalog;
+use crate::columnstore::{encode_row_group, ColumnStoreOptions, RowGroupReader, ROW_GROUP_ROWS_DEFAULT, ROW_GROUP_ROWS_MAX};
 use crate::database::Database;
 use crate::error::StorageError;
 use crate::heap_reader::read_partition;
 use crate::load::batch_encoder::PagesMessage;
 use crate::load::lock_database;
-use crate::load::partition_writer::{PartitionWriter, WritePlan};
+use crate::load::partition_writer::{PartitionWriter, WritePlan, WrittenTable};
 use crate::page::page_encoder::{HeapFormat, PageEncoder};
 use crate::page::Lsn;
+use crate::table_meta::TableMeta;
 
 /// The formats a table can be rebuilt into (`--compression`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,6 +46,15 @@ impl RebuildTarget {
             _ => return Err(StorageError::InvalidArgument(format!("--compression {s:?}: choose none, row, page, columnstore or columnstore_archive"))),
         })
     }
+
+    /// The table format the catalog records.
+    pub fn catalog_name(self) -> &'static str {
+        match self {
+            RebuildTarget::Heap(format) => format.catalog_name(),
+            RebuildTarget::ColumnStore { archive: false } => "columnstore",
+            RebuildTarget::ColumnStore { archive: true } => "columnstore_archive",
+        }
+    }
 }
 
 /// Where a rebuild is, for a progress line.
@@ -55,6 +71,8 @@ pub struct RebuildProgress {
 pub struct RebuildOptions<'a> {
     /// Test hook: fail as if the disk were full after this many new pages.
     pub fault_after_pages: Option<u64>,
+    /// Column store only: rows per row group (default `ROW_GROUP_ROWS_DEFAULT`, ~1M).
+    pub row_group_rows: Option<usize>,
     pub progress: Option<&'a (dyn Fn(RebuildProgress) + Sync)>,
 }
 
@@ -91,22 +109,16 @@ fn table_volumes(db_dir: &Path, paths: impl Iterator<Item = String>) -> Vec<Path
 /// Rebuilds `table_name` in `db_dir` into `target` and commits it.
 pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, options: &RebuildOptions) -> Result<RebuildReport, StorageError> {
     let started = Instant::now();
-    let format = match target {
-        RebuildTarget::Heap(f) => f,
-        RebuildTarget::ColumnStore { .. } => {
-            return Err(StorageError::InvalidArgument(
-                "rebuild into a column store is not built yet (row groups need a place in the catalog the scans agree on); use none, row or page".into(),
-            ))
-        }
-    };
     let db = Database::open(db_dir)?;
     let _lock = lock_database(db_dir)?;
     // Re-read under the lock: another writer may have committed since `open`.
     let db = Database::open(db.dir())?;
     let catalog: Catalog = db.catalog().clone();
     let old = db.table(table_name)?.clone();
-    if !old.format.starts_with("heap") {
-        return Err(StorageError::InvalidArgument(format!("table {} is stored as {:?}; rebuilding from that format is not built yet", old.name, old.format)));
+    if let Some(rows) = options.row_group_rows {
+        if rows == 0 || rows > ROW_GROUP_ROWS_MAX {
+            return Err(StorageError::InvalidArgument(format!("--row-group-rows {rows}: choose 1..={ROW_GROUP_ROWS_MAX}")));
+        }
     }
     let partition_count = old.partitions.len() as u32;
     if partition_count == 0 {
@@ -133,32 +145,14 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     });
 
     let projection: Vec<usize> = (0..old.columns.len()).collect();
-    let mut rows_done = 0u64;
-    let result = (|| {
-        for (p, partition) in old.partitions.iter().enumerate() {
-            let mut encoder = PageEncoder::new(&old.name, &old.columns, format);
-            let send = |encoder: &mut PageEncoder, writer: &mut PartitionWriter| -> Result<(), StorageError> {
-                if encoder.pages.is_empty() {
-                    return Ok(());
-                }
-                let pages = std::mem::take(&mut encoder.pages);
-                let row_count = std::mem::take(&mut encoder.rows_in_pages);
-                writer.write(PagesMessage { partition: p as u32, pages, row_count })
-            };
-            read_partition(&db, &old, partition, &projection, &mut |batch| {
-                encoder.push_batch(&batch)?;
-                send(&mut encoder, &mut writer)?;
-                rows_done += batch.num_rows() as u64;
-                if let Some(progress) = options.progress {
-                    progress(RebuildProgress { partition_index: p as u32, partition_count, rows_done, rows_total: old.row_count, bytes_written: writer.bytes_written() });
-                }
-                Ok(())
-            })?;
-            encoder.finish()?;
-            send(&mut encoder, &mut writer)?;
+    let result = match target {
+        RebuildTarget::Heap(format) => write_heap(&db, &old, format, &projection, &mut writer, options),
+        RebuildTarget::ColumnStore { archive } => {
+            let column_store = ColumnStoreOptions { row_group_rows: options.row_group_rows.unwrap_or(ROW_GROUP_ROWS_DEFAULT), archive };
+            write_column_store(&db, &old, column_store, &projection, &mut writer, options)
         }
-        writer.finish()
-    })();
+    };
+
     let written = match result {
         Ok(w) => w,
         Err(e) => {
@@ -176,7 +170,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     table.filegroups = written.filegroups;
     table.files = written.files;
     table.size_bytes = written.size_bytes;
-    table.format = format.catalog_name().to_string();
+    table.format = target.catalog_name().to_string();
     table.load_lsn = lsn.0;
     let report = RebuildReport {
         table: old.name.clone(),
@@ -203,4 +197,152 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         let _ = std::fs::remove_file(db.resolve(&f.path));
     }
     Ok(RebuildReport { seconds: started.elapsed().as_secs_f64(), ..report })
+}
+
+/// Writes the table's rows as heap pages (plain, row- or page-compressed), partition by
+/// partition.
+fn write_heap(
+    db: &Database,
+    old: &TableMeta,
+    format: HeapFormat,
+    projection: &[usize],
+    writer: &mut PartitionWriter,
+    options: &RebuildOptions,
+) -> Result<WrittenTable, StorageError> {
+    let partition_count = old.partitions.len() as u32;
+    let mut rows_done = 0u64;
+    for (p, partition) in old.partitions.iter().enumerate() {
+        let mut encoder = PageEncoder::new(&old.name, &old.columns, format);
+        let send = |encoder: &mut PageEncoder, writer: &mut PartitionWriter| -> Result<(), StorageError> {
+            if encoder.pages.is_empty() {
+                return Ok(());
+            }
+            let pages = std::mem::take(&mut encoder.pages);
+            let row_count = std::mem::take(&mut encoder.rows_in_pages);
+            writer.write(PagesMessage { partition: p as u32, pages, row_count })
+        };
+        read_partition(db, old, partition, projection, &mut |batch| {
+            encoder.push_batch(&batch)?;
+            send(&mut encoder, writer)?;
+            rows_done += batch.num_rows() as u64;
+            if let Some(progress) = options.progress {
+                progress(RebuildProgress { partition_index: p as u32, partition_count, rows_done, rows_total: old.row_count, bytes_written: writer.bytes_written() });
+            }
+            Ok(())
+        })?;
+        encoder.finish()?;
+        send(&mut encoder, writer)?;
+    }
+    writer.finish()
+}
+
+/// One encoded row group on its way from an encoding thread to the writer.
+struct EncodedRowGroup {
+    partition: u32,
+    bytes: Vec<u8>,
+    row_count: u64,
+    metadata_bytes: u64,
+}
+
+/// Writes the table's rows as column store row groups. Partitions are read and encoded on
+/// all cores (analysis and compression are the cost); one thread writes, in the order row
+/// groups arrive, through a bounded queue so memory stays at a few row groups per core.
+fn write_column_store(
+    db: &Database,
+    old: &TableMeta,
+    column_store: ColumnStoreOptions,
+    projection: &[usize],
+    writer: &mut PartitionWriter,
+    options: &RebuildOptions,
+) -> Result<WrittenTable, StorageError> {
+    let partition_count = old.partitions.len() as u32;
+    let thread_count = std::thread::available_parallelism().map_or(1, |n| n.get()).min(old.partitions.len()).max(1);
+    let next_partition = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<EncodedRowGroup, StorageError>>(thread_count);
+    let mut write_result: Result<(), StorageError> = Ok(());
+    std::thread::scope(|scope| {
+        for _ in 0..thread_count {
+            let sender = sender.clone();
+            let (next_partition, failed) = (&next_partition, &failed);
+            scope.spawn(move || loop {
+                let p = next_partition.fetch_add(1, Ordering::Relaxed);
+                if p >= old.partitions.len() || failed.load(Ordering::Relaxed) {
+                    return;
+                }
+                let result = encode_partition(db, old, p as u32, column_store, projection, &|group| {
+                    if failed.load(Ordering::Relaxed) {
+                        return Err(StorageError::Worker("stopped: another partition failed".into()));
+                    }
+                    sender.send(Ok(group)).map_err(|_| StorageError::Worker("the writer stopped".into()))
+                });
+                if let Err(e) = result {
+                    failed.store(true, Ordering::Relaxed);
+                    let _ = sender.send(Err(e));
+                    return;
+                }
+            });
+        }
+        drop(sender);
+        let mut rows_done = 0u64;
+        for message in receiver {
+            let step = message.and_then(|group| {
+                writer.write_row_group(group.partition, &group.bytes, group.row_count, group.metadata_bytes)?;
+                rows_done += group.row_count;
+                if let Some(progress) = options.progress {
+                    progress(RebuildProgress { partition_index: group.partition, partition_count, rows_done, rows_total: old.row_count, bytes_written: writer.bytes_written() });
+                }
+                Ok(())
+            });
+            if let Err(e) = step {
+                failed.store(true, Ordering::Relaxed);
+                if write_result.is_ok() {
+                    write_result = Err(e);
+                }
+            }
+        }
+    });
+    write_result?;
+    writer.finish()
+}
+
+/// Reads partition `p` and encodes its rows into row groups of `row_group_rows`, handing
+/// each to `emit` as soon as it is full (and the last, partial one at the end).
+fn encode_partition(
+    db: &Database,
+    old: &TableMeta,
+    p: u32,
+    column_store: ColumnStoreOptions,
+    projection: &[usize],
+    emit: &dyn Fn(EncodedRowGroup) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let schema = old.arrow_schema();
+    let mut pending: Vec<RecordBatch> = Vec::new();
+    let mut pending_rows = 0usize;
+    let flush = |pending: &mut Vec<RecordBatch>, rows: usize| -> Result<(), StorageError> {
+        if rows == 0 {
+            return Ok(());
+        }
+        let batch = concat_batches(&schema, pending.iter()).map_err(|source| StorageError::Arrow { path: db.dir().to_path_buf(), source })?;
+        pending.clear();
+        let bytes = encode_row_group(&batch, &column_store)?;
+        let sizes = RowGroupReader::peek_sizes(&bytes, Path::new("<new row group>"), 0)?;
+        emit(EncodedRowGroup { partition: p, bytes, row_count: rows as u64, metadata_bytes: sizes.metadata_bytes })
+    };
+    read_partition(db, old, &old.partitions[p as usize], projection, &mut |batch| {
+        let mut start = 0;
+        // Cut batches at row group boundaries, so every row group but the last is full.
+        while start < batch.num_rows() {
+            let take = (column_store.row_group_rows - pending_rows).min(batch.num_rows() - start);
+            pending.push(batch.slice(start, take));
+            pending_rows += take;
+            start += take;
+            if pending_rows == column_store.row_group_rows {
+                flush(&mut pending, pending_rows)?;
+                pending_rows = 0;
+            }
+        }
+        Ok(())
+    })?;
+    flush(&mut pending, pending_rows)
 }

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use crate::column::ColumnDef;
 use crate::error::StorageError;
 
+/// Every column store format name starts with this.
+pub const COLUMN_STORE_FORMAT_PREFIX: &str = "columnstore";
+
 /// Contiguous pages in one file, in scan order: one large read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageRun {
@@ -29,6 +32,26 @@ pub struct PartitionMeta {
     /// The filegroup the partition's pages live in.
     pub filegroup: u32,
     pub runs: Vec<PageRun>,
+    /// Column store tables only: the partition's row groups, in order. Each is written
+    /// contiguously in one file and is also listed in `runs` (one run per row group), so
+    /// tools that read runs (cache drop, raw passes) see the same bytes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub row_groups: Vec<RowGroupMeta>,
+}
+
+/// Where one column store row group sits. Its header, directory and segments are
+/// self-describing (docs/formats-columnstore.md); the catalog only points at it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowGroupMeta {
+    /// Path relative to the database directory (absolute for files on other volumes).
+    pub file: String,
+    /// A multiple of 8192: row groups are page aligned.
+    pub offset_bytes: u64,
+    /// The padded row group, a multiple of 8192.
+    pub total_bytes: u64,
+    /// Header + directory + names: what a scan reads first.
+    pub metadata_bytes: u64,
+    pub row_count: u64,
 }
 
 /// A set of data files (over one or more volumes) that partitions are placed in.
@@ -60,7 +83,8 @@ pub struct TableMeta {
     pub columns: Vec<ColumnDef>,
     pub partitions: Vec<PartitionMeta>,
     pub row_count: u64,
-    /// "heap" for 8 KB row pages.
+    /// "heap", "heap_row", "heap_page" for 8 KB row pages; "columnstore",
+    /// "columnstore_archive" for row groups of column segments.
     pub format: String,
     /// The column rows are hashed on to pick their partition.
     pub partition_by: String,
@@ -88,6 +112,11 @@ impl TableMeta {
             column: name.to_string(),
             known: self.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
         })
+    }
+
+    /// True for the column store formats (row groups), false for heap pages.
+    pub fn is_column_store(&self) -> bool {
+        self.format.starts_with(COLUMN_STORE_FORMAT_PREFIX)
     }
 
     pub fn page_count(&self) -> u64 {

@@ -13,6 +13,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::error::ExecError;
 use crate::scan::BatchSink;
+use crate::source::{projection_of, ColumnRange, ScanFilter, TableSource};
 use crate::value::QueryResult;
 
 pub use needle::NeedleSpec;
@@ -73,6 +74,18 @@ impl BuiltinQuery {
             BuiltinQuery::Q1 => q1::COLUMNS,
         };
         names.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// What the query promises about the rows it keeps, for sources that can skip data
+    /// (column store row groups by min/max). Q1 keeps l_shipdate <= 1998-09-02 only.
+    pub fn scan_filter(&self, source: &dyn TableSource) -> Result<ScanFilter, ExecError> {
+        Ok(match self {
+            BuiltinQuery::Q1 => {
+                let column = projection_of(source, self.name(), &["l_shipdate"])?[0];
+                ScanFilter { ranges: vec![ColumnRange { column, min: None, max: Some(q1::SHIPDATE_DAYS_MAX as i64) }] }
+            }
+            BuiltinQuery::Count | BuiltinQuery::Count11 | BuiltinQuery::Sum4 | BuiltinQuery::Needle(_) => ScanFilter::none(),
+        })
     }
 
     /// The query as SQL, for the report and for comparing with other engines.

@@ -12,6 +12,7 @@ pub mod error;
 pub mod row_group;
 pub mod segment;
 pub mod stats;
+pub mod table_reader;
 
 pub use column_type::ColumnType;
 pub use error::{ColumnRef, ColumnStoreError, Location};

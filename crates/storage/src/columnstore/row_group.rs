@@ -393,6 +393,21 @@ impl<'a> RowGroupReader<'a> {
             });
         }
         let segment = &self.bytes[entry.segment_offset_bytes as usize..end as usize];
+        self.decode_column_bytes(column, segment)
+    }
+
+    /// Decodes column `column` from its segment's bytes read elsewhere (a scan that reads
+    /// only some columns), with the same checks as `read_column`: the segment's checksum,
+    /// and its header against this row group's directory.
+    pub fn decode_column_bytes(&self, column: usize, segment: &[u8]) -> Result<ArrayRef, ColumnStoreError> {
+        if column >= self.columns.len() {
+            return Err(ColumnStoreError::ColumnOutOfRange { column, column_count: self.columns.len() });
+        }
+        let entry = &self.columns[column];
+        let location = self.column_location(column);
+        if segment.len() as u64 != entry.segment_bytes {
+            return Err(ColumnStoreError::Truncated { location, what: "segment", needed_bytes: entry.segment_bytes, available_bytes: segment.len() as u64 });
+        }
         let (header, array) = decode_segment_at(segment, &location)?;
         let corrupt = |detail: String| ColumnStoreError::Corrupt { location: location.clone(), what: "segment header vs directory", detail };
         if header.column_type != entry.column_type {

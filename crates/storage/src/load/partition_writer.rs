@@ -12,7 +12,7 @@ use crate::error::StorageError;
 use crate::page::header::seal;
 use crate::page::{Lsn, PageId, PAGE_SIZE_BYTES};
 use crate::placement::{round_up_to_extent, Stripe};
-use crate::table_meta::{DataFileMeta, FilegroupMeta, PartitionMeta};
+use crate::table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, RowGroupMeta};
 
 use super::batch_encoder::PagesMessage;
 
@@ -111,6 +111,9 @@ struct PartitionState {
     files: Vec<Option<DataFile>>,
     page_count: u64,
     row_count: u64,
+    /// Column store partitions: the row groups written, each also one run.
+    row_groups: Vec<RowGroupMeta>,
+    row_group_runs: Vec<PageRun>,
 }
 
 pub struct PartitionWriter {
@@ -144,6 +147,8 @@ impl PartitionWriter {
                 files: (0..file_slots).map(|_| None).collect(),
                 page_count: 0,
                 row_count: 0,
+                row_groups: Vec::new(),
+                row_group_runs: Vec::new(),
             })
             .collect();
         PartitionWriter { plan, partitions, buffer_bytes, created: Vec::new(), pages_written_total: 0, bytes_written_total: 0 }
@@ -181,6 +186,47 @@ impl PartitionWriter {
             self.bytes_written_total += PAGE_SIZE_BYTES as u64;
         }
         self.partitions[p].row_count += message.row_count;
+        Ok(())
+    }
+
+    /// Appends one encoded column store row group (`bytes`, a multiple of 8192, with its
+    /// own checksums: nothing is sealed) to partition `partition`. A row group is never
+    /// striped: it lands whole in one file, row groups going round-robin over the volumes,
+    /// so each is one contiguous range a scan can read column by column.
+    pub fn write_row_group(&mut self, partition: u32, bytes: &[u8], row_count: u64, metadata_bytes: u64) -> Result<(), StorageError> {
+        assert_eq!(bytes.len() % PAGE_SIZE_BYTES, 0, "row groups are padded to whole pages");
+        let p = partition as usize;
+        debug_assert!(p < self.partitions.len());
+        let slot = (self.partitions[p].row_groups.len() % self.plan.volumes.len()) as u32;
+        if self.partitions[p].files[slot as usize].is_none() {
+            let f = self.create_file(partition, slot)?;
+            self.partitions[p].files[slot as usize] = Some(f);
+        }
+        let Some(file) = self.partitions[p].files[slot as usize].as_mut() else {
+            return Err(StorageError::Worker("data file missing after create".into()));
+        };
+        let page_count = (bytes.len() / PAGE_SIZE_BYTES) as u64;
+        if let Some(limit) = self.plan.fault_after_pages {
+            if self.pages_written_total + page_count > limit {
+                return Err(StorageError::DiskFull { path: file.path.clone() });
+            }
+        }
+        let first_index = file.pages_written;
+        let first_index_u32 = u32::try_from(first_index + page_count)
+            .map_err(|_| StorageError::InvalidArgument(format!("data file {} would exceed 2^32 pages (32 TB): use more partitions", file.path.display())))?;
+        for (i, page) in bytes.chunks_exact(PAGE_SIZE_BYTES).enumerate() {
+            file.append(first_index + i as u64, page)?;
+        }
+        let offset_bytes = first_index * PAGE_SIZE_BYTES as u64;
+        let catalog_path = file.catalog_path.clone();
+        let first_page_id = PageId::new(file.file_id, first_index_u32 - page_count as u32).0;
+        let state = &mut self.partitions[p];
+        state.row_groups.push(RowGroupMeta { file: catalog_path.clone(), offset_bytes, total_bytes: bytes.len() as u64, metadata_bytes, row_count });
+        state.row_group_runs.push(PageRun { file: catalog_path, offset_bytes, page_count: page_count as u32, first_page_id });
+        state.page_count += page_count;
+        state.row_count += row_count;
+        self.pages_written_total += page_count;
+        self.bytes_written_total += bytes.len() as u64;
         Ok(())
     }
 
@@ -251,10 +297,15 @@ impl PartitionWriter {
             // Runs need a path per stripe slot; slots without a file hold no pages.
             let slot_ids: Vec<u32> = state.files.iter().map(|f| f.as_ref().map_or(0, |f| f.file_id)).collect();
             let slot_paths: Vec<String> = state.files.iter().map(|f| f.as_ref().map_or(String::new(), |f| f.catalog_path.clone())).collect();
-            let runs = state.stripe.runs(state.page_count, &slot_ids, &slot_paths);
+            let runs = if state.row_groups.is_empty() {
+                state.stripe.runs(state.page_count, &slot_ids, &slot_paths)
+            } else {
+                state.row_group_runs.clone()
+            };
+            let row_groups = state.row_groups.clone();
             debug_assert!(runs.iter().all(|r| !r.file.is_empty()));
             filegroups.push(FilegroupMeta { index: p as u32, files: fg_files });
-            partitions.push(PartitionMeta { index: p as u32, row_count: state.row_count, page_count: state.page_count, filegroup: p as u32, runs });
+            partitions.push(PartitionMeta { index: p as u32, row_count: state.row_count, page_count: state.page_count, filegroup: p as u32, runs, row_groups });
             row_count += state.row_count;
         }
         for v in &self.plan.volumes {

@@ -1,0 +1,91 @@
+//! A plain reader of a column store table's row groups (pread, one row group at a time):
+//! for rebuilds, tools, tests and checks. The scan at device speed, which reads only the
+//! needed columns, lives in flashscan-exec (`columnstore_source`).
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use arrow::array::RecordBatch;
+
+use super::row_group::RowGroupReader;
+use crate::database::Database;
+use crate::error::StorageError;
+use crate::table_meta::{PartitionMeta, RowGroupMeta, TableMeta};
+
+/// Reads `length` bytes at `offset` of `path`, or says the file is too short.
+pub fn read_exact_at(file: &File, path: &Path, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
+    let mut bytes = vec![0u8; length as usize];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let got = file.read_at(&mut bytes[filled..], offset + filled as u64).map_err(|e| StorageError::io("reading", path, e))?;
+        if got == 0 {
+            let actual = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            return Err(StorageError::FileTruncated { file: path.to_path_buf(), expected_bytes: offset + length, actual_bytes: actual });
+        }
+        filled += got;
+    }
+    Ok(bytes)
+}
+
+/// Reads a row group's metadata (header, directory, names) and checks it opens (checksum)
+/// and agrees with the catalog. Returns the bytes, for `RowGroupReader::open`.
+pub fn read_row_group_metadata(db: &Database, table: &TableMeta, row_group: &RowGroupMeta) -> Result<Vec<u8>, StorageError> {
+    let path = db.resolve(&row_group.file);
+    let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
+    let bytes = read_exact_at(&file, &path, row_group.offset_bytes, row_group.metadata_bytes)?;
+    let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
+    check_against_catalog(&reader, table, row_group, &path)?;
+    Ok(bytes)
+}
+
+/// The row group's header must say what the catalog says: same rows, same size, same
+/// columns in the same order with the same types. A mismatch is a wrong or stale file.
+pub fn check_against_catalog(reader: &RowGroupReader, table: &TableMeta, row_group: &RowGroupMeta, path: &Path) -> Result<(), StorageError> {
+    let corrupt = |reason: String| StorageError::PageCorrupt { file: path.to_path_buf(), page_id: 0, offset_bytes: row_group.offset_bytes, reason };
+    if reader.row_count() as u64 != row_group.row_count || reader.total_bytes() != row_group.total_bytes {
+        return Err(corrupt(format!(
+            "row group holds {} rows in {} bytes, the catalog says {} rows in {} bytes",
+            reader.row_count(),
+            reader.total_bytes(),
+            row_group.row_count,
+            row_group.total_bytes
+        )));
+    }
+    let expected = table.arrow_schema();
+    let found = reader.schema();
+    if found.fields().len() != expected.fields().len() {
+        return Err(corrupt(format!("row group has {} columns, the table {}", found.fields().len(), expected.fields().len())));
+    }
+    for (f, e) in found.fields().iter().zip(expected.fields()) {
+        if f.name() != e.name() || f.data_type() != e.data_type() {
+            return Err(corrupt(format!("row group column {} {} does not match the table's {} {}", f.name(), f.data_type(), e.name(), e.data_type())));
+        }
+    }
+    Ok(())
+}
+
+/// Reads the row groups of one partition in order, handing `on_batch` one batch of the
+/// projected columns per row group.
+pub fn read_partition_row_groups(
+    db: &Database,
+    table: &TableMeta,
+    partition: &PartitionMeta,
+    projection: &[usize],
+    on_batch: &mut dyn FnMut(RecordBatch) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    for column in projection {
+        if *column >= table.columns.len() {
+            return Err(StorageError::InvalidArgument(format!("column {column} out of range: table {} has {}", table.name, table.columns.len())));
+        }
+    }
+    for row_group in &partition.row_groups {
+        let path = db.resolve(&row_group.file);
+        let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
+        let bytes = read_exact_at(&file, &path, row_group.offset_bytes, row_group.total_bytes)?;
+        let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
+        check_against_catalog(&reader, table, row_group, &path)?;
+        on_batch(reader.read_columns(projection)?)?;
+    }
+    Ok(())
+}
