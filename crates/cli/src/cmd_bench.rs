@@ -5,10 +5,14 @@ pub enum BenchCommand {
     /// The CPU cost of I/O (seed 002): µs per page for scans at 1..323 rows per page, page
     /// eviction, and key lookups at 10..10,000 rows per query, sync vs prefetch.
     Costs(crate::cmd_bench_costs::BenchCostsArgs),
+    /// Seed 001's table: size, and COUNT of 11 columns / SUM of 4 cold and warm, for the
+    /// heap, row, page, columnstore and columnstore_archive formats of one table.
+    Compression(crate::cmd_bench_compression::BenchCompressionArgs),
 }
 
 pub fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Costs(args) => crate::cmd_bench_costs::run_bench_costs(args),
+        BenchCommand::Compression(args) => crate::cmd_bench_compression::run(args),
     }
 }

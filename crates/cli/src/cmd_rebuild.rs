@@ -24,6 +24,9 @@ pub struct RebuildArgs {
     /// Column store only: rows per row group (default 1048576, like SQL Server's).
     #[arg(long, value_name = "ROWS")]
     pub row_group_rows: Option<usize>,
+    /// Write the rebuilt rows into a new table of this name and keep TABLE as it is.
+    #[arg(long, value_name = "NEW_TABLE")]
+    pub into: Option<String>,
 }
 
 pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
@@ -48,7 +51,7 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
             );
         }
     };
-    let options = RebuildOptions { fault_after_pages, row_group_rows: args.row_group_rows, progress: Some(&progress) };
+    let options = RebuildOptions { fault_after_pages, row_group_rows: args.row_group_rows, into_table: args.into.clone(), progress: Some(&progress) };
     let r = rebuild_table(&args.db, &args.table, target, &options).map_err(storage_error)?;
     let ratio = if r.old_size_bytes == 0 { 0.0 } else { r.new_size_bytes as f64 / r.old_size_bytes as f64 };
     println!(

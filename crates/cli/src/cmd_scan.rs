@@ -57,7 +57,7 @@ pub struct ScanArgs {
     pub json: bool,
 }
 
-fn exec_error(e: ExecError) -> anyhow::Error {
+pub(crate) fn exec_error(e: ExecError) -> anyhow::Error {
     if e.is_bad_input() {
         bad_input(e.to_string())
     } else {

@@ -5,6 +5,7 @@
 use clap::{Parser, Subcommand};
 
 mod cmd_bench;
+mod cmd_bench_compression;
 mod cmd_bench_costs;
 mod cmd_demo;
 mod cmd_index;

@@ -11,6 +11,7 @@
 //! - [`check`]: the same files read raw, beside the scan, for the efficiency verdict;
 //! - [`report`] / [`report_json`]: where the time went, collected once, printed by others.
 
+pub mod bench_compression;
 pub mod cache;
 pub mod check;
 pub mod chunk;

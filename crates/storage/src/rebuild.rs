@@ -73,6 +73,10 @@ pub struct RebuildOptions<'a> {
     pub fault_after_pages: Option<u64>,
     /// Column store only: rows per row group (default `ROW_GROUP_ROWS_DEFAULT`, ~1M).
     pub row_group_rows: Option<usize>,
+    /// Write the rows into this table instead (created, or replaced if it exists), and
+    /// keep the source table as it is: `CREATE TABLE … AS` in another format, used by
+    /// `bench compression` to hold one copy per format.
+    pub into_table: Option<String>,
     pub progress: Option<&'a (dyn Fn(RebuildProgress) + Sync)>,
 }
 
@@ -120,6 +124,19 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
             return Err(StorageError::InvalidArgument(format!("--row-group-rows {rows}: choose 1..={ROW_GROUP_ROWS_MAX}")));
         }
     }
+    let target_name = options.into_table.as_deref().map_or_else(|| old.name.clone(), str::to_ascii_lowercase);
+    if !crate::load::valid_table_name(&target_name) {
+        return Err(StorageError::InvalidArgument(format!("table name {target_name:?}: use letters, digits and _")));
+    }
+    // What the commit makes unreferenced: the rebuilt table's own old files, or those of
+    // the table replaced by `into_table`.
+    let replaced = catalog.tables.get(&target_name).cloned();
+    if replaced.as_ref().is_some_and(|r| r.name != old.name && r.source != format!("rebuild of {}", old.name)) {
+        return Err(StorageError::InvalidArgument(format!(
+            "table {target_name} exists and was not made from {} by a rebuild; flashscan will not replace it",
+            old.name
+        )));
+    }
     let partition_count = old.partitions.len() as u32;
     if partition_count == 0 {
         return Err(StorageError::InvalidArgument(format!("table {} has no partitions", old.name)));
@@ -133,7 +150,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     let database_id = format!("{:08x}", crc32c::crc32c(std::path::absolute(db_dir).unwrap_or_else(|_| db_dir.to_path_buf()).to_string_lossy().as_bytes()));
     let mut writer = PartitionWriter::new(WritePlan {
         db_dir: db_dir.to_path_buf(),
-        table_name: old.name.clone(),
+        table_name: target_name.clone(),
         partition_count,
         volumes,
         interleave_bytes: old.interleave_bytes,
@@ -172,8 +189,12 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     table.size_bytes = written.size_bytes;
     table.format = target.catalog_name().to_string();
     table.load_lsn = lsn.0;
+    if target_name != old.name {
+        table.name = target_name.clone();
+        table.source = format!("rebuild of {}", old.name);
+    }
     let report = RebuildReport {
-        table: old.name.clone(),
+        table: target_name.clone(),
         old_format: old.format.clone(),
         new_format: table.format.clone(),
         row_count: table.row_count,
@@ -187,13 +208,13 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     next.generation = generation;
     next.next_file_id = next_file_id;
     next.next_lsn = lsn.0 + 1;
-    next.tables.insert(old.name.clone(), table);
+    next.tables.insert(target_name.clone(), table);
     if let Err(e) = next.write_atomic(db_dir) {
         writer.remove_created();
         return Err(e);
     }
-    // Committed: the old files are no longer referenced.
-    for f in &old.files {
+    // Committed: the replaced table's files are no longer referenced.
+    for f in replaced.iter().flat_map(|r| r.files.iter()) {
         let _ = std::fs::remove_file(db.resolve(&f.path));
     }
     Ok(RebuildReport { seconds: started.elapsed().as_secs_f64(), ..report })

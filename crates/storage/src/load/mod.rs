@@ -149,6 +149,11 @@ fn validate_options(options: &LoadOptions) -> Result<(), StorageError> {
     Ok(())
 }
 
+/// Table names are letters, digits and `_` (they become file names).
+pub fn valid_table_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Loads one table into the database at `db_dir` and commits it to the catalog.
 pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> Result<LoadReport, StorageError> {
     let started = Instant::now();
@@ -157,7 +162,7 @@ pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> 
     let _lock = lock_database(db_dir)?;
     let catalog = Catalog::read(db_dir)?;
     let name = source.name.to_ascii_lowercase();
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+    if !valid_table_name(&name) {
         return Err(StorageError::InvalidArgument(format!("table name {:?}: use letters, digits and _ (pass --table NAME)", source.name)));
     }
     let old_table = catalog.tables.get(&name).cloned();
