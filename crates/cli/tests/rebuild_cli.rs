@@ -67,7 +67,10 @@ fn bad_inputs_and_faults_keep_the_table() {
     assert_bad_input(&flashscan(&["rebuild", p(&db), "orders", "--compression", "zip"]), "--compression");
     assert_bad_input(&flashscan(&["rebuild", p(&db), "nosuch", "--compression", "page"]), "unknown table");
     assert_bad_input(&flashscan(&["rebuild", p(&tmp.path().join("nodb")), "orders", "--compression", "page"]), "not a flashscan database");
-    assert_bad_input(&flashscan(&["rebuild", p(&db), "orders", "--compression", "columnstore"]), "not built yet");
+    assert_bad_input(&flashscan(&["rebuild", p(&db), "orders", "--compression", "columnstore", "--row-group-rows", "0"]), "--row-group-rows");
+    assert_bad_input(&flashscan(&["rebuild", p(&db), "orders", "--compression", "page", "--into", "bad-name"]), "table name");
+    let o = flashscan_env(&["rebuild", p(&db), "orders", "--compression", "columnstore", "--row-group-rows", "1000"], "FLASHSCAN_FAULT_AFTER_PAGES", "3");
+    assert_bad_input(&o, "disk full");
     let o = flashscan_env(&["rebuild", p(&db), "orders", "--compression", "page"], "FLASHSCAN_FAULT_AFTER_PAGES", "3");
     assert_bad_input(&o, "disk full");
 
@@ -75,4 +78,36 @@ fn bad_inputs_and_faults_keep_the_table() {
     assert_eq!(std::fs::read(db.join("catalog.json")).unwrap(), catalog, "catalog unchanged");
     let o = flashscan(&["partitions", p(&db), "orders", "--verify"]);
     assert!(o.status.success(), "old table still reads: {}", stderr(&o));
+}
+
+#[test]
+fn rebuild_into_a_column_store_copy_keeps_the_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "orders,lineitem", "--partitions", "2"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = flashscan(&["rebuild", p(&db), "lineitem", "--compression", "columnstore", "--into", "lineitem_cs", "--row-group-rows", "5000"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let scan = |table: &str, query: &str| {
+        let o = flashscan(&["scan", p(&db), table, "--query", query, "--warm", "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    for query in ["count", "sum4", "q1"] {
+        let (heap, cs) = (scan("lineitem", query), scan("lineitem_cs", query));
+        assert_eq!(heap["result"], cs["result"], "{query}");
+        assert_eq!(heap["format"], "heap");
+        assert_eq!(cs["format"], "columnstore");
+        assert!(cs["decode_s"].as_f64().is_some());
+        assert!(cs["row_groups_total"].as_u64().unwrap() >= 2);
+    }
+    let o = flashscan(&["partitions", p(&db), "lineitem_cs", "--verify"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // --into refuses to replace a table that is not a rebuild of the source.
+    let o = flashscan(&["rebuild", p(&db), "lineitem", "--compression", "page", "--into", "orders"]);
+    assert_bad_input(&o, "will not replace");
+    // A second rebuild into the copy replaces it.
+    let o = flashscan(&["rebuild", p(&db), "lineitem", "--compression", "columnstore_archive", "--into", "lineitem_cs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(scan("lineitem_cs", "sum4")["result"], scan("lineitem", "sum4")["result"]);
 }

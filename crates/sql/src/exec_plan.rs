@@ -45,6 +45,8 @@ pub struct ScanSpec {
     pub partitions_pruned: usize,
     /// Filters used to skip partitions, shown by EXPLAIN.
     pub pruning_filters: Vec<String>,
+    /// Column ranges a column store uses to skip row groups by min/max.
+    pub scan_filter: flashscan_exec::ScanFilter,
     pub limit: Option<usize>,
     pub read_options: ReadOptions,
 }
@@ -170,7 +172,7 @@ impl ExecutionPlan for FlashscanExec {
                 }
                 Flow::Continue
             };
-            let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.read_options, &deliver)
+            let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &spec.read_options, &deliver)
                 .map_err(exec_to_datafusion)?;
             unit_metrics.record(&figures);
             scan_log.record_unit(&spec.table.name, &figures);

@@ -6,8 +6,9 @@
 //! when no value in range can pass. The answer to DataFusion is "Inexact": the filter still
 //! runs above the scan on the rows of units that were read.
 //!
-//! Which units have min/max depends on the storage format: the heap keeps none today, so
-//! it reports no filter as usable and reads every partition.
+//! Which units have min/max depends on the storage format: the heap keeps none (only the
+//! hash partition key prunes it); the column store keeps min/max per row group, so its
+//! scans skip row groups (`scan_filter_of`).
 
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
@@ -116,6 +117,60 @@ impl ColumnPredicate {
     }
 }
 
+/// The predicates as ranges in the integer domain the column store keeps min/max in
+/// (integers, dates as days, decimals unscaled at the column's scale), for row group
+/// elimination. Each bound is widened by one unit, so a constant rounded by the cast to the
+/// column's type can never make a row group look empty when it is not: skipping stays
+/// conservative, and the filter still runs above the scan.
+pub fn scan_filter_of(predicates: &[ColumnPredicate], schema: &arrow::datatypes::Schema) -> flashscan_exec::ScanFilter {
+    let mut ranges = Vec::new();
+    for p in predicates {
+        let column = p.column();
+        let Some(field) = schema.fields().get(column) else { continue };
+        let as_i64 = |v: &ScalarValue| integer_domain(v, field.data_type());
+        let (min, max) = match p {
+            ColumnPredicate::Compare { op, value, .. } => {
+                let Some(v) = as_i64(value) else { continue };
+                match op {
+                    Operator::Eq => (Some(v.saturating_sub(1)), Some(v.saturating_add(1))),
+                    Operator::Lt | Operator::LtEq => (None, Some(v.saturating_add(1))),
+                    Operator::Gt | Operator::GtEq => (Some(v.saturating_sub(1)), None),
+                    _ => continue,
+                }
+            }
+            ColumnPredicate::Between { low, high, .. } => match (as_i64(low), as_i64(high)) {
+                (Some(lo), Some(hi)) => (Some(lo.saturating_sub(1)), Some(hi.saturating_add(1))),
+                _ => continue,
+            },
+            ColumnPredicate::InList { values, .. } => {
+                let Some(vs) = values.iter().map(as_i64).collect::<Option<Vec<i64>>>() else { continue };
+                match (vs.iter().min(), vs.iter().max()) {
+                    (Some(lo), Some(hi)) => (Some(lo.saturating_sub(1)), Some(hi.saturating_add(1))),
+                    _ => continue,
+                }
+            }
+        };
+        ranges.push(flashscan_exec::ColumnRange { column, min, max });
+    }
+    flashscan_exec::ScanFilter { ranges }
+}
+
+/// `value` cast to `data_type` and read as the column store's i64 statistic; `None` for
+/// types without integer min/max (strings, floats) or values that do not convert.
+fn integer_domain(value: &ScalarValue, data_type: &arrow::datatypes::DataType) -> Option<i64> {
+    use arrow::datatypes::DataType;
+    if !matches!(data_type, DataType::Int32 | DataType::Int64 | DataType::Date32 | DataType::Decimal128(_, _)) {
+        return None;
+    }
+    let cast = value.cast_to(data_type).ok()?;
+    match cast {
+        ScalarValue::Int32(Some(v)) | ScalarValue::Date32(Some(v)) => Some(v as i64),
+        ScalarValue::Int64(Some(v)) => Some(v),
+        ScalarValue::Decimal128(Some(v), _, _) => i64::try_from(v).ok(),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,6 +197,18 @@ mod tests {
         assert!(predicates_of(&col("a").eq(col("b")), &index).is_none());
         assert!(predicates_of(&col("a").eq(lit(1i64)).or(col("b").eq(lit(1i64))), &index).is_none());
         assert!(predicates_of(&col("zz").eq(lit(1i64)), &index).is_none());
+    }
+
+    #[test]
+    fn column_store_ranges_are_widened_and_typed() {
+        use arrow::datatypes::{DataType, Field, Schema};
+        let schema = Schema::new(vec![Field::new("a", DataType::Date32, false), Field::new("b", DataType::Utf8, false)]);
+        let p = predicates_of(&col("a").lt_eq(lit(ScalarValue::Date32(Some(100)))).and(col("b").eq(lit("x"))), &index).unwrap_or_default();
+        let f = scan_filter_of(&p, &schema);
+        assert_eq!(f.ranges, vec![flashscan_exec::ColumnRange { column: 0, min: None, max: Some(101) }]);
+        let dec = Schema::new(vec![Field::new("a", DataType::Decimal128(15, 2), false)]);
+        let p = predicates_of(&col("a").gt(lit(ScalarValue::Decimal128(Some(5), 15, 1))), &index).unwrap_or_default();
+        assert_eq!(scan_filter_of(&p, &dec).ranges[0].min, Some(49));
     }
 
     #[test]

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use flashscan_exec::scan::ReadConfig;
-use flashscan_exec::{scan_batches, BatchSink, ExecError, PageDecoder, RunSpec, TableSource};
+use flashscan_exec::{scan_batches, BatchSink, ColumnStoreTable, ExecError, PageDecoder, RunSpec, ScanFilter, TableSource};
 use flashscan_io::EngineKind;
-use flashscan_storage::{HeapDecoder, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{Database, HeapDecoder, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::scan_units::ScanUnit;
 
@@ -84,26 +84,33 @@ pub enum Flow {
     Stop,
 }
 
-/// Reads every page of `unit` and calls `deliver` with each decoded batch of the
-/// `projection` columns (indexes into the table's columns). Returns the unit's figures;
+/// Reads every page (or row group) of `unit` and calls `deliver` with each decoded batch
+/// of the `projection` columns (indexes into the table's columns); `filter` lets a column
+/// store skip row groups by min/max (rows are still filtered above). Returns the unit's figures;
 /// a scan stopped early by `Flow::Stop` returns what it had read by then, as far as known.
 pub fn read_unit(
     table: &TableMeta,
     db_dir: &Path,
     unit: &ScanUnit,
     projection: &[usize],
+    filter: &ScanFilter,
     options: &ReadOptions,
     deliver: &(dyn Fn(RecordBatch) -> Flow + Sync),
 ) -> Result<UnitFigures, ExecError> {
-    // "heap", and heap variants (page compression) the heap decoder reads.
-    if !table.format.starts_with("heap") {
-        return Err(ExecError::Storage(format!(
-            "table {} is stored as {:?}, which SQL does not read yet (heap only)",
-            table.name, table.format
-        )));
-    }
     let decoded = Arc::new(DecodedCounts::default());
-    let source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone() };
+    let heap_source;
+    let column_store_db;
+    let column_store_source;
+    let source: &dyn TableSource = if table.is_column_store() {
+        // The unit's row groups only; their metadata is read (and verified) here.
+        column_store_db = Database::open(db_dir)?;
+        let keep = |partition: u32, row_group: usize| partition == unit.partition_index && unit.row_groups.contains(&row_group);
+        column_store_source = ColumnStoreTable::with_selection(&column_store_db, table, &keep)?;
+        &column_store_source
+    } else {
+        heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone() };
+        &heap_source
+    };
     let config = ReadConfig {
         io_size_bytes: options.io_size_bytes,
         queue_depth: options.queue_depth,
@@ -113,7 +120,7 @@ pub fn read_unit(
     };
     let stopped = AtomicBool::new(false);
     let make_sink = |_worker: u32| -> Result<DeliverSink, ExecError> { Ok(DeliverSink { deliver, stopped: &stopped }) };
-    match scan_batches(&source, projection, &config, &make_sink) {
+    match scan_batches(source, projection, filter, &config, &make_sink) {
         Ok((_, stats)) => {
             let t = stats.total();
             Ok(UnitFigures {

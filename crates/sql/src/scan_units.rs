@@ -3,7 +3,8 @@
 //! A scan unit is the pages one execution partition reads: one flashscan partition, or a
 //! slice of one when the table has fewer partitions than the session has cores (so a
 //! one-partition table still keeps every core busy). Slices cut runs at page boundaries,
-//! so every unit still reads in large contiguous I/Os.
+//! so every unit still reads in large contiguous I/Os. Column store partitions are cut
+//! between row groups instead.
 
 use flashscan_storage::{PageRun, PartitionMeta, PAGE_SIZE_BYTES};
 
@@ -23,13 +24,45 @@ pub struct ScanUnit {
     /// Rows in these pages: exact for a whole partition, estimated (pro rata) for a slice.
     pub row_count: u64,
     pub row_count_exact: bool,
+    /// Column store partitions: the row groups (indexes into the partition's
+    /// `row_groups`) this unit reads; `runs` are theirs. Empty for heap tables.
+    pub row_groups: Vec<usize>,
 }
 
 impl ScanUnit {
     pub fn of_partition(p: &PartitionMeta) -> ScanUnit {
         let page_count = p.runs.iter().map(|r| r.page_count as u64).sum();
         debug_assert_eq!(page_count, p.page_count, "partition {} runs and page count disagree", p.index);
-        ScanUnit { partition_index: p.index, runs: p.runs.clone(), page_count, row_count: p.row_count, row_count_exact: true }
+        ScanUnit {
+            partition_index: p.index,
+            runs: p.runs.clone(),
+            page_count,
+            row_count: p.row_count,
+            row_count_exact: true,
+            row_groups: (0..p.row_groups.len()).collect(),
+        }
+    }
+
+    /// A column store unit cut between row groups (a row group is decoded whole by one
+    /// reader); `None` with fewer than two row groups.
+    fn split_row_groups(&self, partition: &PartitionMeta) -> Option<(ScanUnit, ScanUnit)> {
+        if self.row_groups.len() < 2 {
+            return None;
+        }
+        let (a, b) = self.row_groups.split_at(self.row_groups.len() / 2);
+        let half = |groups: &[usize]| {
+            // Row groups and runs correspond one to one (formats.md).
+            let runs: Vec<PageRun> = groups.iter().filter_map(|&g| partition.runs.get(g).cloned()).collect();
+            ScanUnit {
+                partition_index: self.partition_index,
+                page_count: runs.iter().map(|r| r.page_count as u64).sum(),
+                runs,
+                row_count: groups.iter().filter_map(|&g| partition.row_groups.get(g)).map(|g| g.row_count).sum(),
+                row_count_exact: true,
+                row_groups: groups.to_vec(),
+            }
+        };
+        Some((half(a), half(b)))
     }
 
     pub fn bytes(&self) -> u64 {
@@ -65,6 +98,7 @@ impl ScanUnit {
             page_count: pages,
             row_count: rows,
             row_count_exact: false,
+            row_groups: Vec::new(),
         };
         Some((half(first, first_pages, first_rows), half(second, self.page_count - first_pages, self.row_count - first_rows)))
     }
@@ -90,7 +124,12 @@ pub fn plan_units(partitions: &[&PartitionMeta], units_wanted: usize) -> Vec<Sca
     let mut units: Vec<ScanUnit> = partitions.iter().filter(|p| p.page_count > 0).map(|p| ScanUnit::of_partition(p)).collect();
     while units.len() < units_wanted {
         let Some((largest, _)) = units.iter().enumerate().max_by_key(|(_, u)| u.page_count) else { break };
-        let Some((a, b)) = units[largest].split() else { break };
+        let unit = &units[largest];
+        let halves = match partitions.iter().find(|p| p.index == unit.partition_index) {
+            Some(p) if !p.row_groups.is_empty() => unit.split_row_groups(p),
+            _ => unit.split(),
+        };
+        let Some((a, b)) = halves else { break };
         units[largest] = a;
         units.insert(largest + 1, b);
     }

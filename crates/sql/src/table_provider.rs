@@ -17,7 +17,7 @@ use flashscan_storage::{PartitionMeta, TableMeta};
 
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::ScanLog;
-use crate::pruning::{predicates_of, ColumnPredicate, ColumnRange};
+use crate::pruning::{predicates_of, scan_filter_of, ColumnPredicate, ColumnRange};
 use crate::reader::ReadOptions;
 use crate::scan_units::plan_units;
 
@@ -79,7 +79,8 @@ impl FlashscanTable {
         let has_ranges = |c: usize| {
             !self.partition_ranges.is_empty() && self.partition_ranges.iter().all(|p| p.get(c).is_some_and(|r| r.is_some()))
         };
-        predicates.iter().any(|p| has_ranges(p.column()) || self.hash_partitions(p).is_some()).then_some(predicates)
+        let column_store_skips = self.table.is_column_store() && !scan_filter_of(&predicates, &self.schema).ranges.is_empty();
+        (column_store_skips || predicates.iter().any(|p| has_ranges(p.column()) || self.hash_partitions(p).is_some())).then_some(predicates)
     }
 
     /// The partitions (indexes) that can hold rows passing `p`, when `p` pins the
@@ -188,6 +189,7 @@ impl TableProvider for FlashscanTable {
             units,
             partitions_total,
             partitions_pruned,
+            scan_filter: if self.table.is_column_store() { scan_filter_of(&predicates, &self.schema) } else { flashscan_exec::ScanFilter::none() },
             pruning_filters,
             limit,
             read_options: self.read_options,
