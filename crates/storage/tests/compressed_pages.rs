@@ -262,8 +262,8 @@ fn interrupted_rebuild_leaves_the_old_table() {
     let (before_lines, before) = table_lines(&db_dir, "orders");
     let listing = dir_listing(&db_dir);
     let catalog_before = std::fs::read(db_dir.join("catalog.json")).unwrap();
-    for compression in ["row", "page", "none"] {
-        let options = RebuildOptions { fault_after_pages: Some(5), ..RebuildOptions::default() };
+    for compression in ["row", "page", "none", "columnstore", "columnstore_archive"] {
+        let options = RebuildOptions { fault_after_pages: Some(5), row_group_rows: Some(2000), ..RebuildOptions::default() };
         let err = rebuild_table(&db_dir, "orders", RebuildTarget::parse(compression).unwrap(), &options).unwrap_err();
         assert!(err.to_string().contains("disk full"), "{err}");
         assert_eq!(dir_listing(&db_dir), listing, "partial files left behind");
@@ -272,7 +272,6 @@ fn interrupted_rebuild_leaves_the_old_table() {
         assert_eq!(t, before);
         assert!(lines == before_lines);
     }
-    assert!(rebuild_table(&db_dir, "orders", RebuildTarget::parse("columnstore").unwrap(), &RebuildOptions::default()).is_err());
     assert!(RebuildTarget::parse("zip").is_err());
     assert_eq!(dir_listing(&db_dir), listing);
 }
