@@ -14,6 +14,7 @@ mod cmd_bench;
 mod cmd_bench_compression;
 mod cmd_bench_costs;
 mod cmd_demo;
+mod cmd_drop;
 mod cmd_index;
 mod cmd_io;
 mod cmd_load;
@@ -48,6 +49,8 @@ enum Command {
     Scan(cmd_scan::ScanArgs),
     /// Rebuild a table as heap, row or page compressed, column store or column store archive.
     Rebuild(cmd_rebuild::RebuildArgs),
+    /// Drop a table: out of the catalog (atomically), then its files removed.
+    Drop(cmd_drop::DropArgs),
     /// Create B+tree indexes.
     #[command(subcommand)]
     Index(cmd_index::IndexCommand),
@@ -74,6 +77,7 @@ fn main() {
         Command::Partitions(a) => cmd_partitions::run(a),
         Command::Scan(a) => cmd_scan::run(a),
         Command::Rebuild(a) => cmd_rebuild::run(a),
+        Command::Drop(a) => cmd_drop::run(a),
         Command::Index(c) => cmd_index::run(c),
         Command::Lookup(a) => cmd_lookup::run(a),
         Command::Stats(a) => cmd_stats::run(a),

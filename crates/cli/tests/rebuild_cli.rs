@@ -110,4 +110,12 @@ fn rebuild_into_a_column_store_copy_keeps_the_source() {
     let o = flashscan(&["rebuild", p(&db), "lineitem", "--compression", "columnstore_archive", "--into", "lineitem_cs"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(scan("lineitem_cs", "sum4")["result"], scan("lineitem", "sum4")["result"]);
+    // Drop removes the copy and its files, and leaves the source.
+    let files_before = std::fs::read_dir(&db).unwrap().count();
+    let o = flashscan(&["drop", p(&db), "lineitem_cs"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_dir(&db).unwrap().count() < files_before);
+    assert_bad_input(&flashscan(&["scan", p(&db), "lineitem_cs"]), "unknown table");
+    assert_bad_input(&flashscan(&["drop", p(&db), "lineitem_cs"]), "unknown table");
+    assert!(flashscan(&["scan", p(&db), "lineitem"]).status.success());
 }
