@@ -20,7 +20,7 @@ use arrow::array::ArrayRef;
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use flashscan_storage::columnstore::table_reader::read_row_group_metadata;
-use flashscan_storage::columnstore::{RowGroupReader, SegmentStats, StatValue};
+use flashscan_storage::columnstore::{RowGroupReader, SegmentStats, StatValue, VecPool};
 use flashscan_storage::{Database, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::chunk::Chunk;
@@ -235,6 +235,8 @@ impl TableSource for ColumnStoreTable<'_> {
             projection: projection.to_vec(),
             schema: Arc::new(Schema::new(fields)),
             pending: HashMap::new(),
+            pool: VecPool::default(),
+            gather_pool: Vec::new(),
         }))
     }
 }
@@ -253,7 +255,14 @@ struct RowGroupDecoder {
     projection: Vec<usize>,
     schema: SchemaRef,
     pending: HashMap<u64, PendingGroup>,
+    /// Value vectors of batches the sink is done with, decoded into again.
+    pool: VecPool,
+    /// Buffers segments split over several reads were gathered in, reused.
+    gather_pool: Vec<Vec<u8>>,
 }
+
+/// Gather buffers a decoder keeps for reuse.
+const GATHER_BUFFERS_MAX: usize = 8;
 
 impl RowGroupDecoder {
     fn corrupt(group: &RowGroupInfo, what: String) -> ExecError {
@@ -305,16 +314,26 @@ impl ChunkDecoder for RowGroupDecoder {
             }
             let array = if from == start && to == end {
                 // The whole segment is in this read: decode in place, no copy.
-                reader.decode_column_bytes(column, &bytes[(start - chunk_start) as usize..(end - chunk_start) as usize])
+                reader.decode_column_bytes_pooled(column, &bytes[(start - chunk_start) as usize..(end - chunk_start) as usize], &mut self.pool)
             } else {
-                let (buffer, filled) = pending.partial[slot].get_or_insert_with(|| (vec![0u8; length as usize], 0));
+                let gather_pool = &mut self.gather_pool;
+                let (buffer, filled) = pending.partial[slot].get_or_insert_with(|| {
+                    // Every byte is copied in before the segment is decoded: stale bytes never show.
+                    let mut buffer = gather_pool.pop().unwrap_or_default();
+                    buffer.resize(length as usize, 0);
+                    (buffer, 0)
+                });
                 buffer[(from - start) as usize..(to - start) as usize].copy_from_slice(&bytes[(from - chunk_start) as usize..(to - chunk_start) as usize]);
                 *filled += to - from;
                 if *filled < length {
                     continue;
                 }
                 let gathered = pending.partial[slot].take().map(|(b, _)| b).unwrap_or_default();
-                reader.decode_column_bytes(column, &gathered)
+                let decoded = reader.decode_column_bytes_pooled(column, &gathered, &mut self.pool);
+                if self.gather_pool.len() < GATHER_BUFFERS_MAX {
+                    self.gather_pool.push(gathered);
+                }
+                decoded
             }
             .map_err(flashscan_storage::StorageError::from)?;
             if array.len() != row_count {
@@ -329,7 +348,14 @@ impl ChunkDecoder for RowGroupDecoder {
         let Some(done) = self.pending.remove(&chunk.tag) else { return Ok(0) };
         let arrays: Vec<ArrayRef> = done.arrays.into_iter().flatten().collect();
         let options = RecordBatchOptions::new().with_row_count(Some(row_count));
-        emit(&RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?)?;
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?;
+        emit(&batch)?;
+        // The sink is done with the batch: its vectors take the next row group's values.
+        let columns = batch.columns().to_vec();
+        drop(batch);
+        for column in columns {
+            self.pool.recycle(column);
+        }
         Ok(group.row_count)
     }
 

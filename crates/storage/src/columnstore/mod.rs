@@ -13,6 +13,7 @@ pub mod row_group;
 pub mod segment;
 pub mod stats;
 pub mod table_reader;
+pub mod vec_pool;
 
 pub use column_type::ColumnType;
 pub use error::{ColumnRef, ColumnStoreError, Location};
@@ -22,6 +23,7 @@ pub use row_group::{
 };
 pub use segment::{decode_segment, encode_segment, EncodedSegment, SegmentOptions};
 pub use stats::{SegmentStats, StatValue};
+pub use vec_pool::VecPool;
 
 pub use crate::compression::CodecId;
 

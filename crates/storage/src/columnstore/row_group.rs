@@ -11,7 +11,8 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 
 use super::column_type::ColumnType;
 use super::error::{ColumnRef, ColumnStoreError, Location};
-use super::segment::{decode_segment_at, encode_segment, EncodedSegment, SegmentOptions};
+use super::segment::{decode_segment_pooled, encode_segment, EncodedSegment, SegmentOptions};
+use super::vec_pool::VecPool;
 use super::stats::{SegmentStats, StatValue};
 use super::{COLUMN_COUNT_MAX, ROW_GROUP_ROWS_DEFAULT, ROW_GROUP_ROWS_MAX};
 use crate::compression::reader::{u16_at, u32_at, u64_at};
@@ -400,6 +401,11 @@ impl<'a> RowGroupReader<'a> {
     /// only some columns), with the same checks as `read_column`: the segment's checksum,
     /// and its header against this row group's directory.
     pub fn decode_column_bytes(&self, column: usize, segment: &[u8]) -> Result<ArrayRef, ColumnStoreError> {
+        self.decode_column_bytes_pooled(column, segment, &mut VecPool::default())
+    }
+
+    /// `decode_column_bytes`, decoding into vectors recycled through `pool`.
+    pub fn decode_column_bytes_pooled(&self, column: usize, segment: &[u8], pool: &mut VecPool) -> Result<ArrayRef, ColumnStoreError> {
         if column >= self.columns.len() {
             return Err(ColumnStoreError::ColumnOutOfRange { column, column_count: self.columns.len() });
         }
@@ -408,7 +414,7 @@ impl<'a> RowGroupReader<'a> {
         if segment.len() as u64 != entry.segment_bytes {
             return Err(ColumnStoreError::Truncated { location, what: "segment", needed_bytes: entry.segment_bytes, available_bytes: segment.len() as u64 });
         }
-        let (header, array) = decode_segment_at(segment, &location)?;
+        let (header, array) = decode_segment_pooled(segment, &location, pool)?;
         let corrupt = |detail: String| ColumnStoreError::Corrupt { location: location.clone(), what: "segment header vs directory", detail };
         if header.column_type != entry.column_type {
             return Err(corrupt(format!("type {:?} vs {:?}", header.column_type, entry.column_type)));

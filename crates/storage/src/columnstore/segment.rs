@@ -14,6 +14,7 @@ use arrow::datatypes::{ArrowPrimitiveType, DataType};
 
 use super::column_type::ColumnType;
 use super::error::{ColumnRef, ColumnStoreError, Location};
+use super::vec_pool::{Pooled, VecPool};
 use super::stats::{SegmentStats, StatValue};
 use super::{ROW_GROUP_ROWS_MAX, SEGMENT_RAW_BODY_BYTES_MAX, ZSTD_LEVEL};
 use crate::compression::reader::{u16_at, u32_at, u64_at};
@@ -404,6 +405,11 @@ pub fn read_segment_header(bytes: &[u8], location: &Location) -> Result<SegmentH
 
 /// Decodes one verified segment into an Arrow array of `header.column_type`.
 pub fn decode_segment_at(bytes: &[u8], location: &Location) -> Result<(SegmentHeader, ArrayRef), ColumnStoreError> {
+    decode_segment_pooled(bytes, location, &mut VecPool::default())
+}
+
+/// `decode_segment_at`, decoding integer columns into vectors taken from `pool`.
+pub fn decode_segment_pooled(bytes: &[u8], location: &Location, pool: &mut VecPool) -> Result<(SegmentHeader, ArrayRef), ColumnStoreError> {
     let header = read_segment_header(bytes, location)?;
     let corrupt = |what: &'static str, detail: String| ColumnStoreError::Corrupt { location: location.clone(), what, detail };
     let codec_error = |error: CodecError| ColumnStoreError::from_codec(location.clone(), error);
@@ -440,11 +446,11 @@ pub fn decode_segment_at(bytes: &[u8], location: &Location) -> Result<(SegmentHe
     };
 
     let array: ArrayRef = match header.column_type {
-        ColumnType::Int32 => Arc::new(Int32Array::new(decode_integer_values(header.codec, payload, value_count).map_err(codec_error)?, nulls)),
-        ColumnType::Int64 => Arc::new(Int64Array::new(decode_integer_values(header.codec, payload, value_count).map_err(codec_error)?, nulls)),
-        ColumnType::Date32 => Arc::new(Date32Array::new(decode_integer_values(header.codec, payload, value_count).map_err(codec_error)?, nulls)),
+        ColumnType::Int32 => Arc::new(Int32Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)),
+        ColumnType::Int64 => Arc::new(Int64Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)),
+        ColumnType::Date32 => Arc::new(Date32Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)),
         ColumnType::Decimal128 { precision, scale } => Arc::new(
-            Decimal128Array::new(decode_integer_values(header.codec, payload, value_count).map_err(codec_error)?, nulls)
+            Decimal128Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)
                 .with_precision_and_scale(precision, scale)?,
         ),
         ColumnType::Float64 => {
@@ -468,13 +474,15 @@ pub fn decode_segment_at(bytes: &[u8], location: &Location) -> Result<(SegmentHe
     Ok((header, array))
 }
 
-/// Decodes straight into the buffer the Arrow array will own: one allocation per segment.
-fn decode_integer_values<T: IntegerNative + ArrowNativeType>(
+/// Decodes straight into the buffer the Arrow array will own, taken from `pool` (so not
+/// cleared: every codec writes all `value_count` values or fails).
+fn decode_integer_values<T: IntegerNative + ArrowNativeType + Pooled>(
     codec: CodecId,
     payload: &[u8],
     value_count: usize,
+    pool: &mut VecPool,
 ) -> Result<ScalarBuffer<T>, CodecError> {
-    let mut values = vec![T::default(); value_count];
+    let mut values = pool.take::<T>(value_count);
     decode_integers(codec, payload, &mut values)?;
     Ok(ScalarBuffer::from(values))
 }

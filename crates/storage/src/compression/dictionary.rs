@@ -78,19 +78,34 @@ impl IntegerCodec for Dictionary {
         }
         let mut entries = vec![T::default(); entry_count];
         bitpack::decode_length_prefixed(&mut reader, &mut entries, "dictionary entries")?;
-        // Codes are below DICTIONARY_ENTRIES_MAX, so they decode into i32 scratch: one
-        // allocation per segment, not per value, at half the memory traffic of i64.
-        let mut codes = vec![0i32; out.len()];
-        bitpack::decode_length_prefixed(&mut reader, &mut codes, "dictionary codes")?;
+        // Codes are below DICTIONARY_ENTRIES_MAX, so they decode into i32 scratch at half the
+        // memory traffic of i64. The scratch is the thread's, reused segment after segment:
+        // a fresh 4 MB vector per segment cost more in page faults than the decode itself.
+        CODES_SCRATCH.with_borrow_mut(|codes| Self::gather(&mut reader, codes, &entries, out))?;
         if reader.remaining_bytes() != 0 {
             return Err(CodecError::corrupt("dictionary payload", format!("{} trailing bytes", reader.remaining_bytes())));
         }
+        Ok(())
+    }
+}
+
+thread_local! {
+    static CODES_SCRATCH: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Dictionary {
+    /// Decodes the codes into `codes` (resized, contents overwritten) and gathers `out`.
+    fn gather<T: IntegerNative>(reader: &mut ByteReader<'_>, codes: &mut Vec<i32>, entries: &[T], out: &mut [T]) -> Result<(), CodecError> {
+        // Stale codes are overwritten: bitpack decodes every one of `out.len()` or fails.
+        codes.resize(out.len(), 0);
+        bitpack::decode_length_prefixed(reader, codes, "dictionary codes")?;
+        let entry_count = entries.len();
         // One branch-free pass validates every code, so the gather below cannot go out of bounds.
         let code_max = codes.iter().fold(0u32, |max, code| max.max(*code as u32));
         if !codes.is_empty() && code_max as usize >= entry_count {
             return Err(CodecError::corrupt("dictionary code", format!("{code_max} for {entry_count} entries")));
         }
-        for (value, code) in out.iter_mut().zip(&codes) {
+        for (value, code) in out.iter_mut().zip(codes.iter()) {
             *value = entries[*code as u32 as usize];
         }
         Ok(())
