@@ -4,7 +4,8 @@
 //! for), cold and warm: elapsed, MB/s read, rows/s, CPU % and decode time.
 //!
 //! Each format lives in a copy of the table, `TABLE__FORMAT`, made by a rebuild into a new
-//! table (the user's table is never changed) and kept for later runs. Runs are interleaved
+//! table (the user's table is never changed) and kept for later runs (`flashscan drop`
+//! removes them); the table's own format is measured on the table itself. Runs are interleaved
 //! (round by round, every format in turn) so drift in the device's rate hits all formats
 //! alike; each figure is the median over the rounds.
 
@@ -108,10 +109,13 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
 
     let mut sizes = Vec::new();
     for (format, target) in &targets {
-        let copy = copy_name(&source_meta.name, format);
+        // The table itself when it is already in this format; a copy otherwise.
+        let copy = if source_meta.format == target.catalog_name() { source_meta.name.clone() } else { copy_name(&source_meta.name, format) };
         let db = Database::open(db_dir)?;
         let existing = db.catalog().tables.get(&copy).filter(|t| t.row_count == source_meta.row_count && t.format == target.catalog_name());
-        let rebuild_s = if existing.is_some() && !options.rebuild {
+        let rebuild_s = if copy == source_meta.name {
+            None
+        } else if existing.is_some() && !options.rebuild {
             progress(&format!("{format}: reusing table {copy}"));
             None
         } else {

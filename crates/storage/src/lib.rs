@@ -18,6 +18,7 @@ pub mod error;
 pub mod heap_decoder;
 pub mod heap_reader;
 pub mod load;
+pub mod orphans;
 pub mod page;
 pub mod partitioning;
 pub mod placement;

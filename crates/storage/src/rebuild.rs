@@ -118,6 +118,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     // Re-read under the lock: another writer may have committed since `open`.
     let db = Database::open(db.dir())?;
     let catalog: Catalog = db.catalog().clone();
+    crate::orphans::remove_orphans(db_dir, &catalog);
     let old = db.table(table_name)?.clone();
     if let Some(rows) = options.row_group_rows {
         if rows == 0 || rows > ROW_GROUP_ROWS_MAX {

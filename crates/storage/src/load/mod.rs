@@ -161,6 +161,7 @@ pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> 
     create_or_open_database_dir(db_dir)?;
     let _lock = lock_database(db_dir)?;
     let catalog = Catalog::read(db_dir)?;
+    crate::orphans::remove_orphans(db_dir, &catalog);
     let name = source.name.to_ascii_lowercase();
     if !valid_table_name(&name) {
         return Err(StorageError::InvalidArgument(format!("table name {:?}: use letters, digits and _ (pass --table NAME)", source.name)));
