@@ -4,6 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+use rustyline::config::Configurer;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 
