@@ -55,11 +55,41 @@ fn collect(e: &Expr, column_index: &dyn Fn(&str) -> Option<usize>, out: &mut Vec
             out.push(ColumnPredicate::Between { column, low: literal_of(low)?, high: literal_of(high)? });
             Some(())
         }
+        // `a = 1 OR a = 7` (DataFusion rewrites short IN lists so): an IN list on one column.
+        Expr::BinaryExpr(BinaryExpr { op: Operator::Or, .. }) => {
+            let (column, values) = equalities_of(e, column_index)?;
+            out.push(ColumnPredicate::InList { column, values });
+            Some(())
+        }
         Expr::InList(list) if !list.negated => {
             let column = column_of(&list.expr, column_index)?;
             let values = list.list.iter().map(literal_of).collect::<Option<Vec<_>>>()?;
             out.push(ColumnPredicate::InList { column, values });
             Some(())
+        }
+        _ => None,
+    }
+}
+
+/// The column and constants of an OR of equalities (or IN lists) all on one column.
+fn equalities_of(e: &Expr, column_index: &dyn Fn(&str) -> Option<usize>) -> Option<(usize, Vec<ScalarValue>)> {
+    match e {
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Or, right }) => {
+            let (a, mut values) = equalities_of(left, column_index)?;
+            let (b, more) = equalities_of(right, column_index)?;
+            if a != b {
+                return None;
+            }
+            values.extend(more);
+            Some((a, values))
+        }
+        Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) => match (column_of(left, column_index), literal_of(right)) {
+            (Some(c), Some(v)) => Some((c, vec![v])),
+            _ => Some((column_of(right, column_index)?, vec![literal_of(left)?])),
+        },
+        Expr::InList(list) if !list.negated => {
+            let column = column_of(&list.expr, column_index)?;
+            Some((column, list.list.iter().map(literal_of).collect::<Option<Vec<_>>>()?))
         }
         _ => None,
     }
@@ -190,6 +220,14 @@ mod tests {
         assert_eq!(p, vec![ColumnPredicate::Compare { column: 0, op: Operator::Lt, value: ScalarValue::Int64(Some(5)) }]);
         let p = predicates_of(&col("b").eq(lit(1i64)).and(col("a").between(lit(1i64), lit(2i64))), &index).unwrap_or_default();
         assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn or_of_equalities_on_one_column_is_an_in_list() {
+        let p = predicates_of(&col("a").eq(lit(1i64)).or(lit(7i64).eq(col("a"))), &index).unwrap_or_default();
+        assert_eq!(p, vec![ColumnPredicate::InList { column: 0, values: vec![ScalarValue::Int64(Some(1)), ScalarValue::Int64(Some(7))] }]);
+        assert!(predicates_of(&col("a").eq(lit(1i64)).or(col("b").eq(lit(7i64))), &index).is_none());
+        assert!(predicates_of(&col("a").eq(lit(1i64)).or(col("a").gt(lit(7i64))), &index).is_none());
     }
 
     #[test]
