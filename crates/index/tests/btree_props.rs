@@ -188,3 +188,85 @@ fn damaged_node_is_a_checksum_error() {
     tree.seek(&pool, engine.as_mut(), &key_bytes(&[10]), &mut out).unwrap();
     assert_eq!(out, vec![loc(10)]);
 }
+
+/// Rewrites node `number` of the index file with `edit` and a fresh checksum: damage that a
+/// checksum cannot catch (what fuzz/btree_seek feeds the reader).
+fn forge_node(path: &Path, number: u64, edit: impl FnOnce(&mut [u8])) {
+    use flashscan_index::btree::node::{compute_checksum, NODE_SIZE_BYTES};
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(path).unwrap();
+    let mut node = vec![0u8; NODE_SIZE_BYTES];
+    f.read_exact_at(&mut node, number * NODE_SIZE_BYTES as u64).unwrap();
+    edit(&mut node);
+    let crc = compute_checksum(&node);
+    node[32..36].copy_from_slice(&crc.to_le_bytes());
+    f.write_all_at(&node, number * NODE_SIZE_BYTES as u64).unwrap();
+}
+
+fn small_tree(path: &Path) -> BTreeMap<Vec<u8>, Vec<RowLocator>> {
+    let mut entries = BTreeMap::new();
+    for i in 0..40i64 {
+        entries.insert(key_bytes(&[i]), vec![loc(i as u64)]);
+    }
+    // 4-entry leaves: leaf n (nodes 1..=10) holds keys 4(n-1)..4n.
+    build(path, &entries, 8, BuildOptions { leaf_entries_max: 4, inner_entries_max: 3 });
+    entries
+}
+
+fn seek_all(path: &Path) -> Result<usize, IndexError> {
+    let (_files, mut engine) = open(path);
+    let pool = BufferPool::with_frames(16).unwrap();
+    let tree = BTree::open(&pool, engine.as_mut(), 0, path)?;
+    let mut out = Vec::new();
+    tree.range(&pool, engine.as_mut(), &key_bytes(&[2]), &[], &mut out)
+}
+
+/// Found by fuzz/btree_seek: a re-checksummed leaf whose keys are out of order tripped a
+/// debug assertion in `range` (a panic in debug builds); it is a corrupt node.
+#[test]
+fn keys_out_of_order_are_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("o.fsbt");
+    small_tree(&path);
+    assert_eq!(seek_all(&path).unwrap(), 38);
+    // First key of leaf 3 (node 3) below the range's lower bound.
+    forge_node(&path, 3, |n| n[40..48].copy_from_slice(&key_bytes(&[-5])));
+    let r = seek_all(&path);
+    assert!(matches!(r, Err(IndexError::NodeCorrupt { node: 3, .. })), "{r:?}");
+}
+
+/// A meta-kind node where a leaf belongs passes `verify` (meta nodes have no entry bounds);
+/// reading its "entries" indexed past the node. It is a corrupt node.
+#[test]
+fn a_meta_node_on_the_path_is_corrupt() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.fsbt");
+    small_tree(&path);
+    forge_node(&path, 1, |n| {
+        n[6..8].copy_from_slice(&3u16.to_le_bytes());
+        n[10..12].copy_from_slice(&u16::MAX.to_le_bytes());
+    });
+    let r = seek_all(&path);
+    assert!(matches!(r, Err(IndexError::NodeCorrupt { node: 1, .. })), "{r:?}");
+}
+
+/// A leaf chain that points back (a cycle) is corrupt at once, even when a forged meta node
+/// claims enough leaves for the walk to go on for ever.
+#[test]
+fn a_leaf_chain_pointing_back_is_corrupt() {
+    use flashscan_index::btree::node::{NODE_SIZE_BYTES, TreeMeta};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.fsbt");
+    small_tree(&path);
+    let mut meta_node = vec![0u8; NODE_SIZE_BYTES];
+    {
+        use std::os::unix::fs::FileExt;
+        std::fs::File::open(&path).unwrap().read_exact_at(&mut meta_node, 0).unwrap();
+    }
+    let meta = TreeMeta::read(&meta_node, &path).unwrap();
+    let forged = TreeMeta { leaf_count: 1 << 40, node_count: 1 << 41, ..meta };
+    forge_node(&path, 0, |n| forged.write(n));
+    forge_node(&path, 2, |n| n[24..32].copy_from_slice(&1u64.to_le_bytes()));
+    let r = seek_all(&path);
+    assert!(matches!(r, Err(IndexError::NodeCorrupt { node: 2, .. })), "{r:?}");
+}

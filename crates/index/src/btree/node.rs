@@ -276,6 +276,55 @@ impl TreeMeta {
         if meta.leaf_entries == 0 && meta.entry_count > 0 {
             return Err(corrupt("zero entries per leaf".into()));
         }
+        // Node numbers become byte offsets (number × 8 KB) and leaf numbers are computed
+        // from these fields (`sample_keys`): keep both inside the node count, and the node
+        // count inside what a u64 byte offset can address.
+        if meta.node_count > u64::MAX / NODE_SIZE_BYTES as u64 {
+            return Err(corrupt(format!("{} nodes do not fit a file", meta.node_count)));
+        }
+        if meta.first_leaf_node == 0 || meta.first_leaf_node.checked_add(meta.leaf_count).is_none_or(|end| end > meta.node_count) {
+            return Err(corrupt(format!("leaves {}+{} outside nodes 1..{}", meta.first_leaf_node, meta.leaf_count, meta.node_count)));
+        }
+        if (meta.leaf_entries as u64).checked_mul(meta.leaf_count).is_some_and(|capacity| meta.entry_count > capacity) {
+            return Err(corrupt(format!("{} entries in {} leaves of {}", meta.entry_count, meta.leaf_count, meta.leaf_entries)));
+        }
         Ok(meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta() -> TreeMeta {
+        TreeMeta { root_node: 3, height: 2, key_width_bytes: 8, entry_count: 5, first_leaf_node: 1, leaf_count: 2, leaf_entries: 3, node_count: 4 }
+    }
+
+    fn read(m: TreeMeta) -> Result<TreeMeta, IndexError> {
+        let mut node = vec![0u8; NODE_SIZE_BYTES];
+        m.write(&mut node);
+        TreeMeta::read(&node, Path::new("t.fsbt"))
+    }
+
+    /// Found by fuzz/btree_seek: a meta node (valid checksum) whose first leaf number was
+    /// near u64::MAX made `sample_keys` overflow computing the leaf's byte offset; a node
+    /// count past u64::MAX / 8 KB did the same for any node number.
+    #[test]
+    fn leaf_and_node_numbers_outside_the_tree_are_corrupt() {
+        assert_eq!(read(meta()).unwrap(), meta());
+        let bad = [
+            TreeMeta { first_leaf_node: u64::MAX - 1, ..meta() },
+            TreeMeta { first_leaf_node: 0, ..meta() },
+            TreeMeta { leaf_count: 4, ..meta() },
+            TreeMeta { leaf_count: u64::MAX, ..meta() },
+            TreeMeta { node_count: u64::MAX, ..meta() },
+            TreeMeta { entry_count: 7, ..meta() },
+            TreeMeta { entry_count: u64::MAX, leaf_entries: 0, ..meta() },
+        ];
+        for m in bad {
+            assert!(matches!(read(m), Err(IndexError::NodeCorrupt { .. })), "{m:?}");
+        }
+        // The empty tree the bulk build writes: one empty leaf.
+        read(TreeMeta { root_node: 1, height: 1, entry_count: 0, leaf_count: 1, node_count: 2, ..meta() }).unwrap();
     }
 }

@@ -40,7 +40,12 @@ impl BTree {
         if header.level != level {
             return Err(corrupt(format!("at level {} where the path expects level {level}", header.level)));
         }
-        debug_assert!(header.kind == if level == 0 { NODE_KIND_LEAF } else { NODE_KIND_INNER });
+        // `verify` accepts a meta node at any number (its entry count is unchecked): only a
+        // leaf or an inner node may sit on a path.
+        let kind = if level == 0 { NODE_KIND_LEAF } else { NODE_KIND_INNER };
+        if header.kind != kind {
+            return Err(corrupt(format!("of kind {} where the path expects kind {kind}", header.kind)));
+        }
         Ok((guard, header))
     }
 
@@ -79,7 +84,11 @@ impl BTree {
             first = false;
             for pos in start..view.count() {
                 let key = view.key(pos);
-                debug_assert!(key[..lo.len()] >= *lo);
+                // Sorted keys never go below the bound after the first match; a damaged
+                // (re-checksummed) tree can.
+                if key[..lo.len()] < *lo {
+                    return Err(IndexError::NodeCorrupt { path: self.path.clone(), node: number, reason: format!("entry {pos} is below the previous entries (keys out of order)") });
+                }
                 if key[..hi.len()] > *hi {
                     return Ok(out.len() - before);
                 }
@@ -87,6 +96,11 @@ impl BTree {
             }
             if header.sibling == SIBLING_NONE {
                 return Ok(out.len() - before);
+            }
+            // The bulk build numbers leaves left to right: a sibling at or before its leaf is
+            // a damaged chain (a cycle, which `leaf_count` alone bounds only loosely).
+            if header.sibling <= number {
+                return Err(IndexError::NodeCorrupt { path: self.path.clone(), node: number, reason: format!("right sibling {} is not to the right", header.sibling) });
             }
             number = header.sibling;
         }
