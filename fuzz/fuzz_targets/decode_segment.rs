@@ -1,14 +1,28 @@
 //! Any bytes → decode_segment returns Ok or Err, never panics, never allocates without bound.
 //! The first byte picks the type and whether to recompute the checksum, so most inputs reach
 //! the codecs instead of stopping at the CRC.
+//! With bit 6 of the first byte set, the segment is instead encoded by `encode_segment`
+//! from input values (codec forced or analyzed, archive or not), mutated and resealed;
+//! unmutated segments must decode to the array they were made from.
 #![no_main]
 
+mod common;
+
+use arrow::array::Array;
 use arrow::datatypes::DataType;
-use flashscan_storage::columnstore::decode_segment;
+use flashscan_storage::columnstore::{decode_segment, encode_segment, ColumnRef, SegmentOptions};
 use libfuzzer_sys::fuzz_target;
 
 const SEGMENT_HEADER_BYTES: usize = 80;
 const SEGMENT_CHECKSUM_AT: usize = 12;
+
+fn reseal(segment: &mut [u8]) {
+    if segment.len() >= SEGMENT_HEADER_BYTES {
+        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].fill(0);
+        let crc = crc32c::crc32c(segment);
+        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else { return };
@@ -21,11 +35,31 @@ fuzz_target!(|data: &[u8]| {
         5 => DataType::Utf8,
         _ => DataType::Boolean,
     };
+    if selector & 0x40 != 0 {
+        let mut c = common::Cursor::new(rest);
+        let rows = c.u16() as usize % 3000;
+        let array = common::arrow_array(&mut c, &data_type, rows, selector & 0x10 != 0);
+        let options = SegmentOptions { archive: selector & 0x20 != 0, forced_codec: common::forced_codec(c.u8()) };
+        let Ok(encoded) = encode_segment(array.as_ref(), &ColumnRef { index: 0, name: "c".into() }, options) else { return };
+        let mut segment = encoded.bytes;
+        let mutations = common::mutate(&mut segment, &mut c);
+        if selector & 0x80 != 0 {
+            reseal(&mut segment);
+        }
+        let decoded = decode_segment(&segment, &data_type);
+        if mutations == 0 {
+            let decoded = decoded.expect("an unmutated segment decodes");
+            assert_eq!(decoded.len(), array.len());
+            assert_eq!(decoded.nulls(), array.nulls().filter(|n| n.null_count() > 0));
+            if data_type != DataType::Float64 {
+                assert_eq!(decoded.to_data(), array.to_data());
+            }
+        }
+        return;
+    }
     let mut segment = rest.to_vec();
-    if selector & 0x80 != 0 && segment.len() >= SEGMENT_HEADER_BYTES {
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].fill(0);
-        let crc = crc32c::crc32c(&segment);
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    if selector & 0x80 != 0 {
+        reseal(&mut segment);
     }
     let _ = decode_segment(&segment, &data_type);
 });

@@ -1,0 +1,282 @@
+//! Helpers shared by the fuzz targets (included with `mod common;`, not a target itself).
+//!
+//! Most targets have three modes, picked by the input's first byte:
+//! * raw: the bytes as they come (stops at checksums and magic numbers, as it should);
+//! * patched: the bytes with magic, version, ids and checksum stamped, so the fuzzer's
+//!   bytes reach the parsers behind the checksum;
+//! * synthesized: a valid structure built by the real encoder from values read out of the
+//!   input, then a few input-chosen byte mutations, then the checksum recomputed. This
+//!   reaches the deepest code: every field is plausible except the mutated ones.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use flashscan_storage::page::row_codec::Value;
+use flashscan_storage::{ColumnDef, ColumnType, TableMeta};
+
+/// Reads the input front to back; past its end every read returns zeros.
+pub struct Cursor<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    pub fn new(data: &'a [u8]) -> Cursor<'a> {
+        Cursor { data, pos: 0 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.data.len()
+    }
+
+    pub fn u8(&mut self) -> u8 {
+        let b = self.data.get(self.pos).copied().unwrap_or(0);
+        self.pos += 1;
+        b
+    }
+
+    pub fn u16(&mut self) -> u16 {
+        u16::from_le_bytes([self.u8(), self.u8()])
+    }
+
+    pub fn u32(&mut self) -> u32 {
+        u32::from_le_bytes([self.u8(), self.u8(), self.u8(), self.u8()])
+    }
+
+    pub fn u64(&mut self) -> u64 {
+        (self.u32() as u64) | ((self.u32() as u64) << 32)
+    }
+
+    /// Up to `n` bytes (fewer at the end of the input).
+    pub fn bytes(&mut self, n: usize) -> &'a [u8] {
+        let start = self.pos.min(self.data.len());
+        let end = (start + n).min(self.data.len());
+        self.pos = start + n;
+        &self.data[start..end]
+    }
+
+    /// Everything not read yet.
+    pub fn rest(&mut self) -> &'a [u8] {
+        let start = self.pos.min(self.data.len());
+        self.pos = self.data.len();
+        &self.data[start..]
+    }
+}
+
+/// Applies up to 8 input-chosen mutations to `buf`: xor / set of 1, 2, 4 or 8 bytes at an
+/// input-chosen offset. Returns how many were applied.
+pub fn mutate(buf: &mut [u8], c: &mut Cursor) -> usize {
+    if buf.is_empty() {
+        return 0;
+    }
+    let count = (c.u8() % 9) as usize;
+    for _ in 0..count {
+        let op = c.u8();
+        let at = c.u32() as usize % buf.len();
+        let width = [1usize, 2, 4, 8][(op & 3) as usize].min(buf.len() - at);
+        let v = c.u64().to_le_bytes();
+        for i in 0..width {
+            if op & 4 != 0 {
+                buf[at + i] ^= v[i];
+            } else {
+                buf[at + i] = v[i];
+            }
+        }
+    }
+    count
+}
+
+/// A storage column type from one byte (bit 7: nullable).
+pub fn column_type(b: u8) -> ColumnType {
+    match b % 7 {
+        0 => ColumnType::Int32,
+        1 => ColumnType::Int64,
+        2 => ColumnType::Float64,
+        3 => ColumnType::Decimal { precision: 15, scale: 2 },
+        4 => ColumnType::Date32,
+        5 => ColumnType::Utf8,
+        _ => ColumnType::Boolean,
+    }
+}
+
+/// A heap table of 1..=9 columns chosen by the input (every type, nullable or not).
+pub fn table(c: &mut Cursor) -> TableMeta {
+    let count = 1 + (c.u8() % 9) as usize;
+    let columns = (0..count)
+        .map(|i| {
+            let b = c.u8();
+            ColumnDef { name: format!("c{i}"), column_type: column_type(b), nullable: b & 0x80 != 0 }
+        })
+        .collect();
+    table_of(columns)
+}
+
+/// The table the compressed-page brief asks for: int, decimal, date and utf8 columns.
+pub fn mixed_table() -> TableMeta {
+    let col = |name: &str, column_type, nullable| ColumnDef { name: name.into(), column_type, nullable };
+    table_of(vec![
+        col("id", ColumnType::Int64, false),
+        col("qty", ColumnType::Int32, true),
+        col("price", ColumnType::Decimal { precision: 15, scale: 2 }, false),
+        col("day", ColumnType::Date32, true),
+        col("name", ColumnType::Utf8, false),
+        col("comment", ColumnType::Utf8, true),
+        col("ratio", ColumnType::Float64, true),
+        col("flag", ColumnType::Boolean, false),
+    ])
+}
+
+pub fn table_of(columns: Vec<ColumnDef>) -> TableMeta {
+    TableMeta {
+        name: "t".into(),
+        columns,
+        partitions: vec![],
+        row_count: 0,
+        format: "heap".into(),
+        partition_by: "c0".into(),
+        filegroups: vec![],
+        files: vec![],
+        interleave_bytes: 65536,
+        size_bytes: 0,
+        source: "fuzz".into(),
+        load_lsn: 1,
+    }
+}
+
+/// One value of type `t`, biased towards repeats and extremes so compression kicks in.
+pub fn value(c: &mut Cursor, t: ColumnType, nullable: bool) -> Value {
+    let b = c.u8();
+    if nullable && b % 7 == 0 {
+        return Value::Null;
+    }
+    let small = (b >> 3) as i64 - 8;
+    let pick = b % 4;
+    match t {
+        ColumnType::Int32 => Value::Int32(match pick {
+            0 => small as i32,
+            1 => c.u32() as i32,
+            2 => [i32::MIN, i32::MAX, 0][b as usize % 3],
+            _ => 1000 + small as i32,
+        }),
+        ColumnType::Date32 => Value::Date32(match pick {
+            0 | 3 => 9000 + small as i32,
+            1 => c.u32() as i32,
+            _ => [i32::MIN, i32::MAX, 0][b as usize % 3],
+        }),
+        ColumnType::Int64 => Value::Int64(match pick {
+            0 => small,
+            1 => c.u64() as i64,
+            2 => [i64::MIN, i64::MAX, 0][b as usize % 3],
+            _ => 1_000_000 + small,
+        }),
+        ColumnType::Decimal { .. } => Value::Decimal(match pick {
+            0 | 3 => small * 100,
+            1 => c.u64() as i64 % 1_000_000_000_000_000,
+            _ => [-999_999_999_999_999, 999_999_999_999_999, 0][b as usize % 3],
+        }),
+        ColumnType::Float64 => Value::Float64(match pick {
+            0 => small as f64 / 4.0,
+            1 => f64::from_bits(c.u64()),
+            2 => [f64::MAX, f64::NAN, -0.0][b as usize % 3],
+            _ => 1.5,
+        }),
+        ColumnType::Boolean => Value::Boolean(b & 8 != 0),
+        ColumnType::Utf8 => {
+            let len = match pick {
+                0 => 0,
+                1 => (c.u8() % 40) as usize,
+                2 => 14 + (c.u8() % 3) as usize,
+                _ => 3,
+            };
+            let mut s = String::from_utf8_lossy(c.bytes(len)).into_owned();
+            if b & 0x80 != 0 {
+                s = format!("shared prefix {s}");
+            }
+            if b == 0xff {
+                s = s.repeat(50);
+            }
+            Value::Utf8(s)
+        }
+    }
+}
+
+/// A directory for files the targets write, in memory when /dev/shm exists. One per
+/// process, reused by every run.
+pub fn scratch_dir() -> &'static PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let base = if std::path::Path::new("/dev/shm").is_dir() { PathBuf::from("/dev/shm") } else { std::env::temp_dir() };
+        let dir = base.join(format!("flashscan-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("creating the fuzz scratch directory");
+        dir
+    })
+}
+
+/// An Arrow array of `data_type` with `rows` values from the input: runs, repeats and
+/// extremes, so analysis picks every codec (constant, RLE, bitpack, dictionary, plain).
+pub fn arrow_array(c: &mut Cursor, data_type: &arrow::datatypes::DataType, rows: usize, nullable: bool) -> arrow::array::ArrayRef {
+    use std::sync::Arc;
+
+    use arrow::array::{BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, StringArray};
+    use arrow::datatypes::DataType;
+
+    // A small pool of values the rows draw from, plus a run length.
+    let pool: Vec<i64> = (0..1 + c.u8() % 8)
+        .map(|_| {
+            let b = c.u8();
+            match b % 4 {
+                0 => (b >> 2) as i64,
+                1 => c.u64() as i64,
+                2 => [i64::MIN, i64::MAX, -1][b as usize % 3],
+                _ => c.u16() as i64 - 30000,
+            }
+        })
+        .collect();
+    let step = c.u8();
+    let run = 1 + (c.u8() % 64) as usize;
+    let null_every = if nullable { c.u8() as usize } else { 0 };
+    let values: Vec<i64> = (0..rows).map(|i| pool[(i / run + (i * step as usize) / 256) % pool.len()]).collect();
+    let valid = |i: usize| null_every < 2 || i % null_every != 0;
+    match data_type {
+        DataType::Int32 => Arc::new(Int32Array::from_iter((0..rows).map(|i| valid(i).then_some(values[i] as i32)))),
+        DataType::Int64 => Arc::new(Int64Array::from_iter((0..rows).map(|i| valid(i).then_some(values[i])))),
+        DataType::Date32 => Arc::new(Date32Array::from_iter((0..rows).map(|i| valid(i).then_some(values[i] as i32)))),
+        DataType::Float64 => Arc::new(Float64Array::from_iter((0..rows).map(|i| valid(i).then_some(f64::from_bits(values[i] as u64))))),
+        DataType::Decimal128(p, s) => Arc::new(
+            Decimal128Array::from_iter((0..rows).map(|i| valid(i).then_some((values[i] % 1_000_000_000_000_000) as i128)))
+                .with_precision_and_scale(*p, *s)
+                .expect("decimal type"),
+        ),
+        DataType::Boolean => Arc::new(BooleanArray::from_iter((0..rows).map(|i| valid(i).then_some(values[i] & 1 != 0)))),
+        _ => {
+            let strings: Vec<String> = pool.iter().map(|v| format!("{:x}", v).repeat(1 + (*v as u64 % 5) as usize)).collect();
+            Arc::new(StringArray::from_iter((0..rows).map(|i| valid(i).then(|| strings[(i / run) % strings.len()].clone()))))
+        }
+    }
+}
+
+/// `None` (let analysis choose) or one of the codecs, from one byte.
+pub fn forced_codec(b: u8) -> Option<flashscan_storage::columnstore::CodecId> {
+    use flashscan_storage::columnstore::CodecId;
+    if b & 1 == 0 {
+        None
+    } else {
+        Some(CodecId::ALL[(b >> 1) as usize % CodecId::ALL.len()])
+    }
+}
+
+/// Recomputes a heap page's checksum in place, trusting nothing else in it (`header::seal`
+/// is the writer's and asserts a well-formed page).
+pub fn reseal_page(page: &mut [u8]) {
+    use flashscan_storage::page::header::{compute_checksum, OFFSET_CHECKSUM};
+    let crc = compute_checksum(page);
+    page[OFFSET_CHECKSUM..OFFSET_CHECKSUM + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Stamps the page id and recomputes the checksum.
+pub fn stamp_page(page: &mut [u8], page_id: u64) {
+    use flashscan_storage::page::header::OFFSET_PAGE_ID;
+    page[OFFSET_PAGE_ID..OFFSET_PAGE_ID + 8].copy_from_slice(&page_id.to_le_bytes());
+    reseal_page(page);
+}

@@ -1,0 +1,123 @@
+//! Any bytes → the heap page readers return Ok or Err, never panic: `verify_page`,
+//! `decode_page_count_only`, `HeapDecoder::push_page` (+ `finish`), `decode_page_rows`,
+//! and the index lookup's `heap_rows::row_at` + `decode_row`.
+//!
+//! Byte 0 picks the mode (see common.rs): raw page, header patched and resealed, or a
+//! page built by `HeapPageBuilder` from input values, mutated and resealed. The table
+//! schema is read from the input too.
+#![no_main]
+
+mod common;
+
+use std::path::Path;
+
+use common::{mutate, table, value, Cursor};
+use flashscan_index::heap_rows::row_at;
+use flashscan_storage::page::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
+use flashscan_storage::page::heap_page::{decode_page_rows, HeapPageBuilder};
+use flashscan_storage::page::row_codec::{decode_row, encode_row, RowLayout};
+use flashscan_storage::{decode_page_count_only, verify_page, HeapDecoder, PAGE_SIZE_BYTES};
+use libfuzzer_sys::fuzz_target;
+
+const PAGE_ID: u64 = (7u64 << 32) | 3;
+
+/// Stamps magic, version, header size, kind, column count and page id, then the checksum.
+pub fn patch_and_seal(page: &mut [u8], column_count: u16, kind: Option<u16>) {
+    page[..4].copy_from_slice(&PAGE_MAGIC);
+    page[header::OFFSET_FORMAT_VERSION..][..2].copy_from_slice(&PAGE_FORMAT_VERSION.to_le_bytes());
+    page[header::OFFSET_HEADER_BYTES..][..2].copy_from_slice(&(PAGE_HEADER_BYTES as u16).to_le_bytes());
+    page[header::OFFSET_COLUMN_COUNT..][..2].copy_from_slice(&column_count.to_le_bytes());
+    if let Some(kind) = kind {
+        page[header::OFFSET_PAGE_KIND..][..2].copy_from_slice(&kind.to_le_bytes());
+    }
+    common::stamp_page(page, PAGE_ID);
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut c = Cursor::new(data);
+    let mode = c.u8();
+    let table = table(&mut c);
+    let column_count = table.columns.len() as u16;
+    let layout = RowLayout::new(&table.columns);
+    let mut page = vec![0u8; PAGE_SIZE_BYTES];
+    match mode % 3 {
+        0 => {
+            // Raw: the input from byte 0 of the page; with bit 7 the last input bytes go
+            // to the end of the page instead, where the slot array lives.
+            let rest = c.rest();
+            let n = rest.len().min(PAGE_SIZE_BYTES);
+            if mode & 0x80 != 0 {
+                page[PAGE_SIZE_BYTES - n..].copy_from_slice(&rest[rest.len() - n..]);
+                page[..PAGE_HEADER_BYTES.min(rest.len())].copy_from_slice(&rest[..PAGE_HEADER_BYTES.min(rest.len())]);
+            } else {
+                page[..n].copy_from_slice(&rest[..n]);
+            }
+        }
+        1 => {
+            // Header stamped: the first half of the input is the page's front (header
+            // fields row count / free space / kind included), the second half its end.
+            let rest = c.rest();
+            let half = rest.len() / 2;
+            let (front, back) = rest.split_at(half);
+            let front = &front[..front.len().min(PAGE_SIZE_BYTES / 2)];
+            let back = &back[back.len().saturating_sub(PAGE_SIZE_BYTES / 2)..];
+            page[..front.len()].copy_from_slice(front);
+            page[PAGE_SIZE_BYTES - back.len()..].copy_from_slice(back);
+            let kind = if mode & 0x80 != 0 { None } else { Some(PAGE_KIND_HEAP) };
+            patch_and_seal(&mut page, column_count, kind);
+        }
+        _ => {
+            // Synthesized: rows of input values through the real row encoder and page
+            // builder, then mutations, then a fresh checksum.
+            let rows = c.u16() as usize % 400;
+            let mut builder = HeapPageBuilder::new(column_count);
+            let mut row = Vec::new();
+            for _ in 0..rows {
+                let values: Vec<_> = table.columns.iter().map(|col| value(&mut c, col.column_type, col.nullable)).collect();
+                if encode_row(&layout, &values, &mut row).is_err() || !builder.try_append(&row) {
+                    break;
+                }
+            }
+            let mut out = Vec::with_capacity(PAGE_SIZE_BYTES);
+            builder.take_page(&mut out);
+            page.copy_from_slice(&out);
+            mutate(&mut page, &mut c);
+            if mode & 0x80 == 0 {
+                common::stamp_page(&mut page, PAGE_ID);
+            }
+        }
+    }
+
+    let path = Path::new("fuzz.dat");
+    let verified = verify_page(&page, PAGE_ID, path, 0);
+    let counted = decode_page_count_only(&page, PAGE_ID, path, 0);
+    assert_eq!(verified.is_ok(), counted.is_ok());
+
+    // Every column, then reversed with a duplicate: the decode loops see every slot kind.
+    let mut projection: Vec<usize> = (0..table.columns.len()).collect();
+    if mode & 0x40 != 0 {
+        projection.reverse();
+        projection.push(projection[0]);
+    }
+    let mut decoder = HeapDecoder::try_new(&table, &projection).expect("projection in range");
+    if let Ok(rows) = decoder.push_page(&page, PAGE_ID, path, 0) {
+        assert_eq!(rows as usize, verified.as_ref().expect("push_page verifies").row_count as usize);
+        // A second push of the same page appends the same rows again.
+        let again = decoder.push_page(&page, PAGE_ID, path, 0).expect("same page twice");
+        assert_eq!(again, rows);
+        let batch = decoder.finish();
+        assert_eq!(batch.num_rows(), 2 * rows as usize);
+        assert_eq!(batch.num_columns(), projection.len());
+    }
+
+    let _ = decode_page_rows(&page, &layout, PAGE_ID, path, 0);
+
+    // The key lookup path: one row by slot out of a verified page.
+    if let Ok(h) = &verified {
+        for slot in 0..=h.row_count.min(64) {
+            if let Ok(row) = row_at(&page, slot, PAGE_ID, path, 0) {
+                let _ = decode_row(&layout, row);
+            }
+        }
+    }
+});
