@@ -391,11 +391,11 @@ fn column_to_array(c: ProjectedColumn, rows: usize) -> ArrayRef {
             let values = Buffer::from_vec(bytes);
             match StringArray::try_new(offsets.clone(), values.clone(), nulls.clone()) {
                 Ok(a) => Arc::new(a),
-                // Invalid UTF-8 that still passed the page checksum: keep the lengths right
-                // and show the bytes lossily rather than panic on disk data.
-                Err(_) => Arc::new(StringArray::from_iter_values(
-                    offsets.windows(2).map(|w| String::from_utf8_lossy(&values.as_slice()[w[0] as usize..w[1] as usize]).into_owned()),
-                )),
+                // Invalid UTF-8 that still passed the page checksum: keep the lengths and the
+                // NULLs right and show the bytes lossily rather than panic on disk data.
+                Err(_) => Arc::new(StringArray::from_iter(offsets.windows(2).enumerate().map(|(i, w)| {
+                    nulls.as_ref().is_none_or(|n| n.is_valid(i)).then(|| String::from_utf8_lossy(&values.as_slice()[w[0] as usize..w[1] as usize]).into_owned())
+                }))),
             }
         }
     }
@@ -404,4 +404,63 @@ fn column_to_array(c: ProjectedColumn, rows: usize) -> ArrayRef {
 /// COUNT(*) without decoding: verifies the page and returns its row count.
 pub fn decode_page_count_only(page: &[u8], expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<u32, StorageError> {
     Ok(verify_page(page, expected_page_id, file, offset_bytes)?.row_count as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{Array, AsArray};
+
+    use super::*;
+    use crate::column::ColumnDef;
+    use crate::page::header::seal;
+    use crate::page::heap_page::HeapPageBuilder;
+    use crate::page::row_codec::RowWriter;
+    use crate::page::{Lsn, PageId};
+
+    /// Invalid UTF-8 in one cell (checksum recomputed, as fuzz/heap_page forges it) made the
+    /// lossy fallback drop the column's NULLs: NULL cells came back as "".
+    #[test]
+    fn invalid_utf8_keeps_nulls() {
+        let columns = vec![ColumnDef { name: "s".into(), column_type: ColumnType::Utf8, nullable: true }];
+        let table = TableMeta {
+            name: "t".into(),
+            columns,
+            partitions: vec![],
+            row_count: 0,
+            format: "heap".into(),
+            partition_by: "s".into(),
+            filegroups: vec![],
+            files: vec![],
+            interleave_bytes: 65536,
+            size_bytes: 0,
+            source: "test".into(),
+            load_lsn: 1,
+        };
+        let layout = RowLayout::new(&table.columns);
+        let mut builder = HeapPageBuilder::new(1);
+        let mut row = Vec::new();
+        for cell in [Some(&b"ok"[..]), None, Some(&[0xff, 0xfe][..])] {
+            let mut w = RowWriter::begin(&layout, &mut row);
+            match cell {
+                Some(bytes) => w.put_var(0, bytes),
+                None => {
+                    w.set_null(0);
+                    w.put_var(0, &[]);
+                }
+            }
+            w.finish().unwrap();
+            assert!(builder.try_append(&row));
+        }
+        let mut page = Vec::new();
+        builder.take_page(&mut page);
+        seal(&mut page, PageId(5), Lsn(1));
+        let mut decoder = HeapDecoder::new(&table, &[0]);
+        assert_eq!(decoder.push_page(&page, 5, Path::new("f"), 0).unwrap(), 3);
+        let batch = decoder.finish();
+        let strings = batch.column(0).as_string::<i32>();
+        assert_eq!(strings.len(), 3);
+        assert_eq!(strings.value(0), "ok");
+        assert!(strings.is_null(1));
+        assert_eq!(strings.value(2), "\u{fffd}\u{fffd}");
+    }
 }
