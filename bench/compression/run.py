@@ -18,7 +18,7 @@ import argparse, json, os, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scan"))
-from run import QUERIES, drop_caches, flashscan_bin, prepare_duckdb, prepare_flashscan, prepare_parquet, time_duckdb  # noqa: E402
+from run import QUERIES, drop_caches, flashscan_bin, prepare_duckdb, prepare_flashscan, prepare_parquet, print_markdown_table, time_duckdb  # noqa: E402
 
 
 def ensure_copy(fs, db, fmt):
@@ -87,12 +87,8 @@ def main():
                 rows.append(row)
                 print(" | ".join(row), flush=True)
     header = ["query", "mode", "format", "size MB", "flashscan s", "duckdb s", "flashscan/duckdb"]
-    table = "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" + "".join("| " + " | ".join(r) + " |\n" for r in rows)
-    print(f"\nTPC-H lineitem SF {a.sf}, medians of {a.rounds} interleaved rounds (flashscan/duckdb <= 1.0: flashscan as fast or faster)\n")
-    print(table)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(table)
+    title = f"TPC-H lineitem SF {a.sf}, medians of {a.rounds} interleaved rounds (flashscan/duckdb <= 1.0: flashscan as fast or faster)"
+    print_markdown_table(title, header, rows, a.markdown)
 
 
 if __name__ == "__main__":

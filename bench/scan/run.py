@@ -162,6 +162,16 @@ def time_postgres(pg, sql, cold):
     return time.perf_counter() - t
 
 
+def print_markdown_table(title, header, rows, path=None):
+    """Prints the results as a Markdown table under `title`, and writes it to `path` if given."""
+    table = "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" + "".join("| " + " | ".join(r) + " |\n" for r in rows)
+    print(f"\n{title}\n")
+    print(table)
+    if path:
+        with open(path, "w") as f:
+            f.write(table)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sf", default="10")
@@ -208,12 +218,7 @@ def main():
         if pg:
             pg.stop()
     header = ["query", "mode", "flashscan s", "duckdb s", "duckdb/flashscan", "postgres s", "postgres/flashscan"]
-    table = "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" + "".join("| " + " | ".join(r) + " |\n" for r in rows)
-    print(f"\nTPC-H lineitem SF {a.sf}, medians of {a.rounds} interleaved rounds (ratio > 1: flashscan faster)\n")
-    print(table)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(table)
+    print_markdown_table(f"TPC-H lineitem SF {a.sf}, medians of {a.rounds} interleaved rounds (ratio > 1: flashscan faster)", header, rows, a.markdown)
 
 
 if __name__ == "__main__":

@@ -1,32 +1,9 @@
 //! `flashscan load` and `flashscan partitions` end to end, including the bad inputs: each
 //! fails with one line on stderr and exit 2, and loses nothing.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn flashscan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).output().expect("run flashscan")
-}
-
-fn flashscan_env(args: &[&str], key: &str, value: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).env(key, value).output().expect("run flashscan")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn assert_bad_input(o: &Output, needle: &str) {
-    let e = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "stderr: {e}");
-    assert!(e.contains(needle), "expected {needle:?} in {e:?}");
-    assert_eq!(e.trim_end().lines().count(), 1, "one line: {e:?}");
-    assert!(!e.contains("panicked"), "{e}");
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
+use common::{assert_one_line_bad_input as assert_bad_input, flashscan, flashscan_env, listing, p, stderr};
 
 #[test]
 fn load_then_partitions() {
@@ -90,11 +67,6 @@ fn disk_full_keeps_the_catalog_and_removes_partial_files() {
     let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "region"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let catalog = std::fs::read(db.join("catalog.json")).unwrap();
-    let listing = |d: &Path| {
-        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        v.sort();
-        v
-    };
     let before = listing(&db);
     let o = flashscan_env(&["load", p(&db), "--sf", "0.01", "--tables", "lineitem"], "FLASHSCAN_FAULT_AFTER_PAGES", "30");
     assert_bad_input(&o, "disk full");

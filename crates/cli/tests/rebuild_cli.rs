@@ -1,41 +1,9 @@
 //! `flashscan rebuild` end to end: rebuild into row and page compression and back, sizes
 //! printed, bad inputs exit 2 with one line, and an injected fault keeps the old table.
 
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-fn flashscan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).output().expect("run flashscan")
-}
-
-fn flashscan_env(args: &[&str], key: &str, value: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).env(key, value).output().expect("run flashscan")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn assert_bad_input(o: &Output, needle: &str) {
-    let e = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "stderr: {e}");
-    assert!(e.contains(needle), "expected {needle:?} in {e:?}");
-    assert!(!e.contains("panicked"), "{e}");
-}
-
-fn p(path: &Path) -> &str {
-    path.to_str().unwrap()
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    v.sort();
-    v
-}
+use common::{assert_bad_input, flashscan, flashscan_env, listing, p, stderr, stdout};
 
 #[test]
 fn rebuild_row_page_and_back() {

@@ -53,13 +53,13 @@ pub struct ColumnStoreTable<'a> {
 
 impl<'a> ColumnStoreTable<'a> {
     /// Opens every row group of the table.
-    pub fn new(db: &'a Database, meta: &'a TableMeta) -> Result<ColumnStoreTable<'a>, ExecError> {
-        Self::with_selection(db, meta, &|_, _| true)
+    pub fn new(db: &Database, meta: &'a TableMeta) -> Result<ColumnStoreTable<'a>, ExecError> {
+        Self::with_selection(db.dir(), meta, &|_, _| true)
     }
 
     /// Opens the row groups `keep(partition_index, row_group_index)` selects (a SQL
     /// execution partition reads a share of them).
-    pub fn with_selection(db: &'a Database, meta: &'a TableMeta, keep: &dyn Fn(u32, usize) -> bool) -> Result<ColumnStoreTable<'a>, ExecError> {
+    pub fn with_selection(db_dir: &Path, meta: &'a TableMeta, keep: &dyn Fn(u32, usize) -> bool) -> Result<ColumnStoreTable<'a>, ExecError> {
         if !meta.is_column_store() {
             return Err(ExecError::Storage(format!("table {} is stored as {}, not as a column store", meta.name, meta.format)));
         }
@@ -69,8 +69,9 @@ impl<'a> ColumnStoreTable<'a> {
                 if !keep(partition.index, index) {
                     continue;
                 }
-                let path = db.resolve(&row_group.file);
-                let metadata = read_row_group_metadata(db, meta, row_group)?;
+                // join keeps an absolute path (a file on another volume) as it is.
+                let path = db_dir.join(&row_group.file);
+                let metadata = read_row_group_metadata(db_dir, meta, row_group)?;
                 let reader = RowGroupReader::open(&metadata, &path, row_group.offset_bytes).map_err(flashscan_storage::StorageError::from)?;
                 let columns = (0..reader.column_count())
                     .map(|c| {
@@ -104,11 +105,13 @@ impl<'a> ColumnStoreTable<'a> {
     /// Row group `index` may hold a row passing `filter` (or nothing proves otherwise).
     fn may_match(&self, index: usize, filter: &ScanFilter) -> bool {
         let group = &self.row_groups[index];
-        filter.ranges.iter().all(|range| match group.columns.get(range.column).map(|c| (c.2.min, c.2.max)) {
-            Some((Some(StatValue::Int64(min)), Some(StatValue::Int64(max)))) => filter.may_match(range.column, min, max),
-            // All null: no value can lie in any range.
-            _ if group.columns.get(range.column).is_some_and(|c| c.2.null_count == group.row_count && group.row_count > 0) => false,
-            _ => true,
+        filter.ranges.iter().all(|range| {
+            let Some((_, _, stats)) = group.columns.get(range.column) else { return true };
+            match (stats.min, stats.max) {
+                (Some(StatValue::Int64(min)), Some(StatValue::Int64(max))) => range.overlaps(min, max),
+                // All null: no value can lie in any range.
+                _ => !(group.row_count > 0 && stats.null_count == group.row_count),
+            }
         })
     }
 }
@@ -280,7 +283,6 @@ impl ChunkDecoder for RowGroupDecoder {
     ) -> Result<u64, ExecError> {
         let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Storage(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
         debug_assert_eq!(path, group.path);
-        let reader = RowGroupReader::open(&group.metadata, &group.path, group.offset_bytes).map_err(flashscan_storage::StorageError::from)?;
         let row_count = group.row_count as usize;
         if self.projection.is_empty() {
             // COUNT(*): the metadata pages read from disk must be the ones opened.
@@ -294,6 +296,9 @@ impl ChunkDecoder for RowGroupDecoder {
             return Ok(group.row_count);
         }
 
+        // Reopened from the metadata verified when the table was opened (~1 KB): the
+        // directory checks each segment below.
+        let reader = RowGroupReader::open(&group.metadata, &group.path, group.offset_bytes).map_err(flashscan_storage::StorageError::from)?;
         let chunk_start = chunk.offset_bytes;
         let chunk_end = chunk_start + bytes.len() as u64;
         let pending = self.pending.entry(chunk.tag).or_insert_with(|| PendingGroup {

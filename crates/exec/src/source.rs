@@ -99,6 +99,13 @@ pub struct ColumnRange {
     pub max: Option<i64>,
 }
 
+impl ColumnRange {
+    /// Some value in `[min, max]` may lie in this range.
+    pub fn overlaps(&self, min: i64, max: i64) -> bool {
+        self.min.is_none_or(|lo| max >= lo) && self.max.is_none_or(|hi| min <= hi)
+    }
+}
+
 /// What a query promises about the rows it keeps: every range holds (a conjunction). A
 /// source may skip data it can prove lies outside (a row group whose min/max miss a
 /// range); the query still filters every row it is given, so skipping only saves work.
@@ -112,11 +119,6 @@ impl ScanFilter {
         ScanFilter::default()
     }
 
-    /// False when `column`'s values all lie in `[min, max]` and that misses a range: no
-    /// row can match. True when the data may hold a match (or nothing is known).
-    pub fn may_match(&self, column: usize, min: i64, max: i64) -> bool {
-        self.ranges.iter().filter(|r| r.column == column).all(|r| r.min.is_none_or(|lo| max >= lo) && r.max.is_none_or(|hi| min <= hi))
-    }
 }
 
 /// What a plan skipped without reading.

@@ -15,7 +15,7 @@ use arrow::record_batch::RecordBatch;
 use flashscan_exec::scan::ReadConfig;
 use flashscan_exec::{scan_batches, BatchSink, ColumnStoreTable, ExecError, PageDecoder, RunSpec, ScanFilter, TableSource};
 use flashscan_io::EngineKind;
-use flashscan_storage::{Database, HeapDecoder, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{HeapDecoder, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::scan_units::ScanUnit;
 
@@ -99,13 +99,11 @@ pub fn read_unit(
 ) -> Result<UnitFigures, ExecError> {
     let decoded = Arc::new(DecodedCounts::default());
     let heap_source;
-    let column_store_db;
     let column_store_source;
     let source: &dyn TableSource = if table.is_column_store() {
         // The unit's row groups only; their metadata is read (and verified) here.
-        column_store_db = Database::open(db_dir)?;
         let keep = |partition: u32, row_group: usize| partition == unit.partition_index && unit.row_groups.contains(&row_group);
-        column_store_source = ColumnStoreTable::with_selection(&column_store_db, table, &keep)?;
+        column_store_source = ColumnStoreTable::with_selection(db_dir, table, &keep)?;
         &column_store_source
     } else {
         heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone() };

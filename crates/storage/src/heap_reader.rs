@@ -67,7 +67,8 @@ pub fn read_partition(
     Ok(())
 }
 
-fn read_exact_at(file: &File, path: &std::path::Path, bytes: &mut [u8], offset: u64) -> Result<(), StorageError> {
+/// Fills `bytes` from `offset` of `file`, or says the file is too short.
+pub(crate) fn read_exact_at(file: &File, path: &std::path::Path, bytes: &mut [u8], offset: u64) -> Result<(), StorageError> {
     let mut filled = 0;
     while filled < bytes.len() {
         let got = file.read_at(&mut bytes[filled..], offset + filled as u64).map_err(|e| StorageError::io("reading", path, e))?;
@@ -80,53 +81,15 @@ fn read_exact_at(file: &File, path: &std::path::Path, bytes: &mut [u8], offset: 
     Ok(())
 }
 
-/// Reads every page of the table (partition by partition, runs in order) and returns one
-/// batch per partition run group of the projected columns.
+/// Reads the whole table, partition by partition (heap pages or row groups), as batches of
+/// the projected columns.
 pub fn read_table(db: &Database, table: &TableMeta, projection: &[usize]) -> Result<Vec<RecordBatch>, StorageError> {
-    if table.is_column_store() {
-        let mut batches = Vec::new();
-        for partition in &table.partitions {
-            crate::columnstore::table_reader::read_partition_row_groups(db, table, partition, projection, &mut |b| {
-                batches.push(b);
-                Ok(())
-            })?;
-        }
-        return Ok(batches);
-    }
-    let mut decoder = HeapDecoder::try_new(table, projection)?;
     let mut batches = Vec::new();
-    let mut buf = vec![0u8; READ_PAGES_MAX * PAGE_SIZE_BYTES];
     for partition in &table.partitions {
-        for run in &partition.runs {
-            let path = db.file_path(run);
-            let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
-            let mut done = 0u32;
-            while done < run.page_count {
-                let n = (run.page_count - done).min(READ_PAGES_MAX as u32) as usize;
-                let offset = run.offset_bytes + done as u64 * PAGE_SIZE_BYTES as u64;
-                let bytes = &mut buf[..n * PAGE_SIZE_BYTES];
-                let mut filled = 0;
-                while filled < bytes.len() {
-                    let got = file.read_at(&mut bytes[filled..], offset + filled as u64).map_err(|e| StorageError::io("reading", &path, e))?;
-                    if got == 0 {
-                        let actual = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                        return Err(StorageError::FileTruncated { file: path, expected_bytes: offset + bytes.len() as u64, actual_bytes: actual });
-                    }
-                    filled += got;
-                }
-                for (i, page) in bytes.chunks_exact(PAGE_SIZE_BYTES).enumerate() {
-                    let page_offset = offset + (i * PAGE_SIZE_BYTES) as u64;
-                    decoder.push_page(page, run.first_page_id + done as u64 + i as u64, &path, page_offset)?;
-                }
-                done += n as u32;
-                if decoder.rows_buffered() >= 64 * 1024 {
-                    batches.push(decoder.finish());
-                }
-            }
-        }
-    }
-    if decoder.rows_buffered() > 0 {
-        batches.push(decoder.finish());
+        read_partition(db, table, partition, projection, &mut |b| {
+            batches.push(b);
+            Ok(())
+        })?;
     }
     Ok(batches)
 }

@@ -21,7 +21,7 @@ use crate::database::Database;
 use crate::error::StorageError;
 use crate::heap_reader::read_partition;
 use crate::load::batch_encoder::PagesMessage;
-use crate::load::lock_database;
+use crate::load::{commit_table, lock_database, CatalogStep};
 use crate::load::partition_writer::{PartitionWriter, WritePlan, WrittenTable};
 use crate::page::page_encoder::{HeapFormat, PageEncoder};
 use crate::page::Lsn;
@@ -205,19 +205,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         new_page_count: table.page_count(),
         seconds: 0.0,
     };
-    let mut next = catalog.clone();
-    next.generation = generation;
-    next.next_file_id = next_file_id;
-    next.next_lsn = lsn.0 + 1;
-    next.tables.insert(target_name.clone(), table);
-    if let Err(e) = next.write_atomic(db_dir) {
-        writer.remove_created();
-        return Err(e);
-    }
-    // Committed: the replaced table's files are no longer referenced.
-    for f in replaced.iter().flat_map(|r| r.files.iter()) {
-        let _ = std::fs::remove_file(db.resolve(&f.path));
-    }
+    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, replaced.as_ref(), &mut writer)?;
     Ok(RebuildReport { seconds: started.elapsed().as_secs_f64(), ..report })
 }
 

@@ -3,7 +3,6 @@
 //! needed columns, lives in flashscan-exec (`columnstore_source`).
 
 use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use arrow::array::RecordBatch;
@@ -11,29 +10,23 @@ use arrow::array::RecordBatch;
 use super::row_group::RowGroupReader;
 use crate::database::Database;
 use crate::error::StorageError;
+use crate::heap_reader::read_exact_at;
 use crate::table_meta::{PartitionMeta, RowGroupMeta, TableMeta};
 
 /// Reads `length` bytes at `offset` of `path`, or says the file is too short.
-pub fn read_exact_at(file: &File, path: &Path, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
+fn read_at(file: &File, path: &Path, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
     let mut bytes = vec![0u8; length as usize];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        let got = file.read_at(&mut bytes[filled..], offset + filled as u64).map_err(|e| StorageError::io("reading", path, e))?;
-        if got == 0 {
-            let actual = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            return Err(StorageError::FileTruncated { file: path.to_path_buf(), expected_bytes: offset + length, actual_bytes: actual });
-        }
-        filled += got;
-    }
+    read_exact_at(file, path, &mut bytes, offset)?;
     Ok(bytes)
 }
 
 /// Reads a row group's metadata (header, directory, names) and checks it opens (checksum)
 /// and agrees with the catalog. Returns the bytes, for `RowGroupReader::open`.
-pub fn read_row_group_metadata(db: &Database, table: &TableMeta, row_group: &RowGroupMeta) -> Result<Vec<u8>, StorageError> {
-    let path = db.resolve(&row_group.file);
+pub fn read_row_group_metadata(db_dir: &Path, table: &TableMeta, row_group: &RowGroupMeta) -> Result<Vec<u8>, StorageError> {
+    // join keeps an absolute path (a file on another volume) as it is.
+    let path = db_dir.join(&row_group.file);
     let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
-    let bytes = read_exact_at(&file, &path, row_group.offset_bytes, row_group.metadata_bytes)?;
+    let bytes = read_at(&file, &path, row_group.offset_bytes, row_group.metadata_bytes)?;
     let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
     check_against_catalog(&reader, table, row_group, &path)?;
     Ok(bytes)
@@ -82,7 +75,7 @@ pub fn read_partition_row_groups(
     for row_group in &partition.row_groups {
         let path = db.resolve(&row_group.file);
         let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
-        let bytes = read_exact_at(&file, &path, row_group.offset_bytes, row_group.total_bytes)?;
+        let bytes = read_at(&file, &path, row_group.offset_bytes, row_group.total_bytes)?;
         let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
         check_against_catalog(&reader, table, row_group, &path)?;
         on_batch(reader.read_columns(projection)?)?;

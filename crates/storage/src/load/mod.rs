@@ -240,23 +240,45 @@ pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> 
         file_count: table.files.len(),
         seconds: 0.0,
     };
+    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, old_table.as_ref(), &mut writer)?;
+    Ok(LoadReport { seconds: started.elapsed().as_secs_f64(), ..report })
+}
+
+/// The catalog counters a write advances.
+pub(crate) struct CatalogStep {
+    pub generation: u64,
+    pub next_file_id: u32,
+    /// The LSN the new pages carry; the catalog's next LSN becomes the one after.
+    pub lsn: Lsn,
+}
+
+/// Commits `table` (whose files `writer` wrote) into the catalog atomically, then removes
+/// the files of the table it replaces (`replaced`), which the commit left unreferenced.
+/// If the commit fails, the new files are removed and the old catalog stays. Loads and
+/// rebuilds both end here.
+pub(crate) fn commit_table(
+    db_dir: &Path,
+    catalog: &Catalog,
+    table: TableMeta,
+    step: CatalogStep,
+    replaced: Option<&TableMeta>,
+    writer: &mut PartitionWriter,
+) -> Result<(), StorageError> {
     let mut next = catalog.clone();
-    next.generation = generation;
-    next.next_file_id = next_file_id;
-    next.next_lsn = lsn.0 + 1;
-    next.tables.insert(name.clone(), table);
+    next.generation = step.generation;
+    next.next_file_id = step.next_file_id;
+    next.next_lsn = step.lsn.0 + 1;
+    next.tables.insert(table.name.clone(), table);
     if let Err(e) = next.write_atomic(db_dir) {
         writer.remove_created();
         return Err(e);
     }
-    // Committed: the replaced table's files are no longer referenced. They were created by
-    // flashscan (the catalog lists only such files), so removing them is safe.
-    if let Some(old) = old_table {
-        for f in &old.files {
-            let _ = std::fs::remove_file(db_dir.join(&f.path));
-        }
+    // The catalog lists only files flashscan created, so removing them is safe. `join`
+    // keeps an absolute path (a file on another volume) as it is.
+    for f in replaced.iter().flat_map(|r| r.files.iter()) {
+        let _ = std::fs::remove_file(db_dir.join(&f.path));
     }
-    Ok(LoadReport { seconds: started.elapsed().as_secs_f64(), ..report })
+    Ok(())
 }
 
 /// Sources -> encoders -> writer (this thread). The first error cancels every stage.

@@ -212,14 +212,16 @@ impl PartitionWriter {
             }
         }
         let first_index = file.pages_written;
-        let first_index_u32 = u32::try_from(first_index + page_count)
-            .map_err(|_| StorageError::InvalidArgument(format!("data file {} would exceed 2^32 pages (32 TB): use more partitions", file.path.display())))?;
+        // Page ids hold a 32-bit page number: the row group's last page must fit.
+        if u32::try_from(first_index + page_count).is_err() {
+            return Err(StorageError::InvalidArgument(format!("data file {} would exceed 2^32 pages (32 TB): use more partitions", file.path.display())));
+        }
         for (i, page) in bytes.chunks_exact(PAGE_SIZE_BYTES).enumerate() {
             file.append(first_index + i as u64, page)?;
         }
         let offset_bytes = first_index * PAGE_SIZE_BYTES as u64;
         let catalog_path = file.catalog_path.clone();
-        let first_page_id = PageId::new(file.file_id, first_index_u32 - page_count as u32).0;
+        let first_page_id = PageId::new(file.file_id, first_index as u32).0;
         let state = &mut self.partitions[p];
         state.row_groups.push(RowGroupMeta { file: catalog_path.clone(), offset_bytes, total_bytes: bytes.len() as u64, metadata_bytes, row_count });
         state.row_group_runs.push(PageRun { file: catalog_path, offset_bytes, page_count: page_count as u32, first_page_id });
