@@ -29,9 +29,10 @@ use crate::metrics::{ScanLog, UnitMetrics};
 use crate::reader::{read_unit, Flow, ReadOptions};
 use crate::scan_units::ScanUnit;
 
-/// Batches a unit may have decoded and not yet handed on: bounds a scan's memory to a few
-/// I/O-sized batches per execution partition.
-pub const BATCHES_IN_FLIGHT_MAX: usize = 2;
+/// Batch slices a unit may have handed on and DataFusion not yet taken. The slices keep
+/// their decoded batch alive, so this bounds a scan's memory to about two decoded batches
+/// per execution partition.
+pub const BATCHES_IN_FLIGHT_MAX: usize = 16;
 
 /// What a scan node reads, fixed at planning time.
 #[derive(Debug, Clone)]
@@ -147,7 +148,11 @@ impl ExecutionPlan for FlashscanExec {
         self.replace_children(children, ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute))
     }
 
-    fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+        // Decoders hand on whole pages' or row groups' worth of rows (up to a million);
+        // DataFusion's operators are tuned for batches that stay in the CPU caches, so
+        // batches go up in slices of the session's batch size (zero-copy views).
+        let batch_rows = context.session_config().batch_size().max(1);
         let mut builder = RecordBatchReceiverStream::builder(self.schema.clone(), BATCHES_IN_FLIGHT_MAX);
         let Some(unit) = self.spec.units.get(partition).cloned() else {
             // The one partition of an empty scan (or one DataFusion should not ask for).
@@ -161,14 +166,17 @@ impl ExecutionPlan for FlashscanExec {
         builder.spawn_blocking(move || {
             let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
             let deliver = |batch: RecordBatch| -> Flow {
-                let left = rows_left.load(Ordering::Relaxed);
-                let batch = if batch.num_rows() > left { batch.slice(0, left) } else { batch };
-                let rows = batch.num_rows();
-                rows_left.store(left - rows, Ordering::Relaxed);
-                output_rows.add(rows);
-                // A send fails only when the stream was dropped: nobody wants more rows.
-                if tx.blocking_send(Ok(batch)).is_err() || left - rows == 0 {
-                    return Flow::Stop;
+                let mut offset = 0;
+                while offset < batch.num_rows() {
+                    let left = rows_left.load(Ordering::Relaxed);
+                    let rows = (batch.num_rows() - offset).min(batch_rows).min(left);
+                    rows_left.store(left - rows, Ordering::Relaxed);
+                    output_rows.add(rows);
+                    // A send fails only when the stream was dropped: nobody wants more rows.
+                    if tx.blocking_send(Ok(batch.slice(offset, rows))).is_err() || left - rows == 0 {
+                        return Flow::Stop;
+                    }
+                    offset += rows;
                 }
                 Flow::Continue
             };
