@@ -12,7 +12,7 @@ use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{Result, Statistics};
+use datafusion::common::{ColumnStatistics, Result, Statistics};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -50,6 +50,9 @@ pub struct ScanSpec {
     pub scan_filter: flashscan_exec::ScanFilter,
     pub limit: Option<usize>,
     pub read_options: ReadOptions,
+    /// The whole table's column statistics (indexed like its columns; empty when unknown).
+    /// Bounds of the whole table bound any part of it, so a unit reports them as inexact.
+    pub column_statistics: Arc<Vec<ColumnStatistics>>,
 }
 
 #[derive(Debug)]
@@ -86,7 +89,22 @@ impl FlashscanExec {
         let rows: u64 = units.iter().map(|u| u.row_count.min(limit)).sum();
         let bytes: u64 = units.iter().map(|u| u.bytes()).sum();
         let num_rows = if exact { Precision::Exact(rows as usize) } else { Precision::Inexact(rows as usize) };
-        Statistics::new_unknown(&self.schema).with_num_rows(num_rows).with_total_byte_size(Precision::Inexact(bytes as usize))
+        let mut statistics = Statistics::new_unknown(&self.schema).with_num_rows(num_rows).with_total_byte_size(Precision::Inexact(bytes as usize));
+        let table_columns = &self.spec.column_statistics;
+        if !table_columns.is_empty() {
+            // Null counts are the table's; a part may hold fewer, so they become inexact too.
+            let whole = exact && units.len() == self.spec.units.len() && self.spec.limit.is_none();
+            statistics.column_statistics = self
+                .spec
+                .projection
+                .iter()
+                .map(|&c| {
+                    let s = table_columns.get(c).cloned().unwrap_or_else(ColumnStatistics::new_unknown);
+                    if whole { s } else { s.to_inexact() }
+                })
+                .collect();
+        }
+        statistics
     }
 }
 
@@ -163,6 +181,7 @@ impl ExecutionPlan for FlashscanExec {
         let unit_metrics = UnitMetrics::new(&self.metrics, partition);
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let scan_log = self.scan_log.clone();
+        let statement = scan_log.statement();
         builder.spawn_blocking(move || {
             let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
             let deliver = |batch: RecordBatch| -> Flow {
@@ -183,7 +202,7 @@ impl ExecutionPlan for FlashscanExec {
             let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &spec.read_options, &deliver)
                 .map_err(exec_to_datafusion)?;
             unit_metrics.record(&figures);
-            scan_log.record_unit(&spec.table.name, &figures);
+            scan_log.record_unit(statement, &spec.table.name, &figures);
             Ok(())
         });
         Ok(builder.build())
@@ -194,7 +213,9 @@ impl ExecutionPlan for FlashscanExec {
     }
 
     fn statistics_from_inputs(&self, _input_stats: &[Arc<Statistics>], args: &StatisticsArgs) -> Result<Arc<Statistics>> {
-        let exact = self.spec.partitions_pruned == 0;
+        // Row counts are exact only when nothing is skipped: pruned partitions and row
+        // groups skipped by min/max take rows away.
+        let exact = self.spec.partitions_pruned == 0 && self.spec.scan_filter.ranges.is_empty();
         let stats = match args.partition() {
             Some(p) => match self.spec.units.get(p) {
                 Some(u) => self.statistics_of(std::slice::from_ref(u), exact && u.row_count_exact),

@@ -11,6 +11,7 @@
 //! - [`format`]: table, JSON and CSV printers; [`shell`]: the interactive shell;
 //! - [`error`]: one-line errors.
 
+pub mod column_statistics;
 pub mod error;
 pub mod exec_plan;
 pub mod format;

@@ -65,9 +65,21 @@ pub struct TableScanFigures {
 
 /// Every scan's figures since the last `take`, by table. One per session, shared by all its
 /// table providers; the session takes it after each query.
+///
+/// A scan unit can outlive its statement (a LIMIT satisfied, a join done early: the unit
+/// stops at its next batch, then reports), so each report carries the statement it was
+/// started for, and reports from earlier statements are dropped instead of counting
+/// against the next one.
 #[derive(Debug, Default)]
 pub struct ScanLog {
-    tables: Mutex<BTreeMap<String, TableScanFigures>>,
+    state: Mutex<LogState>,
+}
+
+#[derive(Debug, Default)]
+struct LogState {
+    /// Bumped by every `take`.
+    statement: u64,
+    tables: BTreeMap<String, TableScanFigures>,
 }
 
 impl ScanLog {
@@ -75,37 +87,44 @@ impl ScanLog {
         Arc::new(ScanLog::default())
     }
 
+    /// The statement scans started now belong to.
+    pub fn statement(&self) -> u64 {
+        self.lock().statement
+    }
+
     /// A scan was planned: how many partitions it reads and how many it skipped.
     pub fn record_plan(&self, table: &str, partitions_total: u64, partitions_pruned: u64, table_bytes: u64) {
-        self.with_table(table, |t| {
-            t.partitions_total = partitions_total;
-            t.partitions_pruned += partitions_pruned;
-            t.table_bytes = table_bytes;
-        });
+        let mut state = self.lock();
+        let t = state.tables.entry(table.to_string()).or_default();
+        t.partitions_total = partitions_total;
+        t.partitions_pruned += partitions_pruned;
+        t.table_bytes = table_bytes;
     }
 
-    pub fn record_unit(&self, table: &str, f: &UnitFigures) {
-        self.with_table(table, |t| {
-            t.figures.add(f);
-            t.units_read += 1;
-        });
-    }
-
-    /// The figures so far, and a fresh start for the next query.
-    pub fn take(&self) -> BTreeMap<String, TableScanFigures> {
-        match self.tables.lock() {
-            Ok(mut t) => std::mem::take(&mut *t),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    /// A unit of `statement` finished; ignored when that statement's figures were taken.
+    pub fn record_unit(&self, statement: u64, table: &str, f: &UnitFigures) {
+        let mut state = self.lock();
+        if state.statement != statement {
+            return;
         }
+        let t = state.tables.entry(table.to_string()).or_default();
+        t.figures.add(f);
+        t.units_read += 1;
     }
 
-    fn with_table(&self, table: &str, f: impl FnOnce(&mut TableScanFigures)) {
+    /// The figures so far, and a fresh start for the next statement.
+    pub fn take(&self) -> BTreeMap<String, TableScanFigures> {
+        let mut state = self.lock();
+        state.statement += 1;
+        std::mem::take(&mut state.tables)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, LogState> {
         // A panic elsewhere while holding the lock must not lose the figures nor panic here.
-        let mut tables = match self.tables.lock() {
-            Ok(t) => t,
+        match self.state.lock() {
+            Ok(s) => s,
             Err(poisoned) => poisoned.into_inner(),
-        };
-        f(tables.entry(table.to_string()).or_default());
+        }
     }
 }
 
@@ -116,4 +135,24 @@ pub fn total_of(tables: &BTreeMap<String, TableScanFigures>) -> UnitFigures {
         total.add(&t.figures);
     }
     total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unit_reporting_after_its_statement_was_taken_is_dropped() {
+        let log = ScanLog::new();
+        let figures = UnitFigures { bytes_read: 8192, pages_read: 1, ..UnitFigures::default() };
+        let first = log.statement();
+        log.record_unit(first, "t", &figures);
+        assert_eq!(log.take().get("t").map(|t| t.figures.bytes_read), Some(8192));
+        // A straggler of the first statement reports during the second: not counted.
+        let second = log.statement();
+        log.record_unit(first, "t", &figures);
+        log.record_unit(second, "t", &figures);
+        let taken = log.take();
+        assert_eq!(taken.get("t").map(|t| (t.figures.bytes_read, t.units_read)), Some((8192, 1)));
+    }
 }

@@ -13,6 +13,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::DFParser;
 use flashscan_storage::Database;
 
+use crate::column_statistics::column_store_statistics;
 use crate::error::SqlError;
 use crate::metrics::{total_of, ScanLog, TableScanFigures};
 use crate::reader::{ReadOptions, UnitFigures};
@@ -72,7 +73,14 @@ impl FlashscanSession {
         let mut table_names = Vec::new();
         for table in db.tables() {
             let name = table.name.to_lowercase();
-            let provider = FlashscanTable::new(table.clone(), db.dir().to_path_buf(), options.read, scan_log.clone());
+            let mut provider = FlashscanTable::new(table.clone(), db.dir().to_path_buf(), options.read, scan_log.clone());
+            if table.is_column_store() {
+                // A directory that does not read or verify leaves the table without
+                // statistics; its scan reads the same directories and reports the error.
+                if let Ok(stats) = column_store_statistics(db.dir(), table) {
+                    provider = provider.with_column_statistics(stats.columns).with_partition_ranges(stats.partition_ranges);
+                }
+            }
             ctx.register_table(name.as_str(), Arc::new(provider))?;
             table_names.push(name);
         }

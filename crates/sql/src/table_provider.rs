@@ -10,7 +10,7 @@ use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
-use datafusion::common::{Result, ScalarValue, Statistics};
+use datafusion::common::{ColumnStatistics, Result, ScalarValue, Statistics};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use flashscan_storage::{PartitionMeta, TableMeta};
@@ -36,6 +36,9 @@ pub struct FlashscanTable {
     /// The column rows were hashed on to pick their partition: `key = constant` and
     /// `key IN (...)` name the only partitions that can hold matching rows.
     partition_key: Option<usize>,
+    /// Per column over the whole table (min, max, nulls) for the planner; unknown unless
+    /// the format records them (the column store).
+    column_statistics: Arc<Vec<ColumnStatistics>>,
 }
 
 impl FlashscanTable {
@@ -50,7 +53,16 @@ impl FlashscanTable {
             read_options,
             scan_log,
             partition_ranges: Vec::new(),
+            column_statistics: Arc::new(Vec::new()),
         }
+    }
+
+    /// Per column statistics for the planner; ignored unless one per column.
+    pub fn with_column_statistics(mut self, columns: Vec<ColumnStatistics>) -> FlashscanTable {
+        if columns.len() == self.table.columns.len() {
+            self.column_statistics = Arc::new(columns);
+        }
+        self
     }
 
     /// Min/max per partition and column, from a format that records them. Lengths that do
@@ -149,11 +161,13 @@ impl TableProvider for FlashscanTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        Some(
-            Statistics::new_unknown(&self.schema)
-                .with_num_rows(Precision::Exact(self.table.row_count as usize))
-                .with_total_byte_size(Precision::Inexact(self.table.size_bytes as usize)),
-        )
+        let mut statistics = Statistics::new_unknown(&self.schema)
+            .with_num_rows(Precision::Exact(self.table.row_count as usize))
+            .with_total_byte_size(Precision::Inexact(self.table.size_bytes as usize));
+        if !self.column_statistics.is_empty() {
+            statistics.column_statistics = self.column_statistics.to_vec();
+        }
+        Some(statistics)
     }
 
     async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
@@ -193,6 +207,7 @@ impl TableProvider for FlashscanTable {
             pruning_filters,
             limit,
             read_options: self.read_options,
+            column_statistics: self.column_statistics.clone(),
         };
         Ok(Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?))
     }

@@ -12,6 +12,7 @@ use arrow::array::{Array, ArrayRef, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::common::ScalarValue;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use flashscan_sql::{FlashscanSession, QueryOutput, SessionOptions, SqlError};
@@ -226,6 +227,38 @@ fn a_range_filter_skips_column_store_row_groups() {
         .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(cells(&few.batches), cells(&expected));
     assert!(few.scan_total().bytes_read * 3 < full.scan_total().bytes_read, "read {} of {}", few.scan_total().bytes_read, full.scan_total().bytes_read);
+}
+
+/// The column store's statistics (read from row group directories) are what the data
+/// holds: min and max per column equal the oracle's MIN/MAX over the generated rows, and
+/// the planner gets them.
+#[test]
+fn column_store_statistics_are_the_data_min_and_max() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    load_tpch(dir.path(), "columnstore");
+    let rt = runtime();
+    let session = flashscan_session(dir.path());
+    let provider = rt.block_on(session.context().table_provider("lineitem")).unwrap_or_else(|e| panic!("{e}"));
+    let stats = provider.statistics().unwrap_or_else(|| panic!("no statistics"));
+    let schema = provider.schema();
+    let columns = ["l_orderkey", "l_quantity", "l_shipdate", "l_extendedprice"];
+    let oracle = oracle_context();
+    for name in columns {
+        let sql = format!("SELECT MIN({name}), MAX({name}) FROM lineitem");
+        let want = rt.block_on(async { oracle.sql(&sql).await?.collect().await }).unwrap_or_else(|e| panic!("{e}"));
+        let index = schema.index_of(name).unwrap_or_else(|e| panic!("{e}"));
+        let column = &stats.column_statistics[index];
+        let (Some(min), Some(max)) = (column.min_value.get_value(), column.max_value.get_value()) else {
+            panic!("{name}: no min/max in {column:?}")
+        };
+        let got = [min.to_array().unwrap_or_else(|e| panic!("{e}")), max.to_array().unwrap_or_else(|e| panic!("{e}"))];
+        let want_min = ScalarValue::try_from_array(want[0].column(0), 0).unwrap_or_else(|e| panic!("{e}"));
+        let want_max = ScalarValue::try_from_array(want[0].column(1), 0).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((min, max), (&want_min, &want_max), "{name}: statistics {got:?}");
+    }
+    // Strings keep no min/max: unknown, never a wrong bound.
+    let comment = &stats.column_statistics[schema.index_of("l_comment").unwrap_or_else(|e| panic!("{e}"))];
+    assert!(comment.min_value.get_value().is_none() && comment.max_value.get_value().is_none());
 }
 
 /// Shared database for the tests below: lineitem and orders only is not enough for the
