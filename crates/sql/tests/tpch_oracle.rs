@@ -210,6 +210,16 @@ fn tpch_22_queries_match_the_oracle_on_page_compression() {
     run_all_queries("page");
 }
 
+#[test]
+fn tpch_22_queries_match_the_oracle_on_row_compression() {
+    run_all_queries("row");
+}
+
+#[test]
+fn tpch_22_queries_match_the_oracle_on_columnstore_archive() {
+    run_all_queries("columnstore_archive");
+}
+
 /// Row groups whose min/max miss a filter are not read: lineitem is generated in
 /// l_orderkey order, so a range of keys touches few row groups.
 #[test]
