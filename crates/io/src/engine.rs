@@ -91,6 +91,34 @@ pub trait IoEngine: Send {
     /// Submits what is queued, waits for at least `min_complete` completions (bounded by
     /// what is in flight), and appends every completion available to `out`.
     fn reap(&mut self, min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError>;
+    /// Makes every write to `file_index` that has completed durable (fdatasync): the
+    /// write-ahead log's commit point. Call it with the file's writes reaped. An error means
+    /// the kernel may have dropped those writes: the caller must not retry and assume success
+    /// (fsync errors are reported once), it must stop. Engines that model durability
+    /// themselves (the simulated one) override this.
+    fn flush(&mut self, file_index: u32) -> Result<(), IoError> {
+        fdatasync_file(self.files(), file_index)
+    }
+}
+
+/// fdatasync of one file of the set, retried on EINTR, with the path in the error.
+pub fn fdatasync_file(files: &FileSet, file_index: u32) -> Result<(), IoError> {
+    use std::os::unix::io::AsRawFd;
+    if file_index as usize >= files.len() {
+        return Err(IoError::InvalidRequest(format!("flush: file index {file_index} of {}", files.len())));
+    }
+    let file = files.get(file_index);
+    loop {
+        // SAFETY: the descriptor is valid while `files` lives.
+        let rc = unsafe { libc::fdatasync(file.file.as_raw_fd()) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let source = std::io::Error::last_os_error();
+        if source.raw_os_error() != Some(libc::EINTR) {
+            return Err(IoError::File { path: file.path.clone(), what: format!("fdatasync failed: {source}") });
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

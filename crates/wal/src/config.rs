@@ -1,0 +1,76 @@
+//! How a log is set up: its directory, segment size, and the I/O engine its writer uses.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use flashscan_io::{EngineConfig, FileSet, IoEngine, IoError};
+
+use crate::error::WalError;
+use crate::limits::{
+    BLOCK_SIZE_BYTES, LOG_BUFFER_BYTES_MAX, SEGMENT_SIZE_BYTES_DEFAULT, SEGMENT_SIZE_BYTES_MAX, SEGMENT_SIZE_BYTES_MIN,
+    WRITE_CHUNK_BYTES,
+};
+
+/// Opens the I/O engine the log writer uses for one segment file (a set of one file).
+/// Tests pass one that builds a simulated engine on a shared `SimDisk`.
+pub type EngineFactory = Arc<dyn Fn(Arc<FileSet>) -> Result<Box<dyn IoEngine>, IoError> + Send + Sync>;
+
+/// The engine configuration the log writer needs: one request at a time (a flush is one
+/// sequential write, then one durable flush), one slot of `WRITE_CHUNK_BYTES`.
+pub fn writer_engine_config() -> EngineConfig {
+    EngineConfig::for_depth(1, WRITE_CHUNK_BYTES)
+}
+
+/// The real engine: psync, which at depth 1 runs the write inline on the log writer thread
+/// (no hand-off to a worker or a ring: the writer waits for the write anyway, then for the
+/// fdatasync).
+pub fn psync_engine_factory() -> EngineFactory {
+    Arc::new(|files| Ok(Box::new(flashscan_io::psync::PsyncEngine::new(files, writer_engine_config())?) as Box<dyn IoEngine>))
+}
+
+#[derive(Clone)]
+pub struct WalConfig {
+    /// The log's directory: DB/wal or a --wal-dir on another volume.
+    pub dir: PathBuf,
+    /// Used when the log is created; an existing log keeps the size in its control file.
+    pub segment_size_bytes: u64,
+    /// Open segments with O_DIRECT (falling back to buffered I/O, with a notice in
+    /// `Wal::notices`, where the file system refuses it).
+    pub direct_io: bool,
+    /// Appended bytes waiting for the writer before appenders block.
+    pub log_buffer_bytes_max: usize,
+    pub engine_factory: EngineFactory,
+}
+
+impl WalConfig {
+    pub fn new(dir: impl Into<PathBuf>) -> WalConfig {
+        WalConfig {
+            dir: dir.into(),
+            segment_size_bytes: SEGMENT_SIZE_BYTES_DEFAULT,
+            direct_io: true,
+            log_buffer_bytes_max: LOG_BUFFER_BYTES_MAX,
+            engine_factory: psync_engine_factory(),
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), WalError> {
+        check_segment_size(self.segment_size_bytes)?;
+        if self.log_buffer_bytes_max < 2 * BLOCK_SIZE_BYTES || self.log_buffer_bytes_max > LOG_BUFFER_BYTES_MAX {
+            return Err(WalError::Config(format!(
+                "log buffer of {} bytes outside {}..={LOG_BUFFER_BYTES_MAX}",
+                self.log_buffer_bytes_max,
+                2 * BLOCK_SIZE_BYTES
+            )));
+        }
+        Ok(())
+    }
+}
+
+pub fn check_segment_size(bytes: u64) -> Result<(), WalError> {
+    if !(SEGMENT_SIZE_BYTES_MIN..=SEGMENT_SIZE_BYTES_MAX).contains(&bytes) || bytes % BLOCK_SIZE_BYTES as u64 != 0 {
+        return Err(WalError::Config(format!(
+            "segment size {bytes} bytes: must be a multiple of {BLOCK_SIZE_BYTES} within {SEGMENT_SIZE_BYTES_MIN}..={SEGMENT_SIZE_BYTES_MAX}"
+        )));
+    }
+    Ok(())
+}

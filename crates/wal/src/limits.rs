@@ -1,0 +1,41 @@
+//! Named bounds of the log, with their reasons, checked against each other at compile time.
+
+/// A log block: the unit of a checksum and of O_DIRECT writes. 4 KiB is the logical block
+/// size of every flash device we target, so a block is never split across device sectors
+/// larger than itself, and every write is aligned for O_DIRECT.
+pub const BLOCK_SIZE_BYTES: usize = 4096;
+/// Block header (see block.rs).
+pub const BLOCK_HEADER_BYTES: usize = 40;
+/// Record bytes one block carries.
+pub const BLOCK_PAYLOAD_BYTES: usize = BLOCK_SIZE_BYTES - BLOCK_HEADER_BYTES;
+/// Record header: kind, flags, reserved, body length.
+pub const RECORD_HEADER_BYTES: usize = 8;
+/// Largest record body. A row is at most a page; 1 MiB leaves room for future records
+/// (a page image) and bounds what a damaged length can make the reader allocate.
+pub const RECORD_BODY_BYTES_MAX: usize = 1 << 20;
+/// Segment files: 16 MiB by default (PostgreSQL's size), small ones for tests.
+pub const SEGMENT_SIZE_BYTES_DEFAULT: u64 = 16 << 20;
+/// A segment holds its header block and at least three log blocks.
+pub const SEGMENT_SIZE_BYTES_MIN: u64 = 4 * BLOCK_SIZE_BYTES as u64;
+/// Segments are read whole during recovery: bound the memory that takes.
+pub const SEGMENT_SIZE_BYTES_MAX: u64 = 1 << 30;
+/// One write request of the log writer (the engine's slot size). A flush larger than this
+/// is written in several requests before its one durable flush.
+pub const WRITE_CHUNK_BYTES: usize = 1 << 20;
+/// Log bytes appended but not yet taken by the log writer before appenders wait: bounds
+/// memory when committers outrun the device.
+pub const LOG_BUFFER_BYTES_MAX: usize = 16 << 20;
+/// The control file, one sector so its write is atomic on every device.
+pub const CONTROL_FILE_BYTES: usize = 512;
+/// Longest database label kept in the control file (for the "foreign wal dir" message).
+pub const DATABASE_LABEL_BYTES_MAX: usize = 256;
+
+const _: () = assert!(BLOCK_SIZE_BYTES.is_power_of_two());
+const _: () = assert!(BLOCK_PAYLOAD_BYTES < u16::MAX as usize);
+const _: () = assert!(SEGMENT_SIZE_BYTES_MIN % BLOCK_SIZE_BYTES as u64 == 0);
+const _: () = assert!(SEGMENT_SIZE_BYTES_DEFAULT % BLOCK_SIZE_BYTES as u64 == 0);
+const _: () = assert!(SEGMENT_SIZE_BYTES_DEFAULT <= SEGMENT_SIZE_BYTES_MAX);
+const _: () = assert!(WRITE_CHUNK_BYTES % BLOCK_SIZE_BYTES == 0);
+const _: () = assert!(WRITE_CHUNK_BYTES <= flashscan_io::limits::IO_SIZE_BYTES_MAX);
+const _: () = assert!(LOG_BUFFER_BYTES_MAX >= 2 * (RECORD_BODY_BYTES_MAX + RECORD_HEADER_BYTES));
+const _: () = assert!(DATABASE_LABEL_BYTES_MAX + 96 <= CONTROL_FILE_BYTES);

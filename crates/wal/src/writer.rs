@@ -1,0 +1,734 @@
+//! The log: appends under one short lock, one log writer thread, group commit.
+//!
+//! Appenders copy their record into the current log block(s) under `state` and get its
+//! LSN. A committer then waits until `durable` reaches its commit record's end. The writer
+//! thread, whenever someone waits, takes *everything* appended so far (sealing the last,
+//! partial block: padding), writes it in one sequential write and makes it durable with one
+//! fdatasync, then publishes the new durable LSN and wakes the waiters. While it writes,
+//! new commits pile up for the next flush: that is group commit, and the batch grows by
+//! itself with the load, as in PostgreSQL's and SQL Server's log writers.
+//!
+//! An error from a write or a durable flush stops the log for good (redo's `PreviousIo`):
+//! after a failed fsync the kernel may have dropped the dirty pages, so a later flush that
+//! succeeds proves nothing. Every waiting and later commit gets `WalError::Stopped`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use flashscan_io::{FileSet, IoCompletion, IoEngine, IoError, IoOp, IoRequest, OpenMode};
+use parking_lot::{Condvar, Mutex};
+
+use crate::block::{init_fresh, note_record_start, seal};
+use crate::config::{EngineFactory, WalConfig};
+use crate::error::{file_err, WalError};
+use crate::files::{
+    create_excl, create_segment, inspect_segment_header, list_segments, lock_dir, open_existing, read_control, recycle_segment,
+    segment_path, write_control, Control, DatabaseIdentity, SegmentHeaderState, CONTROL_FILE_NAME, LOCK_FILE_NAME,
+};
+use crate::limits::{BLOCK_HEADER_BYTES, BLOCK_PAYLOAD_BYTES, BLOCK_SIZE_BYTES, RECORD_HEADER_BYTES, WRITE_CHUNK_BYTES};
+use crate::lsn::{Lsn, TxnId};
+use crate::reader::{scan_dir, Scan};
+use crate::record::{Record, INSERT_FIXED_BYTES};
+
+const BLOCK: u64 = BLOCK_SIZE_BYTES as u64;
+
+/// The first record of a new log: segment 0, after its header block and the block header.
+pub const FIRST_RECORD_LSN: Lsn = Lsn(BLOCK + BLOCK_HEADER_BYTES as u64);
+
+/// Where an appended record sits in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Appended {
+    pub lsn: Lsn,
+    /// One past its last byte: wait for this to be durable (commit), or let a page it
+    /// changed be written only after it is (the WAL rule; the page's LSN).
+    pub end: Lsn,
+}
+
+/// Counters of the log, read at any time.
+#[derive(Debug, Default)]
+struct Counters {
+    records: AtomicU64,
+    commits: AtomicU64,
+    flushes: AtomicU64,
+    bytes_written: AtomicU64,
+    padding_bytes: AtomicU64,
+    segments_created: AtomicU64,
+    segments_recycled: AtomicU64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WalStats {
+    pub records_count: u64,
+    pub commits_count: u64,
+    /// Durable flushes (write + fdatasync) of the log writer.
+    pub flushes_count: u64,
+    pub bytes_written: u64,
+    /// Block bytes left unused because a flush ended inside the block.
+    pub padding_bytes: u64,
+    pub segments_created_count: u64,
+    pub segments_recycled_count: u64,
+    pub durable_lsn: Lsn,
+}
+
+impl WalStats {
+    pub fn commits_per_flush(&self) -> f64 {
+        if self.flushes_count == 0 {
+            0.0
+        } else {
+            self.commits_count as f64 / self.flushes_count as f64
+        }
+    }
+}
+
+struct State {
+    /// Whole blocks from `buf_start`, appended and not yet taken by the writer.
+    buf: Vec<u8>,
+    buf_start: Lsn,
+    /// Next byte to append: always inside a block's payload area.
+    insert: Lsn,
+    /// One past the last byte of the last record appended.
+    appended_end: Lsn,
+    durable: Lsn,
+    /// Highest LSN a waiter asked for: the writer flushes while this is above `durable`.
+    wanted: Lsn,
+    spare: Vec<u8>,
+    failed: Option<String>,
+    shutdown: bool,
+    writer_idle: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    work: Condvar,
+    durable: Condvar,
+    space: Condvar,
+    counters: Counters,
+    segment_size_bytes: u64,
+    epoch: u32,
+    log_buffer_bytes_max: usize,
+    next_txn: AtomicU64,
+    /// Segment files below the last checkpoint's redo point, free for reuse.
+    recyclable: Mutex<Vec<PathBuf>>,
+    notices: Mutex<Vec<String>>,
+}
+
+/// The payload start of the block that begins at `block_start` (skipping a segment header).
+fn payload_start(block_start: Lsn, segment_size_bytes: u64) -> Lsn {
+    debug_assert_eq!(block_start.0 % BLOCK, 0);
+    if block_start.0 % segment_size_bytes == 0 {
+        Lsn(block_start.0 + BLOCK + BLOCK_HEADER_BYTES as u64)
+    } else {
+        Lsn(block_start.0 + BLOCK_HEADER_BYTES as u64)
+    }
+}
+
+fn block_start(lsn: Lsn) -> Lsn {
+    Lsn(lsn.0 - lsn.0 % BLOCK)
+}
+
+impl State {
+    fn put(&mut self, mut bytes: &[u8], record_start: bool, seg: u64) {
+        let mut first = record_start;
+        while !bytes.is_empty() {
+            debug_assert!(self.insert.0 % BLOCK >= BLOCK_HEADER_BYTES as u64);
+            debug_assert!(self.insert.0 % seg >= BLOCK);
+            let bstart = block_start(self.insert);
+            let idx = (bstart.0 - self.buf_start.0) as usize;
+            while self.buf.len() <= idx {
+                // Fresh block (or the placeholder of a segment header block, skipped on write).
+                let at = self.buf.len();
+                self.buf.resize(at + BLOCK_SIZE_BYTES, 0);
+                init_fresh(&mut self.buf[at..at + BLOCK_SIZE_BYTES]);
+            }
+            let in_block = (self.insert.0 - bstart.0) as usize;
+            if first {
+                note_record_start(&mut self.buf[idx..idx + BLOCK_SIZE_BYTES], in_block - BLOCK_HEADER_BYTES);
+                first = false;
+            }
+            let n = bytes.len().min(BLOCK_SIZE_BYTES - in_block);
+            self.buf[idx + in_block..idx + in_block + n].copy_from_slice(&bytes[..n]);
+            bytes = &bytes[n..];
+            let pos = self.insert.add(n as u64);
+            self.appended_end = pos;
+            self.insert = if pos.0 % BLOCK == 0 { payload_start(pos, seg) } else { pos };
+        }
+    }
+
+    /// Takes everything appended, sealing a partial last block (the next append starts a
+    /// new block). Returns (first block LSN, blocks, used bytes of the last block, end).
+    fn take(&mut self, seg: u64) -> Option<(Lsn, Vec<u8>, usize, Lsn)> {
+        if self.buf.is_empty() {
+            return None;
+        }
+        let start = self.buf_start;
+        let end = self.appended_end;
+        let ibstart = block_start(self.insert);
+        let covered = self.buf_start.0 + self.buf.len() as u64;
+        let last_used = if ibstart.0 < covered {
+            // The insert block is allocated, so it holds at least one byte: seal it.
+            let used = (self.insert.0 % BLOCK) as usize - BLOCK_HEADER_BYTES;
+            debug_assert!(used >= 1);
+            debug_assert_eq!(ibstart.0 + BLOCK, covered);
+            self.insert = payload_start(Lsn(covered), seg);
+            used
+        } else {
+            BLOCK_PAYLOAD_BYTES
+        };
+        let mut spare = std::mem::take(&mut self.spare);
+        spare.clear();
+        let bytes = std::mem::replace(&mut self.buf, spare);
+        self.buf_start = block_start(self.insert);
+        Some((start, bytes, last_used, end))
+    }
+}
+
+/// The segment file the writer has open, with its engine.
+struct OpenSegment {
+    segment_no: u64,
+    engine: Box<dyn IoEngine>,
+}
+
+struct SegmentWriter {
+    dir: PathBuf,
+    segment_size_bytes: u64,
+    database_id: u128,
+    direct_io: bool,
+    factory: EngineFactory,
+    current: Option<OpenSegment>,
+    completions: Vec<IoCompletion>,
+}
+
+impl SegmentWriter {
+    fn open(&mut self, shared: &Shared, segment_no: u64) -> Result<(), WalError> {
+        if self.current.as_ref().is_some_and(|c| c.segment_no == segment_no) {
+            return Ok(());
+        }
+        self.current = None;
+        let path = segment_path(&self.dir, segment_no);
+        let seg = self.segment_size_bytes;
+        if std::fs::symlink_metadata(&path).is_ok() {
+            // Ours (named by us, in our directory): continue in it, fixing a header left
+            // unwritten by a crash during creation or recycling.
+            let f = open_existing(&path, true)?;
+            let mut head = vec![0u8; BLOCK_SIZE_BYTES];
+            let n = std::os::unix::fs::FileExt::read_at(&f, &mut head, 0).map_err(file_err(&path))?;
+            let valid = n == BLOCK_SIZE_BYTES
+                && matches!(inspect_segment_header(&head), SegmentHeaderState::Valid { segment_no: s, database_id, segment_size_bytes }
+                    if s == segment_no && database_id == self.database_id && segment_size_bytes == seg);
+            if !valid {
+                let header = crate::files::encode_segment_header(segment_no, seg, self.database_id);
+                std::os::unix::fs::FileExt::write_all_at(&f, &header, 0).map_err(file_err(&path))?;
+                if f.metadata().map_err(file_err(&path))?.len() < seg {
+                    f.set_len(seg).map_err(file_err(&path))?;
+                }
+                f.sync_all().map_err(file_err(&path))?;
+            }
+        } else {
+            let old = shared.recyclable.lock().pop();
+            match old {
+                Some(old) => {
+                    recycle_segment(&self.dir, &old, segment_no, seg, self.database_id)?;
+                    shared.counters.segments_recycled.fetch_add(1, Ordering::Relaxed);
+                }
+                None => {
+                    create_segment(&self.dir, segment_no, seg, self.database_id)?;
+                    shared.counters.segments_created.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        let files = self.open_files(shared, &path)?;
+        let engine = (self.factory)(Arc::new(files))?;
+        self.current = Some(OpenSegment { segment_no, engine });
+        Ok(())
+    }
+
+    fn open_files(&mut self, shared: &Shared, path: &Path) -> Result<FileSet, WalError> {
+        let stats = Arc::new(flashscan_io::FileStats::default());
+        if self.direct_io {
+            let mut set = FileSet::new();
+            match set.add(path, OpenMode { direct: true, write: true }, stats.clone()) {
+                Ok(_) if set.get(0).offset_align_bytes as usize <= BLOCK_SIZE_BYTES => return Ok(set),
+                Ok(_) | Err(IoError::DirectUnsupported { .. }) => {
+                    shared.notices.lock().push(format!(
+                        "{}: O_DIRECT refused or needs alignment above {BLOCK_SIZE_BYTES} bytes; the log uses buffered writes + fdatasync",
+                        self.dir.display()
+                    ));
+                    self.direct_io = false;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let mut set = FileSet::new();
+        set.add(path, OpenMode { direct: false, write: true }, stats)?;
+        Ok(set)
+    }
+
+    /// Writes `bytes` (whole blocks) at `lsn`, all inside one segment, in chunks.
+    fn write(&mut self, shared: &Shared, lsn: Lsn, bytes: &[u8]) -> Result<(), WalError> {
+        let seg = self.segment_size_bytes;
+        let no = lsn.segment_no(seg);
+        debug_assert!(lsn.segment_offset_bytes(seg) + bytes.len() as u64 <= seg);
+        self.open(shared, no)?;
+        let Some(current) = self.current.as_mut() else { unreachable!("opened above") };
+        let engine = &mut current.engine;
+        let mut offset = lsn.segment_offset_bytes(seg);
+        for chunk in bytes.chunks(WRITE_CHUNK_BYTES) {
+            engine.slot_mut(0)[..chunk.len()].copy_from_slice(chunk);
+            engine.queue(IoRequest {
+                op: IoOp::Write,
+                file_index: 0,
+                offset_bytes: offset,
+                length_bytes: chunk.len() as u32,
+                slot: 0,
+                user_data: 0,
+            })?;
+            engine.submit()?;
+            self.completions.clear();
+            while self.completions.is_empty() {
+                engine.reap(1, &mut self.completions)?;
+            }
+            self.completions[0].expect_full(engine.files())?;
+            offset += chunk.len() as u64;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), WalError> {
+        if let Some(c) = self.current.as_mut() {
+            c.engine.flush(0)?;
+        }
+        Ok(())
+    }
+}
+
+/// The write-ahead log of one database.
+pub struct Wal {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+    dir: PathBuf,
+    control: Mutex<Control>,
+    _lock: File,
+}
+
+impl Wal {
+    /// Creates a new, empty log in `config.dir` (created if missing, refused if it holds a
+    /// log already) and opens it.
+    pub fn create(config: WalConfig, identity: DatabaseIdentity) -> Result<Wal, WalError> {
+        config.validate()?;
+        let dir = &config.dir;
+        match std::fs::create_dir(dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(source) => return Err(WalError::File { path: dir.clone(), source }),
+        }
+        if let Ok(c) = read_control(dir) {
+            return Err(WalError::AlreadyExists { dir: dir.clone(), label: c.identity.label });
+        }
+        if std::fs::symlink_metadata(dir.join(CONTROL_FILE_NAME)).is_ok() {
+            return Err(WalError::AlreadyExists { dir: dir.clone(), label: "(unreadable wal.control)".into() });
+        }
+        let lock = create_excl(&dir.join(LOCK_FILE_NAME))?;
+        lock.sync_all().map_err(file_err(dir.join(LOCK_FILE_NAME)))?;
+        drop(lock);
+        let control = Control {
+            identity: identity.clone(),
+            segment_size_bytes: config.segment_size_bytes,
+            epoch: 0,
+            checkpoint_redo_lsn: FIRST_RECORD_LSN,
+            checkpoint_lsn: Lsn::ZERO,
+        };
+        write_control(dir, &control)?;
+        let (wal, _) = Wal::open(config, &identity)?;
+        Ok(wal)
+    }
+
+    /// Opens the log in `config.dir` for `identity`'s database: refuses a log of another
+    /// database, takes the lock, scans from the last checkpoint's redo point (refusing
+    /// corruption), and starts the writer after the last valid block. Returns the scan for
+    /// redo.
+    pub fn open(config: WalConfig, identity: &DatabaseIdentity) -> Result<(Wal, Scan), WalError> {
+        config.validate()?;
+        let dir = config.dir.clone();
+        let mut control = read_control(&dir)?;
+        if control.identity.id != identity.id {
+            return Err(WalError::Foreign {
+                dir,
+                found_label: control.identity.label,
+                found_id: control.identity.id,
+                expected_label: identity.label.clone(),
+                expected_id: identity.id,
+            });
+        }
+        let lock = lock_dir(&dir)?;
+        let seg = control.segment_size_bytes;
+        let scan = scan_dir(&dir, seg, identity.id, control.checkpoint_redo_lsn)?;
+        // A new epoch, durable before any block of it is written: blocks of older epochs
+        // past the end of the log can then never be read as a continuation of it.
+        control.epoch = control.epoch.max(scan.last_epoch).checked_add(1).ok_or_else(|| WalError::Config("log epoch exhausted".into()))?;
+        write_control(&dir, &control)?;
+        let redo_segment = control.checkpoint_redo_lsn.segment_no(seg);
+        let recyclable: Vec<PathBuf> = list_segments(&dir)?.into_iter().filter(|(no, _)| *no < redo_segment).map(|(_, p)| p).collect();
+        let insert = payload_start(scan.next_block_lsn, seg);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State {
+                buf: Vec::new(),
+                buf_start: block_start(insert),
+                insert,
+                appended_end: scan.end_lsn,
+                durable: scan.end_lsn,
+                wanted: scan.end_lsn,
+                spare: Vec::new(),
+                failed: None,
+                shutdown: false,
+                writer_idle: false,
+            }),
+            work: Condvar::new(),
+            durable: Condvar::new(),
+            space: Condvar::new(),
+            counters: Counters::default(),
+            segment_size_bytes: seg,
+            epoch: control.epoch,
+            log_buffer_bytes_max: config.log_buffer_bytes_max,
+            next_txn: AtomicU64::new(((control.epoch as u64) & 0xFF_FFFF) << 40 | 1),
+            recyclable: Mutex::new(recyclable),
+            notices: Mutex::new(Vec::new()),
+        });
+        let segments = SegmentWriter {
+            dir: dir.clone(),
+            segment_size_bytes: seg,
+            database_id: identity.id,
+            direct_io: config.direct_io,
+            factory: config.engine_factory.clone(),
+            current: None,
+            completions: Vec::with_capacity(1),
+        };
+        let writer_shared = shared.clone();
+        let writer = std::thread::Builder::new()
+            .name("wal-writer".into())
+            .spawn(move || log_writer(writer_shared, segments))
+            .map_err(file_err(&dir))?;
+        Ok((Wal { shared, writer: Some(writer), dir, control: Mutex::new(control), _lock: lock }, scan))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// A new transaction id (unique across restarts: see `TxnId`).
+    pub fn begin(&self) -> TxnId {
+        TxnId(self.shared.next_txn.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Appends a record; it is durable once `wait_durable(end)` returns.
+    pub fn append(&self, record: &Record) -> Result<Appended, WalError> {
+        record.validate_for_append()?;
+        let mut head = [0u8; RECORD_HEADER_BYTES + INSERT_FIXED_BYTES];
+        let (h, t) = record.encode_parts(&mut head);
+        let seg = self.shared.segment_size_bytes;
+        let needed = h.len() + t.len();
+        let mut st = self.shared.state.lock();
+        loop {
+            if let Some(cause) = &st.failed {
+                return Err(WalError::Stopped { cause: cause.clone() });
+            }
+            if st.buf.is_empty() || st.buf.len() + needed <= self.shared.log_buffer_bytes_max {
+                break;
+            }
+            // The writer is behind: ask it to take what is there, wait for room.
+            st.wanted = st.wanted.max(st.appended_end);
+            self.shared.work.notify_one();
+            self.shared.space.wait(&mut st);
+        }
+        let lsn = st.insert;
+        st.put(h, true, seg);
+        st.put(t, false, seg);
+        let end = st.appended_end;
+        drop(st);
+        self.shared.counters.records.fetch_add(1, Ordering::Relaxed);
+        if matches!(record, Record::Commit { .. }) {
+            self.shared.counters.commits.fetch_add(1, Ordering::Relaxed);
+        }
+        debug_assert!(end.0 >= lsn.0 + needed as u64);
+        Ok(Appended { lsn, end })
+    }
+
+    /// Returns once the log is durable up to `lsn`, or the error that stopped it. Nothing is
+    /// acknowledged before it is durable.
+    pub fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
+        let mut st = self.shared.state.lock();
+        loop {
+            if st.durable >= lsn {
+                return Ok(());
+            }
+            if let Some(cause) = &st.failed {
+                return Err(WalError::Stopped { cause: cause.clone() });
+            }
+            if lsn > st.wanted {
+                st.wanted = lsn;
+                if st.writer_idle {
+                    self.shared.work.notify_one();
+                }
+            }
+            self.shared.durable.wait(&mut st);
+        }
+    }
+
+    /// Appends `txn`'s commit record and waits until it is durable.
+    pub fn commit(&self, txn: TxnId) -> Result<Appended, WalError> {
+        let a = self.append(&Record::Commit { txn })?;
+        self.wait_durable(a.end)?;
+        Ok(a)
+    }
+
+    /// Appends `txn`'s abort record (not waited for: an abort needs no durability).
+    pub fn abort(&self, txn: TxnId) -> Result<Appended, WalError> {
+        self.append(&Record::Abort { txn })
+    }
+
+    /// Everything below this LSN is durable.
+    pub fn durable_lsn(&self) -> Lsn {
+        self.shared.state.lock().durable
+    }
+
+    /// Starts a checkpoint: its LSN is the redo point. The caller then writes every page
+    /// dirtied before it (each only once the log is durable up to the page's LSN) and calls
+    /// `checkpoint_end`.
+    pub fn checkpoint_begin(&self) -> Result<Lsn, WalError> {
+        Ok(self.append(&Record::CheckpointBegin)?.lsn)
+    }
+
+    /// Ends the checkpoint that began at `redo`: logs it durably, records the redo point in
+    /// the control file (where recovery starts), and hands segments wholly before it to
+    /// the writer for reuse.
+    pub fn checkpoint_end(&self, redo: Lsn) -> Result<Lsn, WalError> {
+        let a = self.append(&Record::CheckpointEnd { redo })?;
+        self.wait_durable(a.end)?;
+        let seg = self.shared.segment_size_bytes;
+        let mut control = self.control.lock();
+        if redo < control.checkpoint_redo_lsn || redo > a.lsn {
+            return Err(WalError::Config(format!("checkpoint redo point {redo} outside {}..{}", control.checkpoint_redo_lsn, a.lsn)));
+        }
+        control.checkpoint_redo_lsn = redo;
+        control.checkpoint_lsn = a.lsn;
+        write_control(&self.dir, &control)?;
+        let redo_segment = redo.segment_no(seg);
+        let writing_segment = self.shared.state.lock().insert.segment_no(seg);
+        let mut free = self.shared.recyclable.lock();
+        for (no, path) in list_segments(&self.dir)? {
+            if no < redo_segment && no < writing_segment && !free.contains(&path) {
+                free.push(path);
+            }
+        }
+        Ok(a.lsn)
+    }
+
+    pub fn stats(&self) -> WalStats {
+        let c = &self.shared.counters;
+        WalStats {
+            records_count: c.records.load(Ordering::Relaxed),
+            commits_count: c.commits.load(Ordering::Relaxed),
+            flushes_count: c.flushes.load(Ordering::Relaxed),
+            bytes_written: c.bytes_written.load(Ordering::Relaxed),
+            padding_bytes: c.padding_bytes.load(Ordering::Relaxed),
+            segments_created_count: c.segments_created.load(Ordering::Relaxed),
+            segments_recycled_count: c.segments_recycled.load(Ordering::Relaxed),
+            durable_lsn: self.durable_lsn(),
+        }
+    }
+
+    /// One-line notices (O_DIRECT refused, …) for the caller to print.
+    pub fn notices(&self) -> Vec<String> {
+        self.shared.notices.lock().clone()
+    }
+
+    /// The error that stopped the log, if one did.
+    pub fn failure(&self) -> Option<String> {
+        self.shared.state.lock().failed.clone()
+    }
+
+    /// Flushes what was appended and stops the writer.
+    pub fn close(mut self) -> Result<(), WalError> {
+        self.stop_writer();
+        match self.failure() {
+            Some(cause) => Err(WalError::Stopped { cause }),
+            None => Ok(()),
+        }
+    }
+
+    fn stop_writer(&mut self) {
+        {
+            let mut st = self.shared.state.lock();
+            st.shutdown = true;
+            self.shared.work.notify_one();
+        }
+        if let Some(w) = self.writer.take() {
+            // A panic in the writer already failed the log (see log_writer); nothing to add.
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.stop_writer();
+    }
+}
+
+fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
+    let seg = shared.segment_size_bytes;
+    loop {
+        let taken = {
+            let mut st = shared.state.lock();
+            loop {
+                if st.failed.is_some() {
+                    return;
+                }
+                let asked = st.wanted > st.durable || st.buf.len() >= shared.log_buffer_bytes_max / 2;
+                if !st.buf.is_empty() && (asked || st.shutdown) {
+                    break;
+                }
+                if st.shutdown {
+                    return;
+                }
+                st.writer_idle = true;
+                shared.work.wait(&mut st);
+                st.writer_idle = false;
+            }
+            st.take(seg)
+        };
+        shared.space.notify_all();
+        let Some((start, mut bytes, last_used, end)) = taken else { continue };
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            write_and_flush(&shared, &mut segments, start, &mut bytes, last_used)
+        }));
+        let mut st = shared.state.lock();
+        match result {
+            Ok(Ok(())) => {
+                debug_assert!(end >= st.durable);
+                st.durable = end;
+                if st.spare.capacity() < bytes.capacity() {
+                    st.spare = bytes;
+                }
+            }
+            Ok(Err(e)) => st.failed = Some(e.to_string()),
+            Err(_) => st.failed = Some("the log writer panicked".into()),
+        }
+        drop(st);
+        shared.durable.notify_all();
+        shared.space.notify_all();
+    }
+}
+
+/// Seals the taken blocks and writes them, one write per segment touched, each followed by
+/// a durable flush.
+fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, bytes: &mut [u8], last_used: usize) -> Result<(), WalError> {
+    let seg = shared.segment_size_bytes;
+    let block_count = bytes.len() / BLOCK_SIZE_BYTES;
+    seal_blocks(start, bytes, last_used, seg, shared.epoch);
+    shared.counters.padding_bytes.fetch_add((BLOCK_PAYLOAD_BYTES - last_used) as u64, Ordering::Relaxed);
+    // Runs of blocks within one segment, placeholders excluded.
+    let mut i = 0;
+    while i < block_count {
+        let lsn = start.add(i as u64 * BLOCK);
+        if lsn.0 % seg == 0 {
+            i += 1;
+            continue;
+        }
+        let blocks_left_in_segment = ((seg - lsn.0 % seg) / BLOCK) as usize;
+        let n = blocks_left_in_segment.min(block_count - i);
+        segments.write(shared, lsn, &bytes[i * BLOCK_SIZE_BYTES..(i + n) * BLOCK_SIZE_BYTES])?;
+        segments.flush()?;
+        shared.counters.bytes_written.fetch_add((n * BLOCK_SIZE_BYTES) as u64, Ordering::Relaxed);
+        i += n;
+    }
+    shared.counters.flushes.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
+/// Seals every block of a taken flush (all full but the last; placeholders of segment
+/// header blocks left alone).
+fn seal_blocks(start: Lsn, bytes: &mut [u8], last_used: usize, seg: u64, epoch: u32) {
+    let block_count = bytes.len() / BLOCK_SIZE_BYTES;
+    debug_assert_eq!(bytes.len() % BLOCK_SIZE_BYTES, 0);
+    debug_assert!(start.0 % seg != 0, "a flush never starts at a segment header block");
+    for (i, block) in bytes.chunks_exact_mut(BLOCK_SIZE_BYTES).enumerate() {
+        let lsn = start.add(i as u64 * BLOCK);
+        if lsn.0 % seg == 0 {
+            continue; // the placeholder of a segment header block
+        }
+        let used = if i + 1 == block_count { last_used } else { BLOCK_PAYLOAD_BYTES };
+        seal(block, used, lsn, start, epoch);
+    }
+}
+
+/// A log built in memory by the same append and seal code the writer uses, without files
+/// or threads: for property tests and fuzzing of the reader.
+pub struct LogImage {
+    state: State,
+    segment_size_bytes: u64,
+    database_id: u128,
+    epoch: u32,
+    pub source: crate::reader::MemSource,
+}
+
+impl LogImage {
+    pub fn new(segment_size_bytes: u64, database_id: u128, epoch: u32) -> Result<LogImage, WalError> {
+        crate::config::check_segment_size(segment_size_bytes)?;
+        Ok(LogImage {
+            state: State {
+                buf: Vec::new(),
+                buf_start: Lsn(BLOCK),
+                insert: FIRST_RECORD_LSN,
+                appended_end: FIRST_RECORD_LSN,
+                durable: FIRST_RECORD_LSN,
+                wanted: FIRST_RECORD_LSN,
+                spare: Vec::new(),
+                failed: None,
+                shutdown: false,
+                writer_idle: false,
+            },
+            segment_size_bytes,
+            database_id,
+            epoch,
+            source: crate::reader::MemSource::default(),
+        })
+    }
+
+    pub fn append(&mut self, record: &Record) -> Result<Appended, WalError> {
+        record.validate_for_append()?;
+        let mut head = [0u8; RECORD_HEADER_BYTES + INSERT_FIXED_BYTES];
+        let (h, t) = record.encode_parts(&mut head);
+        let lsn = self.state.insert;
+        self.state.put(h, true, self.segment_size_bytes);
+        self.state.put(t, false, self.segment_size_bytes);
+        Ok(Appended { lsn, end: self.state.appended_end })
+    }
+
+    /// Seals and "writes" what was appended, as one flush. Returns the durable end.
+    pub fn flush(&mut self) -> Lsn {
+        let seg = self.segment_size_bytes;
+        if let Some((start, mut bytes, last_used, end)) = self.state.take(seg) {
+            seal_blocks(start, &mut bytes, last_used, seg, self.epoch);
+            for (i, block) in bytes.chunks_exact(BLOCK_SIZE_BYTES).enumerate() {
+                let lsn = start.add(i as u64 * BLOCK);
+                if lsn.0 % seg == 0 {
+                    continue;
+                }
+                let no = lsn.segment_no(seg);
+                let id = self.database_id;
+                let image = self.source.segments.entry(no).or_insert_with(|| {
+                    let mut img = vec![0u8; seg as usize];
+                    img[..BLOCK_SIZE_BYTES].copy_from_slice(&crate::files::encode_segment_header(no, seg, id));
+                    img
+                });
+                let off = lsn.segment_offset_bytes(seg) as usize;
+                image[off..off + BLOCK_SIZE_BYTES].copy_from_slice(block);
+            }
+            self.state.durable = end;
+        }
+        self.state.durable
+    }
+}

@@ -1,0 +1,220 @@
+//! The log's behaviour through its public API: commit and reopen, group commit, a failed
+//! flush stops the log for good, damage in the middle is refused with file and offset, a
+//! foreign or locked log directory is refused, checkpoints recycle segments.
+
+mod common;
+
+use std::os::unix::fs::FileExt;
+use std::sync::Arc;
+
+use common::*;
+use flashscan_io::sim::{FaultPlan, SimDisk, SimDiskPlan, SimEngine};
+use flashscan_io::IoEngine;
+use flashscan_wal::config::writer_engine_config;
+use flashscan_wal::files::segment_path;
+use flashscan_wal::limits::BLOCK_SIZE_BYTES;
+use flashscan_wal::*;
+
+fn insert(wal: &Wal, txn: TxnId, i: u32) -> Appended {
+    wal.append(&Record::Insert(InsertRow { txn, table_id: 1, partition: 0, page_no: i as u64, row: row_for(txn, i) })).unwrap()
+}
+
+#[test]
+fn commits_survive_reopen_on_a_real_file() {
+    let dir = temp_dir();
+    let mut cfg = config(dir.path(), 64 * 1024, psync_engine_factory());
+    cfg.direct_io = true; // tmpfs refuses O_DIRECT: exercises the fallback notice
+    let wal = Wal::create(cfg.clone(), identity(1)).unwrap();
+    let mut txns = Vec::new();
+    for i in 0..200 {
+        let txn = wal.begin();
+        let a = insert(&wal, txn, i);
+        let c = wal.commit(txn).unwrap();
+        assert!(c.lsn >= a.end);
+        assert!(wal.durable_lsn() >= c.end);
+        txns.push(txn);
+    }
+    let stats = wal.stats();
+    assert_eq!(stats.commits_count, 200);
+    assert!(stats.flushes_count >= 1 && stats.flushes_count <= 200);
+    assert!(stats.segments_created_count >= 2, "{stats:?}");
+    wal.close().unwrap();
+    let (_wal, scan) = Wal::open(cfg, &identity(1)).unwrap();
+    assert_eq!(scan.end, LogEnd::Clean);
+    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    assert_eq!(committed, txns);
+    assert_eq!(scan.redo().count(), 200);
+}
+
+#[test]
+fn group_commit_batches_concurrent_committers() {
+    let dir = temp_dir();
+    let disk = SimDisk::new(SimDiskPlan::default());
+    let d = disk.clone();
+    let slow: EngineFactory = Arc::new(move |files| {
+        let plan = FaultPlan { latency: std::time::Duration::from_micros(300), ..FaultPlan::default() };
+        Ok(Box::new(SimEngine::new(files, writer_engine_config(), plan)?.with_disk(d.clone())) as Box<dyn IoEngine>)
+    });
+    let cfg = config(dir.path(), 1 << 20, slow);
+    let wal = Arc::new(Wal::create(cfg, identity(2)).unwrap());
+    // Slow flushes make the batching visible: a committer arriving during a flush waits
+    // for the next one with everyone else who arrived.
+    let threads: Vec<_> = (0..16)
+        .map(|_| {
+            let wal = wal.clone();
+            std::thread::spawn(move || {
+                for i in 0..50 {
+                    let txn = wal.begin();
+                    insert(&wal, txn, i);
+                    wal.commit(txn).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = wal.stats();
+    assert_eq!(s.commits_count, 800);
+    assert_eq!(disk.flush_count(), s.flushes_count, "one durable flush per log flush");
+    assert!(s.flushes_count < 800, "no batching: {s:?}");
+}
+
+#[test]
+fn a_failed_flush_stops_the_log_for_good() {
+    let dir = temp_dir();
+    let disk = SimDisk::new(SimDiskPlan { fail_flush_at: Some(3), ..SimDiskPlan::default() });
+    let cfg = config(dir.path(), 64 * 1024, sim_factory(disk.clone()));
+    let wal = Wal::create(cfg.clone(), identity(3)).unwrap();
+    let mut ok = Vec::new();
+    for i in 0..2 {
+        let txn = wal.begin();
+        insert(&wal, txn, i);
+        wal.commit(txn).unwrap();
+        ok.push(txn);
+    }
+    let txn = wal.begin();
+    insert(&wal, txn, 2);
+    let err = wal.commit(txn).unwrap_err();
+    assert!(matches!(err, WalError::Stopped { .. }), "{err}");
+    assert!(err.to_string().contains("fdatasync failed"), "{err}");
+    assert!(wal.failure().is_some());
+    // Never retried: the next flush would succeed on this disk, but the log stays stopped.
+    for i in 3..6 {
+        let txn = wal.begin();
+        assert!(matches!(wal.append(&Record::Commit { txn }), Err(WalError::Stopped { .. })), "append {i}");
+    }
+    assert_eq!(disk.flush_error_count(), 1);
+    assert_eq!(disk.flush_count(), 2);
+    assert!(wal.close().is_err());
+    disk.power_loss(7).unwrap();
+    let (_wal, scan) = Wal::open(config(dir.path(), 64 * 1024, psync_engine_factory()), &identity(3)).unwrap();
+    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    assert!(committed.starts_with(&ok), "{committed:?}");
+}
+
+/// Writes `n` one-commit flushes and closes; returns the LSN of each commit.
+fn log_with_flushes(cfg: &WalConfig, id: u128, n: u32) -> Vec<Appended> {
+    let wal = Wal::create(cfg.clone(), identity(id)).unwrap();
+    let out = (0..n)
+        .map(|i| {
+            let txn = wal.begin();
+            insert(&wal, txn, i);
+            wal.commit(txn).unwrap()
+        })
+        .collect();
+    wal.close().unwrap();
+    out
+}
+
+#[test]
+fn a_bad_block_followed_by_good_ones_is_refused_with_file_and_offset() {
+    let dir = temp_dir();
+    let seg = 1 << 20;
+    let cfg = config(dir.path(), seg, psync_engine_factory());
+    let commits = log_with_flushes(&cfg, 4, 20);
+    let victim = commits[5].lsn.0 - commits[5].lsn.0 % BLOCK_SIZE_BYTES as u64;
+    let path = segment_path(&cfg.dir, victim / seg);
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, victim % seg + 200).unwrap();
+    f.write_all_at(&[b[0] ^ 0x10], victim % seg + 200).unwrap();
+    let err = Wal::open(cfg.clone(), &identity(4)).map(|_| ()).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, WalError::Corrupt { .. }), "{msg}");
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(msg.contains(&format!("offset {}", victim % seg)), "{msg}");
+    assert!(msg.contains("backup"), "{msg}");
+}
+
+#[test]
+fn a_torn_last_block_is_the_end_of_the_log() {
+    let dir = temp_dir();
+    let seg = 1 << 20;
+    let cfg = config(dir.path(), seg, psync_engine_factory());
+    let commits = log_with_flushes(&cfg, 5, 10);
+    let last = commits[9].lsn.0 - commits[9].lsn.0 % BLOCK_SIZE_BYTES as u64;
+    let f = std::fs::OpenOptions::new().write(true).open(segment_path(&cfg.dir, last / seg)).unwrap();
+    f.write_all_at(&[0xAB; 512], last % seg + 512).unwrap();
+    let (_wal, scan) = Wal::open(cfg, &identity(5)).unwrap();
+    assert!(matches!(scan.end, LogEnd::TornTail { .. }), "{:?}", scan.end);
+    let commits_seen = scan.records.iter().filter(|r| matches!(r.record, Record::Commit { .. })).count();
+    assert!(commits_seen >= 8, "{commits_seen}");
+}
+
+#[test]
+fn a_foreign_or_missing_wal_dir_is_refused() {
+    let dir = temp_dir();
+    let cfg = config(dir.path(), 64 * 1024, psync_engine_factory());
+    Wal::create(cfg.clone(), identity(6)).unwrap().close().unwrap();
+    let err = Wal::open(cfg.clone(), &identity(7)).map(|_| ()).unwrap_err();
+    assert!(matches!(err, WalError::Foreign { .. }), "{err}");
+    assert!(err.to_string().contains("/db/test-6"), "{err}");
+    let err = Wal::create(cfg.clone(), identity(7)).map(|_| ()).unwrap_err();
+    assert!(matches!(err, WalError::AlreadyExists { .. }), "{err}");
+    let other = config(&dir.path().join("nowhere"), 64 * 1024, psync_engine_factory());
+    let err = Wal::open(other, &identity(6)).map(|_| ()).unwrap_err();
+    assert!(matches!(err, WalError::MissingControl { .. }), "{err}");
+}
+
+#[test]
+fn a_second_writer_is_refused() {
+    let dir = temp_dir();
+    let cfg = config(dir.path(), 64 * 1024, psync_engine_factory());
+    let wal = Wal::create(cfg.clone(), identity(8)).unwrap();
+    let err = Wal::open(cfg.clone(), &identity(8)).map(|_| ()).unwrap_err();
+    assert!(matches!(err, WalError::Locked { .. }), "{err}");
+    drop(wal);
+    Wal::open(cfg, &identity(8)).unwrap();
+}
+
+#[test]
+fn checkpoints_recycle_segments_and_recovery_starts_at_the_redo_point() {
+    let dir = temp_dir();
+    let seg = 16 * 1024;
+    let cfg = config(dir.path(), seg, psync_engine_factory());
+    let wal = Wal::create(cfg.clone(), identity(9)).unwrap();
+    for i in 0..40 {
+        let txn = wal.begin();
+        insert(&wal, txn, i);
+        wal.commit(txn).unwrap();
+    }
+    let files_before = std::fs::read_dir(&cfg.dir).unwrap().count();
+    let redo = wal.checkpoint_begin().unwrap();
+    wal.checkpoint_end(redo).unwrap();
+    let mut after = Vec::new();
+    for i in 0..40 {
+        let txn = wal.begin();
+        insert(&wal, txn, i);
+        wal.commit(txn).unwrap();
+        after.push(txn);
+    }
+    let s = wal.stats();
+    assert!(s.segments_recycled_count >= 1, "{s:?}");
+    assert!(std::fs::read_dir(&cfg.dir).unwrap().count() <= files_before + 3, "segments were not reused");
+    wal.close().unwrap();
+    let (_wal, scan) = Wal::open(cfg, &identity(9)).unwrap();
+    assert_eq!(scan.records[0].lsn, redo);
+    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    assert_eq!(committed, after);
+}
