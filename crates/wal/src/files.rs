@@ -261,11 +261,13 @@ pub fn write_control(dir: &Path, c: &Control) -> Result<(), WalError> {
     fsync_dir(dir)
 }
 
-/// A new segment file: created exclusively, preallocated, its header written, all durable.
+/// A new segment file: created exclusively, preallocated, zero-filled, its header written,
+/// all durable.
 pub fn create_segment(dir: &Path, segment_no: u64, segment_size_bytes: u64, database_id: u128) -> Result<PathBuf, WalError> {
     let path = segment_path(dir, segment_no);
     let f = create_excl(&path)?;
     preallocate(&f, &path, segment_size_bytes)?;
+    zero_fill(&f, &path, segment_size_bytes)?;
     f.write_all_at(&encode_segment_header(segment_no, segment_size_bytes, database_id), 0).map_err(file_err(&path))?;
     f.sync_all().map_err(file_err(&path))?;
     fsync_dir(dir)?;
@@ -286,6 +288,24 @@ pub fn recycle_segment(dir: &Path, old: &Path, segment_no: u64, segment_size_byt
     f.write_all_at(&encode_segment_header(segment_no, segment_size_bytes, database_id), 0).map_err(file_err(&path))?;
     f.sync_all().map_err(file_err(&path))?;
     Ok(path)
+}
+
+/// Writes zeros over the whole (preallocated) segment. fallocate leaves *unwritten* extents:
+/// the first write into each one converts it, a metadata change, so every commit's
+/// fdatasync would wait for a file system journal commit (measured here: ~3.7 ms instead of
+/// ~0.2 ms per flush). Writing zeros once at creation makes every later commit an overwrite
+/// whose fdatasync is only a device cache flush. PostgreSQL does the same
+/// (`wal_init_zero`); recycled segments skip the cost entirely.
+fn zero_fill(f: &File, path: &Path, bytes: u64) -> Result<(), WalError> {
+    const ZERO_CHUNK_BYTES: usize = 1 << 20;
+    let zeros = vec![0u8; ZERO_CHUNK_BYTES];
+    let mut at = 0u64;
+    while at < bytes {
+        let n = (bytes - at).min(ZERO_CHUNK_BYTES as u64) as usize;
+        f.write_all_at(&zeros[..n], at).map_err(file_err(path))?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 fn preallocate(f: &File, path: &Path, bytes: u64) -> Result<(), WalError> {
