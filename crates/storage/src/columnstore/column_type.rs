@@ -1,31 +1,22 @@
-//! The Arrow types the column store holds, and their one-byte tags on disk.
+//! The column store's one-byte type tags on disk. The type itself is the table's
+//! `crate::column::ColumnType`: one enum for the catalog, the heap and the column store
+//! (issue 15), so a new type is added in one place and every format must say how it
+//! stores it (the matches are exhaustive).
 
 use arrow::datatypes::DataType;
 
-/// Decimals are stored as i64, so at most 18 digits fit (10^18 < 2^63).
-pub const DECIMAL_PRECISION_MAX: u8 = 18;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ColumnType {
-    Int32,
-    Int64,
-    Float64,
-    /// Unscaled values as i64.
-    Decimal128 { precision: u8, scale: i8 },
-    Date32,
-    Utf8,
-    Boolean,
-}
+pub use crate::column::{ColumnType, DECIMAL_PRECISION_MAX};
 
 impl ColumnType {
-    /// The column type for `data_type`, or why it is not supported.
+    /// The column type whose Arrow type is exactly `data_type` (no widening: a segment
+    /// stores what the table's schema says), or why it is not supported.
     pub fn from_data_type(data_type: &DataType) -> Result<ColumnType, &'static str> {
         match data_type {
             DataType::Int32 => Ok(ColumnType::Int32),
             DataType::Int64 => Ok(ColumnType::Int64),
             DataType::Float64 => Ok(ColumnType::Float64),
             DataType::Decimal128(precision, scale) if *precision <= DECIMAL_PRECISION_MAX && i16::from(*scale) <= i16::from(*precision) => {
-                Ok(ColumnType::Decimal128 { precision: *precision, scale: *scale })
+                Ok(ColumnType::Decimal { precision: *precision, scale: *scale })
             }
             DataType::Decimal128(..) => Err(" (decimal precision above 18 does not fit i64)"),
             DataType::Date32 => Ok(ColumnType::Date32),
@@ -35,25 +26,19 @@ impl ColumnType {
         }
     }
 
+    /// The Arrow type of the column's values (`arrow_type`, under the column store's name).
     pub fn data_type(self) -> DataType {
-        match self {
-            ColumnType::Int32 => DataType::Int32,
-            ColumnType::Int64 => DataType::Int64,
-            ColumnType::Float64 => DataType::Float64,
-            ColumnType::Decimal128 { precision, scale } => DataType::Decimal128(precision, scale),
-            ColumnType::Date32 => DataType::Date32,
-            ColumnType::Utf8 => DataType::Utf8,
-            ColumnType::Boolean => DataType::Boolean,
-        }
+        self.arrow_type()
     }
 
     /// (tag, precision, scale) as stored in segment headers and the column directory.
+    /// New types take new tags; a tag's meaning never changes (old files stay readable).
     pub fn to_tag(self) -> (u8, u8, i8) {
         match self {
             ColumnType::Int32 => (1, 0, 0),
             ColumnType::Int64 => (2, 0, 0),
             ColumnType::Float64 => (3, 0, 0),
-            ColumnType::Decimal128 { precision, scale } => (4, precision, scale),
+            ColumnType::Decimal { precision, scale } => (4, precision, scale),
             ColumnType::Date32 => (5, 0, 0),
             ColumnType::Utf8 => (6, 0, 0),
             ColumnType::Boolean => (7, 0, 0),
@@ -66,7 +51,7 @@ impl ColumnType {
             2 => Ok(ColumnType::Int64),
             3 => Ok(ColumnType::Float64),
             4 if precision >= 1 && precision <= DECIMAL_PRECISION_MAX && i16::from(scale) <= i16::from(precision) => {
-                Ok(ColumnType::Decimal128 { precision, scale })
+                Ok(ColumnType::Decimal { precision, scale })
             }
             4 => Err(format!("decimal precision {precision} scale {scale}")),
             5 => Ok(ColumnType::Date32),
@@ -80,7 +65,7 @@ impl ColumnType {
     pub fn integer_width_bytes(self) -> Option<usize> {
         match self {
             ColumnType::Int32 | ColumnType::Date32 => Some(4),
-            ColumnType::Int64 | ColumnType::Decimal128 { .. } => Some(8),
+            ColumnType::Int64 | ColumnType::Decimal { .. } => Some(8),
             ColumnType::Float64 | ColumnType::Utf8 | ColumnType::Boolean => None,
         }
     }

@@ -133,7 +133,7 @@ pub fn encode_segment(array: &dyn Array, column: &ColumnRef, options: SegmentOpt
     };
 
     let (codec, min_max) = match column_type {
-        ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal128 { .. } => {
+        ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal { .. } => {
             let values = match column_type {
                 ColumnType::Int32 => {
                     let typed = as_primitive::<arrow::datatypes::Int32Type>(array, column)?;
@@ -449,7 +449,7 @@ pub fn decode_segment_pooled(bytes: &[u8], location: &Location, pool: &mut VecPo
         ColumnType::Int32 => Arc::new(Int32Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)),
         ColumnType::Int64 => Arc::new(Int64Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)),
         ColumnType::Date32 => Arc::new(Date32Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)),
-        ColumnType::Decimal128 { precision, scale } => Arc::new(
+        ColumnType::Decimal { precision, scale } => Arc::new(
             Decimal128Array::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls)
                 .with_precision_and_scale(precision, scale)?,
         ),

@@ -29,7 +29,7 @@ impl StatValue {
     /// Reads 8 stored bytes back according to the column type.
     pub fn from_bits(column_type: ColumnType, bits: u64) -> Option<StatValue> {
         match column_type {
-            ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal128 { .. } => {
+            ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal { .. } => {
                 Some(StatValue::Int64(bits as i64))
             }
             ColumnType::Float64 => Some(StatValue::Float64(f64::from_bits(bits))),
