@@ -76,7 +76,11 @@ fn group_commit_batches_concurrent_committers() {
     }
     let s = wal.stats();
     assert_eq!(s.commits_count, 800);
-    assert_eq!(disk.flush_count(), s.flushes_count, "one durable flush per log flush");
+    // One durable flush per log flush, plus one more for each flush whose blocks crossed
+    // into the next segment (each segment file is flushed on its own).
+    let crossings_max = s.bytes_written / (1 << 20) + 1;
+    assert!(disk.flush_count() >= s.flushes_count, "a log flush without a durable flush: {s:?}");
+    assert!(disk.flush_count() <= s.flushes_count + crossings_max, "more durable flushes than log flushes and segment crossings: {s:?}");
     assert!(s.flushes_count < 800, "no batching: {s:?}");
 }
 
