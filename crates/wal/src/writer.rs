@@ -113,6 +113,18 @@ struct Shared {
     /// Segment files below the last checkpoint's redo point, free for reuse.
     recyclable: Mutex<Vec<PathBuf>>,
     notices: Mutex<Vec<String>>,
+    /// Held while a segment file is created, by the writer and by the preparer, so the
+    /// writer never opens a half-created file.
+    segment_creation: Mutex<()>,
+    prepare: Mutex<Prepare>,
+    prepare_cv: Condvar,
+}
+
+/// What the segment preparer is asked to do.
+#[derive(Default)]
+struct Prepare {
+    next_segment_no: Option<u64>,
+    shutdown: bool,
 }
 
 /// The payload start of the block that begins at `block_start` (skipping a segment header).
@@ -209,6 +221,7 @@ impl SegmentWriter {
         self.current = None;
         let path = segment_path(&self.dir, segment_no);
         let seg = self.segment_size_bytes;
+        let creation = shared.segment_creation.lock();
         if std::fs::symlink_metadata(&path).is_ok() {
             // Ours (named by us, in our directory): continue in it, fixing a header left
             // unwritten by a crash during creation or recycling.
@@ -239,9 +252,15 @@ impl SegmentWriter {
                 }
             }
         }
+        drop(creation);
         let files = self.open_files(shared, &path)?;
         let engine = (self.factory)(Arc::new(files))?;
         self.current = Some(OpenSegment { segment_no, engine });
+        // Have the next segment ready before it is needed: creating one (zero-filling 16 MiB)
+        // on the commit path would stall every committer waiting for this flush.
+        let mut p = shared.prepare.lock();
+        p.next_segment_no = Some(segment_no + 1);
+        shared.prepare_cv.notify_one();
         Ok(())
     }
 
@@ -308,6 +327,7 @@ impl SegmentWriter {
 pub struct Wal {
     shared: Arc<Shared>,
     writer: Option<JoinHandle<()>>,
+    preparer: Option<JoinHandle<()>>,
     dir: PathBuf,
     control: Mutex<Control>,
     _lock: File,
@@ -395,6 +415,9 @@ impl Wal {
             next_txn: AtomicU64::new(((control.epoch as u64) & 0xFF_FFFF) << 40 | 1),
             recyclable: Mutex::new(recyclable),
             notices: Mutex::new(Vec::new()),
+            segment_creation: Mutex::new(()),
+            prepare: Mutex::new(Prepare::default()),
+            prepare_cv: Condvar::new(),
         });
         let segments = SegmentWriter {
             dir: dir.clone(),
@@ -410,7 +433,14 @@ impl Wal {
             .name("wal-writer".into())
             .spawn(move || log_writer(writer_shared, segments))
             .map_err(file_err(&dir))?;
-        Ok((Wal { shared, writer: Some(writer), dir, control: Mutex::new(control), _lock: lock }, scan))
+        let preparer_shared = shared.clone();
+        let preparer_dir = dir.clone();
+        let id = identity.id;
+        let preparer = std::thread::Builder::new()
+            .name("wal-segments".into())
+            .spawn(move || segment_preparer(preparer_shared, preparer_dir, id))
+            .map_err(file_err(&dir))?;
+        Ok((Wal { shared, writer: Some(writer), preparer: Some(preparer), dir, control: Mutex::new(control), _lock: lock }, scan))
     }
 
     pub fn dir(&self) -> &Path {
@@ -568,12 +598,54 @@ impl Wal {
             // A panic in the writer already failed the log (see log_writer); nothing to add.
             let _ = w.join();
         }
+        {
+            let mut p = self.shared.prepare.lock();
+            p.shutdown = true;
+            self.shared.prepare_cv.notify_one();
+        }
+        if let Some(p) = self.preparer.take() {
+            // The preparer only ever creates spare files; its failure loses nothing.
+            let _ = p.join();
+        }
     }
 }
 
 impl Drop for Wal {
     fn drop(&mut self) {
         self.stop_writer();
+    }
+}
+
+/// Creates the segment the writer will need next, unless a recycled file will serve.
+/// Errors are only noticed: the writer creates the file itself if it is still missing and
+/// reports the error then (stopping the log).
+fn segment_preparer(shared: Arc<Shared>, dir: PathBuf, database_id: u128) {
+    loop {
+        let no = {
+            let mut p = shared.prepare.lock();
+            loop {
+                if p.shutdown {
+                    return;
+                }
+                if let Some(no) = p.next_segment_no.take() {
+                    break no;
+                }
+                shared.prepare_cv.wait(&mut p);
+            }
+        };
+        if !shared.recyclable.lock().is_empty() {
+            continue;
+        }
+        let _creation = shared.segment_creation.lock();
+        if std::fs::symlink_metadata(segment_path(&dir, no)).is_ok() {
+            continue;
+        }
+        match create_segment(&dir, no, shared.segment_size_bytes, database_id) {
+            Ok(_) => {
+                shared.counters.segments_created.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => shared.notices.lock().push(format!("preparing the next log segment: {e}")),
+        }
     }
 }
 
