@@ -102,6 +102,9 @@ struct State {
 
 struct Shared {
     state: Mutex<State>,
+    /// `State::durable`, published for lock-free reads (the buffer pool asks before every
+    /// page write; a committer whose LSN is already durable returns without the lock).
+    durable_published: AtomicU64,
     work: Condvar,
     durable: Condvar,
     space: Condvar,
@@ -393,6 +396,7 @@ impl Wal {
         let recyclable: Vec<PathBuf> = list_segments(&dir)?.into_iter().filter(|(no, _)| *no < redo_segment).map(|(_, p)| p).collect();
         let insert = payload_start(scan.next_block_lsn, seg);
         let shared = Arc::new(Shared {
+            durable_published: AtomicU64::new(scan.end_lsn.0),
             state: Mutex::new(State {
                 buf: Vec::new(),
                 buf_start: block_start(insert),
@@ -488,6 +492,9 @@ impl Wal {
     /// Returns once the log is durable up to `lsn`, or the error that stopped it. Nothing is
     /// acknowledged before it is durable.
     pub fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
+        if self.shared.durable_published.load(Ordering::Acquire) >= lsn.0 {
+            return Ok(());
+        }
         let mut st = self.shared.state.lock();
         loop {
             if st.durable >= lsn {
@@ -520,7 +527,7 @@ impl Wal {
 
     /// Everything below this LSN is durable.
     pub fn durable_lsn(&self) -> Lsn {
-        self.shared.state.lock().durable
+        Lsn(self.shared.durable_published.load(Ordering::Acquire))
     }
 
     /// Starts a checkpoint: its LSN is the redo point. The caller then writes every page
@@ -681,6 +688,7 @@ fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
             Ok(Ok(())) => {
                 debug_assert!(end >= st.durable);
                 st.durable = end;
+                shared.durable_published.store(end.0, Ordering::Release);
                 if st.spare.capacity() < bytes.capacity() {
                     st.spare = bytes;
                 }
