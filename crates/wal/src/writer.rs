@@ -98,6 +98,11 @@ struct State {
     failed: Option<String>,
     shutdown: bool,
     writer_idle: bool,
+    /// Flushes taken so far, and the end of the one in flight (= `durable` when idle):
+    /// a committer waits on the condvar of the flush that will cover its LSN, so a
+    /// finished flush wakes only the committers it made durable.
+    flushes_taken: u64,
+    in_flight_end: Lsn,
 }
 
 struct Shared {
@@ -106,7 +111,8 @@ struct Shared {
     /// page write; a committer whose LSN is already durable returns without the lock).
     durable_published: AtomicU64,
     work: Condvar,
-    durable: Condvar,
+    /// Indexed by flush number parity (see `State::flushes_taken`).
+    durable: [Condvar; 2],
     space: Condvar,
     counters: Counters,
     segment_size_bytes: u64,
@@ -408,9 +414,11 @@ impl Wal {
                 failed: None,
                 shutdown: false,
                 writer_idle: false,
+                flushes_taken: 0,
+                in_flight_end: scan.end_lsn,
             }),
             work: Condvar::new(),
-            durable: Condvar::new(),
+            durable: [Condvar::new(), Condvar::new()],
             space: Condvar::new(),
             counters: Counters::default(),
             segment_size_bytes: seg,
@@ -496,6 +504,9 @@ impl Wal {
             return Ok(());
         }
         let mut st = self.shared.state.lock();
+        if lsn > st.appended_end {
+            return Err(WalError::Config(format!("wait for LSN {lsn}, past the end of the log ({})", st.appended_end)));
+        }
         loop {
             if st.durable >= lsn {
                 return Ok(());
@@ -509,7 +520,10 @@ impl Wal {
                     self.shared.work.notify_one();
                 }
             }
-            self.shared.durable.wait(&mut st);
+            // The flush in flight covers `lsn`, or else the next one taken will (it takes
+            // everything appended before it starts).
+            let flush_no = if lsn <= st.in_flight_end { st.flushes_taken } else { st.flushes_taken + 1 };
+            self.shared.durable[(flush_no % 2) as usize].wait(&mut st);
         }
     }
 
@@ -676,7 +690,12 @@ fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
                 shared.work.wait(&mut st);
                 st.writer_idle = false;
             }
-            st.take(seg)
+            let taken = st.take(seg);
+            if let Some((_, _, _, end)) = &taken {
+                st.flushes_taken += 1;
+                st.in_flight_end = *end;
+            }
+            taken
         };
         shared.space.notify_all();
         let Some((start, mut bytes, last_used, end)) = taken else { continue };
@@ -684,6 +703,7 @@ fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
             write_and_flush(&shared, &mut segments, start, &mut bytes, last_used)
         }));
         let mut st = shared.state.lock();
+        let flush_no = st.flushes_taken;
         match result {
             Ok(Ok(())) => {
                 debug_assert!(end >= st.durable);
@@ -696,8 +716,12 @@ fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
             Ok(Err(e)) => st.failed = Some(e.to_string()),
             Err(_) => st.failed = Some("the log writer panicked".into()),
         }
+        let failed = st.failed.is_some();
         drop(st);
-        shared.durable.notify_all();
+        shared.durable[(flush_no % 2) as usize].notify_all();
+        if failed {
+            shared.durable[((flush_no + 1) % 2) as usize].notify_all();
+        }
         shared.space.notify_all();
     }
 }
@@ -769,6 +793,8 @@ impl LogImage {
                 failed: None,
                 shutdown: false,
                 writer_idle: false,
+                flushes_taken: 0,
+                in_flight_end: FIRST_RECORD_LSN,
             },
             segment_size_bytes,
             database_id,
