@@ -576,6 +576,11 @@ impl Wal {
         Ok(a.lsn)
     }
 
+    /// Where recovery would start now: the redo point of the last completed checkpoint.
+    pub fn redo_lsn(&self) -> Lsn {
+        self.control.lock().checkpoint_redo_lsn
+    }
+
     pub fn stats(&self) -> WalStats {
         let c = &self.shared.counters;
         WalStats {
