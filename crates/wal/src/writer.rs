@@ -139,7 +139,7 @@ struct Prepare {
 /// The payload start of the block that begins at `block_start` (skipping a segment header).
 fn payload_start(block_start: Lsn, segment_size_bytes: u64) -> Lsn {
     debug_assert_eq!(block_start.0 % BLOCK, 0);
-    if block_start.0 % segment_size_bytes == 0 {
+    if block_start.0.is_multiple_of(segment_size_bytes) {
         Lsn(block_start.0 + BLOCK + BLOCK_HEADER_BYTES as u64)
     } else {
         Lsn(block_start.0 + BLOCK_HEADER_BYTES as u64)
@@ -172,9 +172,9 @@ impl State {
             let n = bytes.len().min(BLOCK_SIZE_BYTES - in_block);
             self.buf[idx + in_block..idx + in_block + n].copy_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
-            let pos = self.insert.add(n as u64);
+            let pos = self.insert.advance(n as u64);
             self.appended_end = pos;
-            self.insert = if pos.0 % BLOCK == 0 { payload_start(pos, seg) } else { pos };
+            self.insert = if pos.0.is_multiple_of(BLOCK) { payload_start(pos, seg) } else { pos };
         }
     }
 
@@ -741,8 +741,8 @@ fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, by
     // Runs of blocks within one segment, placeholders excluded.
     let mut i = 0;
     while i < block_count {
-        let lsn = start.add(i as u64 * BLOCK);
-        if lsn.0 % seg == 0 {
+        let lsn = start.advance(i as u64 * BLOCK);
+        if lsn.0.is_multiple_of(seg) {
             i += 1;
             continue;
         }
@@ -762,10 +762,10 @@ fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, by
 fn seal_blocks(start: Lsn, bytes: &mut [u8], last_used: usize, seg: u64, epoch: u32) {
     let block_count = bytes.len() / BLOCK_SIZE_BYTES;
     debug_assert_eq!(bytes.len() % BLOCK_SIZE_BYTES, 0);
-    debug_assert!(start.0 % seg != 0, "a flush never starts at a segment header block");
+    debug_assert!(!start.0.is_multiple_of(seg), "a flush never starts at a segment header block");
     for (i, block) in bytes.chunks_exact_mut(BLOCK_SIZE_BYTES).enumerate() {
-        let lsn = start.add(i as u64 * BLOCK);
-        if lsn.0 % seg == 0 {
+        let lsn = start.advance(i as u64 * BLOCK);
+        if lsn.0.is_multiple_of(seg) {
             continue; // the placeholder of a segment header block
         }
         let used = if i + 1 == block_count { last_used } else { BLOCK_PAYLOAD_BYTES };
@@ -824,8 +824,8 @@ impl LogImage {
         if let Some((start, mut bytes, last_used, end)) = self.state.take(seg) {
             seal_blocks(start, &mut bytes, last_used, seg, self.epoch);
             for (i, block) in bytes.chunks_exact(BLOCK_SIZE_BYTES).enumerate() {
-                let lsn = start.add(i as u64 * BLOCK);
-                if lsn.0 % seg == 0 {
+                let lsn = start.advance(i as u64 * BLOCK);
+                if lsn.0.is_multiple_of(seg) {
                     continue;
                 }
                 let no = lsn.segment_no(seg);

@@ -62,7 +62,7 @@ fn one_crash(seed: u64, cov: &mut Coverage) {
             let wal = wal.clone();
             let acked = acked.clone();
             let rows_max = 1 + ((seed >> t) % 3) as u32;
-            let checkpoints = t == 0 && seed % 3 == 0;
+            let checkpoints = t == 0 && seed.is_multiple_of(3);
             std::thread::spawn(move || {
                 for k in 0..TXNS_PER_THREAD {
                     if checkpoints && k % 2 == 1 {
@@ -114,7 +114,7 @@ fn one_crash(seed: u64, cov: &mut Coverage) {
     cov.torn_tails += matches!(scan.end, LogEnd::TornTail { .. }) as u64;
     cov.segment_switches += scan.end_lsn.segment_no(seg);
 
-    if seed % 10 == 0 {
+    if seed.is_multiple_of(10) {
         // Life after recovery: more commits, then a clean reopen sees old and new.
         let mut acked2 = acked.clone();
         for _ in 0..3 {
@@ -163,7 +163,7 @@ fn check(seed: u64, scan: &Scan, acked: &BTreeMap<TxnId, (u32, Lsn)>, from_check
         let whole = got.first() == Some(&0) || (from_checkpoint && !acked.contains_key(txn));
         assert!(consecutive && whole, "seed {seed}: committed txn {txn} has rows {got:?}");
     }
-    let redo: usize = scan.redo().map(|r| r.unwrap()).count();
+    let redo = scan.redo().collect::<Result<Vec<_>, _>>().unwrap().len();
     assert_eq!(redo, committed.iter().map(|t| rows.get(t).map_or(0, |r| r.len())).sum::<usize>());
     committed
 }
