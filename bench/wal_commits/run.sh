@@ -36,6 +36,13 @@ done
 python3 - "$OUT" <<'PY'
 import json, statistics, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+# Each run divided by the dd figure of its own round: the ratio survives the device's swings.
+dd = None
+for r in lines:
+    if "peer" in r:
+        dd = r["writes_per_s"]
+    elif dd:
+        r["vs_dd"] = r["commits_per_s"] / dd
 runs = [r for r in lines if "threads" in r]
 peer = [r["writes_per_s"] for r in lines if "peer" in r]
 if peer:
@@ -44,11 +51,11 @@ by = {}
 for r in runs:
     by.setdefault(r["threads"], []).append(r)
 print("medians over %d rounds" % (len(runs) // max(1, len(by))))
-print("threads  commits/s  commits/flush  p50_us  p99_us  cpu_us/commit  log_bytes/commit")
+print("threads  commits/s  commits/flush  p50_us  p99_us  cpu_us/commit  log_bytes/commit  commits/s ÷ dd writes/s (same round)")
 for t, rs in sorted(by.items()):
     m = lambda f: statistics.median(f(r) for r in rs)
     print("%7d  %9.0f  %13.2f  %6.0f  %6.0f  %13.1f  %16.0f" % (t, m(lambda r: r["commits_per_s"]), m(lambda r: r["commits_per_flush"]),
           m(lambda r: r["commit_latency_us"]["p50"]), m(lambda r: r["commit_latency_us"]["p99"]), m(lambda r: r["cpu_us_per_commit"]),
-          m(lambda r: r["log_bytes_per_commit"])))
+          m(lambda r: r["log_bytes_per_commit"])), " ", ", ".join("%.2f" % r["vs_dd"] for r in rs if "vs_dd" in r))
 PY
 rm -f "$OUT" "$DDFILE"
