@@ -70,7 +70,11 @@ fuzz_target!(|data: &[u8]| {
                     2 => Record::Commit { txn },
                     3 => Record::Abort { txn },
                     4 => Record::CheckpointEnd { redo: Lsn(c.u64()) },
-                    _ => Record::Other { kind: 6 + c.u8() % 250, body: c.bytes(c.u8() as usize).to_vec() },
+                    _ => {
+                        let kind = 6 + c.u8() % 250;
+                        let len = c.u8() as usize;
+                        Record::Other { kind, body: c.bytes(len).to_vec() }
+                    }
                 };
                 let a = image.append(&record).unwrap();
                 appended.push((a, record));

@@ -325,7 +325,7 @@ impl IoEngine for SimEngine {
         while let Some(r) = self.pending.pop() {
             self.io_count += 1;
             let fd = self.raw_fds[r.file_index as usize];
-            let mut result = if self.plan.fail_every.is_some_and(|n| self.io_count % n == 0) {
+            let mut result = if self.plan.fail_every.is_some_and(|n| self.io_count.is_multiple_of(n)) {
                 Err(libc::EIO)
             } else {
                 match (&self.disk, r.op) {
@@ -342,7 +342,7 @@ impl IoEngine for SimEngine {
             };
             if r.op == IoOp::Read {
                 self.read_count += 1;
-                if self.plan.short_read_every.is_some_and(|n| self.read_count % n == 0) {
+                if self.plan.short_read_every.is_some_and(|n| self.read_count.is_multiple_of(n)) {
                     result = result.map(|n| n / 2);
                 }
             }
@@ -360,7 +360,7 @@ impl IoEngine for SimEngine {
             path: path.clone(),
             what: format!("fdatasync failed: {}", std::io::Error::from_raw_os_error(errno)),
         };
-        if self.plan.flush_fail_every.is_some_and(|n| self.flush_count % n == 0) {
+        if self.plan.flush_fail_every.is_some_and(|n| self.flush_count.is_multiple_of(n)) {
             return Err(failed(libc::EIO));
         }
         match &self.disk {

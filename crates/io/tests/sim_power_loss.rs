@@ -12,7 +12,7 @@ const SIZE: usize = 64 * 1024;
 fn setup(dir: &std::path::Path, disk: &Arc<SimDisk>) -> (SimEngine, std::path::PathBuf) {
     let path = dir.join("f");
     std::fs::write(&path, vec![0u8; SIZE]).unwrap();
-    let files = Arc::new(FileSet::open(&[path.clone()], OpenMode { direct: false, write: true }).unwrap());
+    let files = Arc::new(FileSet::open(std::slice::from_ref(&path), OpenMode { direct: false, write: true }).unwrap());
     let engine = SimEngine::new(files, EngineConfig::for_depth(1, 16384), FaultPlan::default()).unwrap().with_disk(disk.clone());
     (engine, path)
 }

@@ -71,7 +71,7 @@ pub fn note_record_start(block: &mut [u8], payload_offset: usize) {
 /// checksum. The payload past `used_bytes` must be zero.
 pub fn seal(block: &mut [u8], used_bytes: usize, block_lsn: Lsn, flush_start_lsn: Lsn, epoch: u32) {
     debug_assert_eq!(block.len(), BLOCK_SIZE_BYTES);
-    debug_assert!(used_bytes >= 1 && used_bytes <= BLOCK_PAYLOAD_BYTES, "used {used_bytes}");
+    debug_assert!((1..=BLOCK_PAYLOAD_BYTES).contains(&used_bytes), "used {used_bytes}");
     debug_assert_eq!(block_lsn.0 % BLOCK_SIZE_BYTES as u64, 0);
     debug_assert!(flush_start_lsn <= block_lsn);
     debug_assert!(block[BLOCK_HEADER_BYTES + used_bytes..].iter().all(|b| *b == 0), "padding not zero");
@@ -118,7 +118,7 @@ pub fn inspect(block: &[u8]) -> BlockState {
     }
     let block_lsn = Lsn(u64_at(block, 8));
     let flush_start_lsn = Lsn(u64_at(block, 16));
-    if block_lsn.0 % BLOCK_SIZE_BYTES as u64 != 0 || flush_start_lsn > block_lsn || flush_start_lsn.0 % BLOCK_SIZE_BYTES as u64 != 0 {
+    if !block_lsn.0.is_multiple_of(BLOCK_SIZE_BYTES as u64) || flush_start_lsn > block_lsn || !flush_start_lsn.0.is_multiple_of(BLOCK_SIZE_BYTES as u64) {
         return BlockState::Bad(format!("block LSNs inconsistent (block {block_lsn}, flush start {flush_start_lsn})"));
     }
     let epoch = u32::from_le_bytes([block[24], block[25], block[26], block[27]]);

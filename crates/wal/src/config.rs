@@ -67,7 +67,7 @@ impl WalConfig {
 }
 
 pub fn check_segment_size(bytes: u64) -> Result<(), WalError> {
-    if !(SEGMENT_SIZE_BYTES_MIN..=SEGMENT_SIZE_BYTES_MAX).contains(&bytes) || bytes % BLOCK_SIZE_BYTES as u64 != 0 {
+    if !(SEGMENT_SIZE_BYTES_MIN..=SEGMENT_SIZE_BYTES_MAX).contains(&bytes) || !bytes.is_multiple_of(BLOCK_SIZE_BYTES as u64) {
         return Err(WalError::Config(format!(
             "segment size {bytes} bytes: must be a multiple of {BLOCK_SIZE_BYTES} within {SEGMENT_SIZE_BYTES_MIN}..={SEGMENT_SIZE_BYTES_MAX}"
         )));

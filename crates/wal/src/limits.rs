@@ -32,10 +32,10 @@ pub const DATABASE_LABEL_BYTES_MAX: usize = 256;
 
 const _: () = assert!(BLOCK_SIZE_BYTES.is_power_of_two());
 const _: () = assert!(BLOCK_PAYLOAD_BYTES < u16::MAX as usize);
-const _: () = assert!(SEGMENT_SIZE_BYTES_MIN % BLOCK_SIZE_BYTES as u64 == 0);
-const _: () = assert!(SEGMENT_SIZE_BYTES_DEFAULT % BLOCK_SIZE_BYTES as u64 == 0);
+const _: () = assert!(SEGMENT_SIZE_BYTES_MIN.is_multiple_of(BLOCK_SIZE_BYTES as u64));
+const _: () = assert!(SEGMENT_SIZE_BYTES_DEFAULT.is_multiple_of(BLOCK_SIZE_BYTES as u64));
 const _: () = assert!(SEGMENT_SIZE_BYTES_DEFAULT <= SEGMENT_SIZE_BYTES_MAX);
-const _: () = assert!(WRITE_CHUNK_BYTES % BLOCK_SIZE_BYTES == 0);
+const _: () = assert!(WRITE_CHUNK_BYTES.is_multiple_of(BLOCK_SIZE_BYTES));
 const _: () = assert!(WRITE_CHUNK_BYTES <= flashscan_io::limits::IO_SIZE_BYTES_MAX);
 const _: () = assert!(LOG_BUFFER_BYTES_MAX >= 2 * (RECORD_BODY_BYTES_MAX + RECORD_HEADER_BYTES));
 const _: () = assert!(DATABASE_LABEL_BYTES_MAX + 96 <= CONTROL_FILE_BYTES);

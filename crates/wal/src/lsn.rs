@@ -25,7 +25,7 @@ impl Lsn {
         self.0 % segment_size_bytes
     }
 
-    pub fn add(self, bytes: u64) -> Lsn {
+    pub fn advance(self, bytes: u64) -> Lsn {
         Lsn(self.0 + bytes)
     }
 }

@@ -204,7 +204,7 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
         let no = pos.segment_no(seg);
         let off = pos.segment_offset_bytes(seg);
         if off == 0 {
-            pos = pos.add(BLOCK);
+            pos = pos.advance(BLOCK);
             continue;
         }
         match cur.load(source, no)? {
@@ -229,13 +229,9 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
         }
         let continues = match prev {
             None => true,
-            Some((flush_start, ended)) => {
-                if ended || header.flush_start_lsn != flush_start {
-                    header.flush_start_lsn == pos
-                } else {
-                    true
-                }
-            }
+            // A block either continues the write of the block before it or starts a new one.
+            Some((flush_start, ended)) if ended || header.flush_start_lsn != flush_start => header.flush_start_lsn == pos,
+            Some(_) => true,
         };
         if !continues {
             break; // a block of another, older write that happens to sit at the right place
@@ -263,7 +259,7 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
         let mut i = start_at;
         while i < data.len() {
             if asm.bytes.is_empty() {
-                asm.start = pos.add((BLOCK_HEADER_BYTES + i) as u64);
+                asm.start = pos.advance((BLOCK_HEADER_BYTES + i) as u64);
             }
             let want = match asm.body_len {
                 None => RECORD_HEADER_BYTES - asm.bytes.len(),
@@ -286,7 +282,7 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
             if let Some(body_len) = asm.body_len {
                 if asm.bytes.len() == RECORD_HEADER_BYTES + body_len {
                     let record = decode_body(asm.bytes[0], &asm.bytes[RECORD_HEADER_BYTES..]).map_err(|e| corrupt(e.0))?;
-                    let end = pos.add((BLOCK_HEADER_BYTES + i) as u64);
+                    let end = pos.advance((BLOCK_HEADER_BYTES + i) as u64);
                     out.records.push(LoggedRecord { lsn: asm.start, end, record });
                     out.end_lsn = end;
                     asm.bytes.clear();
@@ -303,11 +299,11 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
             });
         }
         prev = Some((header.flush_start_lsn, ended));
-        pos = pos.add(BLOCK);
+        pos = pos.advance(BLOCK);
         out.next_block_lsn = pos;
     }
     if out.next_block_lsn.segment_offset_bytes(seg) == 0 {
-        out.next_block_lsn = out.next_block_lsn.add(BLOCK);
+        out.next_block_lsn = out.next_block_lsn.advance(BLOCK);
     }
     // Whatever ended the scan, a valid block written by a later flush must not exist.
     if let Some(later) = look_ahead(source, &mut cur, seg, pos, out.last_epoch)? {
@@ -327,13 +323,13 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
 /// The first valid block after `damaged` (in position, of this or a newer epoch) whose write
 /// began after `damaged`, described for the error message.
 fn look_ahead(source: &mut dyn SegmentSource, cur: &mut Cursor, seg: u64, damaged: Lsn, epoch_min: u32) -> Result<Option<String>, WalError> {
-    let mut pos = damaged.add(BLOCK);
+    let mut pos = damaged.advance(BLOCK);
     let mut absent_segments = 0;
     loop {
         let no = pos.segment_no(seg);
         let off = pos.segment_offset_bytes(seg);
         if off == 0 {
-            pos = pos.add(BLOCK);
+            pos = pos.advance(BLOCK);
             continue;
         }
         match cur.load(source, no)? {
@@ -353,7 +349,7 @@ fn look_ahead(source: &mut dyn SegmentSource, cur: &mut Cursor, seg: u64, damage
                 return Ok(Some(format!("the block at LSN {pos} ({} offset {off})", source.segment_path(no).display())));
             }
         }
-        pos = pos.add(BLOCK);
+        pos = pos.advance(BLOCK);
     }
 }
 

@@ -98,12 +98,21 @@ struct State {
     failed: Option<String>,
     shutdown: bool,
     writer_idle: bool,
+    /// Flushes taken so far, and the end of the one in flight (= `durable` when idle):
+    /// a committer waits on the condvar of the flush that will cover its LSN, so a
+    /// finished flush wakes only the committers it made durable.
+    flushes_taken: u64,
+    in_flight_end: Lsn,
 }
 
 struct Shared {
     state: Mutex<State>,
+    /// `State::durable`, published for lock-free reads (the buffer pool asks before every
+    /// page write; a committer whose LSN is already durable returns without the lock).
+    durable_published: AtomicU64,
     work: Condvar,
-    durable: Condvar,
+    /// Indexed by flush number parity (see `State::flushes_taken`).
+    durable: [Condvar; 2],
     space: Condvar,
     counters: Counters,
     segment_size_bytes: u64,
@@ -113,12 +122,24 @@ struct Shared {
     /// Segment files below the last checkpoint's redo point, free for reuse.
     recyclable: Mutex<Vec<PathBuf>>,
     notices: Mutex<Vec<String>>,
+    /// Held while a segment file is created, by the writer and by the preparer, so the
+    /// writer never opens a half-created file.
+    segment_creation: Mutex<()>,
+    prepare: Mutex<Prepare>,
+    prepare_cv: Condvar,
+}
+
+/// What the segment preparer is asked to do.
+#[derive(Default)]
+struct Prepare {
+    next_segment_no: Option<u64>,
+    shutdown: bool,
 }
 
 /// The payload start of the block that begins at `block_start` (skipping a segment header).
 fn payload_start(block_start: Lsn, segment_size_bytes: u64) -> Lsn {
     debug_assert_eq!(block_start.0 % BLOCK, 0);
-    if block_start.0 % segment_size_bytes == 0 {
+    if block_start.0.is_multiple_of(segment_size_bytes) {
         Lsn(block_start.0 + BLOCK + BLOCK_HEADER_BYTES as u64)
     } else {
         Lsn(block_start.0 + BLOCK_HEADER_BYTES as u64)
@@ -151,9 +172,9 @@ impl State {
             let n = bytes.len().min(BLOCK_SIZE_BYTES - in_block);
             self.buf[idx + in_block..idx + in_block + n].copy_from_slice(&bytes[..n]);
             bytes = &bytes[n..];
-            let pos = self.insert.add(n as u64);
+            let pos = self.insert.advance(n as u64);
             self.appended_end = pos;
-            self.insert = if pos.0 % BLOCK == 0 { payload_start(pos, seg) } else { pos };
+            self.insert = if pos.0.is_multiple_of(BLOCK) { payload_start(pos, seg) } else { pos };
         }
     }
 
@@ -209,6 +230,7 @@ impl SegmentWriter {
         self.current = None;
         let path = segment_path(&self.dir, segment_no);
         let seg = self.segment_size_bytes;
+        let creation = shared.segment_creation.lock();
         if std::fs::symlink_metadata(&path).is_ok() {
             // Ours (named by us, in our directory): continue in it, fixing a header left
             // unwritten by a crash during creation or recycling.
@@ -239,9 +261,15 @@ impl SegmentWriter {
                 }
             }
         }
+        drop(creation);
         let files = self.open_files(shared, &path)?;
         let engine = (self.factory)(Arc::new(files))?;
         self.current = Some(OpenSegment { segment_no, engine });
+        // Have the next segment ready before it is needed: creating one (zero-filling 16 MiB)
+        // on the commit path would stall every committer waiting for this flush.
+        let mut p = shared.prepare.lock();
+        p.next_segment_no = Some(segment_no + 1);
+        shared.prepare_cv.notify_one();
         Ok(())
     }
 
@@ -308,6 +336,7 @@ impl SegmentWriter {
 pub struct Wal {
     shared: Arc<Shared>,
     writer: Option<JoinHandle<()>>,
+    preparer: Option<JoinHandle<()>>,
     dir: PathBuf,
     control: Mutex<Control>,
     _lock: File,
@@ -373,6 +402,7 @@ impl Wal {
         let recyclable: Vec<PathBuf> = list_segments(&dir)?.into_iter().filter(|(no, _)| *no < redo_segment).map(|(_, p)| p).collect();
         let insert = payload_start(scan.next_block_lsn, seg);
         let shared = Arc::new(Shared {
+            durable_published: AtomicU64::new(scan.end_lsn.0),
             state: Mutex::new(State {
                 buf: Vec::new(),
                 buf_start: block_start(insert),
@@ -384,9 +414,11 @@ impl Wal {
                 failed: None,
                 shutdown: false,
                 writer_idle: false,
+                flushes_taken: 0,
+                in_flight_end: scan.end_lsn,
             }),
             work: Condvar::new(),
-            durable: Condvar::new(),
+            durable: [Condvar::new(), Condvar::new()],
             space: Condvar::new(),
             counters: Counters::default(),
             segment_size_bytes: seg,
@@ -395,6 +427,9 @@ impl Wal {
             next_txn: AtomicU64::new(((control.epoch as u64) & 0xFF_FFFF) << 40 | 1),
             recyclable: Mutex::new(recyclable),
             notices: Mutex::new(Vec::new()),
+            segment_creation: Mutex::new(()),
+            prepare: Mutex::new(Prepare::default()),
+            prepare_cv: Condvar::new(),
         });
         let segments = SegmentWriter {
             dir: dir.clone(),
@@ -410,7 +445,14 @@ impl Wal {
             .name("wal-writer".into())
             .spawn(move || log_writer(writer_shared, segments))
             .map_err(file_err(&dir))?;
-        Ok((Wal { shared, writer: Some(writer), dir, control: Mutex::new(control), _lock: lock }, scan))
+        let preparer_shared = shared.clone();
+        let preparer_dir = dir.clone();
+        let id = identity.id;
+        let preparer = std::thread::Builder::new()
+            .name("wal-segments".into())
+            .spawn(move || segment_preparer(preparer_shared, preparer_dir, id))
+            .map_err(file_err(&dir))?;
+        Ok((Wal { shared, writer: Some(writer), preparer: Some(preparer), dir, control: Mutex::new(control), _lock: lock }, scan))
     }
 
     pub fn dir(&self) -> &Path {
@@ -458,7 +500,13 @@ impl Wal {
     /// Returns once the log is durable up to `lsn`, or the error that stopped it. Nothing is
     /// acknowledged before it is durable.
     pub fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
+        if self.shared.durable_published.load(Ordering::Acquire) >= lsn.0 {
+            return Ok(());
+        }
         let mut st = self.shared.state.lock();
+        if lsn > st.appended_end {
+            return Err(WalError::Config(format!("wait for LSN {lsn}, past the end of the log ({})", st.appended_end)));
+        }
         loop {
             if st.durable >= lsn {
                 return Ok(());
@@ -472,7 +520,10 @@ impl Wal {
                     self.shared.work.notify_one();
                 }
             }
-            self.shared.durable.wait(&mut st);
+            // The flush in flight covers `lsn`, or else the next one taken will (it takes
+            // everything appended before it starts).
+            let flush_no = if lsn <= st.in_flight_end { st.flushes_taken } else { st.flushes_taken + 1 };
+            self.shared.durable[(flush_no % 2) as usize].wait(&mut st);
         }
     }
 
@@ -490,7 +541,7 @@ impl Wal {
 
     /// Everything below this LSN is durable.
     pub fn durable_lsn(&self) -> Lsn {
-        self.shared.state.lock().durable
+        Lsn(self.shared.durable_published.load(Ordering::Acquire))
     }
 
     /// Starts a checkpoint: its LSN is the redo point. The caller then writes every page
@@ -523,6 +574,11 @@ impl Wal {
             }
         }
         Ok(a.lsn)
+    }
+
+    /// Where recovery would start now: the redo point of the last completed checkpoint.
+    pub fn redo_lsn(&self) -> Lsn {
+        self.control.lock().checkpoint_redo_lsn
     }
 
     pub fn stats(&self) -> WalStats {
@@ -568,12 +624,54 @@ impl Wal {
             // A panic in the writer already failed the log (see log_writer); nothing to add.
             let _ = w.join();
         }
+        {
+            let mut p = self.shared.prepare.lock();
+            p.shutdown = true;
+            self.shared.prepare_cv.notify_one();
+        }
+        if let Some(p) = self.preparer.take() {
+            // The preparer only ever creates spare files; its failure loses nothing.
+            let _ = p.join();
+        }
     }
 }
 
 impl Drop for Wal {
     fn drop(&mut self) {
         self.stop_writer();
+    }
+}
+
+/// Creates the segment the writer will need next, unless a recycled file will serve.
+/// Errors are only noticed: the writer creates the file itself if it is still missing and
+/// reports the error then (stopping the log).
+fn segment_preparer(shared: Arc<Shared>, dir: PathBuf, database_id: u128) {
+    loop {
+        let no = {
+            let mut p = shared.prepare.lock();
+            loop {
+                if p.shutdown {
+                    return;
+                }
+                if let Some(no) = p.next_segment_no.take() {
+                    break no;
+                }
+                shared.prepare_cv.wait(&mut p);
+            }
+        };
+        if !shared.recyclable.lock().is_empty() {
+            continue;
+        }
+        let _creation = shared.segment_creation.lock();
+        if std::fs::symlink_metadata(segment_path(&dir, no)).is_ok() {
+            continue;
+        }
+        match create_segment(&dir, no, shared.segment_size_bytes, database_id) {
+            Ok(_) => {
+                shared.counters.segments_created.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => shared.notices.lock().push(format!("preparing the next log segment: {e}")),
+        }
     }
 }
 
@@ -597,7 +695,12 @@ fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
                 shared.work.wait(&mut st);
                 st.writer_idle = false;
             }
-            st.take(seg)
+            let taken = st.take(seg);
+            if let Some((_, _, _, end)) = &taken {
+                st.flushes_taken += 1;
+                st.in_flight_end = *end;
+            }
+            taken
         };
         shared.space.notify_all();
         let Some((start, mut bytes, last_used, end)) = taken else { continue };
@@ -605,10 +708,12 @@ fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
             write_and_flush(&shared, &mut segments, start, &mut bytes, last_used)
         }));
         let mut st = shared.state.lock();
+        let flush_no = st.flushes_taken;
         match result {
             Ok(Ok(())) => {
                 debug_assert!(end >= st.durable);
                 st.durable = end;
+                shared.durable_published.store(end.0, Ordering::Release);
                 if st.spare.capacity() < bytes.capacity() {
                     st.spare = bytes;
                 }
@@ -616,8 +721,12 @@ fn log_writer(shared: Arc<Shared>, mut segments: SegmentWriter) {
             Ok(Err(e)) => st.failed = Some(e.to_string()),
             Err(_) => st.failed = Some("the log writer panicked".into()),
         }
+        let failed = st.failed.is_some();
         drop(st);
-        shared.durable.notify_all();
+        shared.durable[(flush_no % 2) as usize].notify_all();
+        if failed {
+            shared.durable[((flush_no + 1) % 2) as usize].notify_all();
+        }
         shared.space.notify_all();
     }
 }
@@ -632,8 +741,8 @@ fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, by
     // Runs of blocks within one segment, placeholders excluded.
     let mut i = 0;
     while i < block_count {
-        let lsn = start.add(i as u64 * BLOCK);
-        if lsn.0 % seg == 0 {
+        let lsn = start.advance(i as u64 * BLOCK);
+        if lsn.0.is_multiple_of(seg) {
             i += 1;
             continue;
         }
@@ -653,10 +762,10 @@ fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, by
 fn seal_blocks(start: Lsn, bytes: &mut [u8], last_used: usize, seg: u64, epoch: u32) {
     let block_count = bytes.len() / BLOCK_SIZE_BYTES;
     debug_assert_eq!(bytes.len() % BLOCK_SIZE_BYTES, 0);
-    debug_assert!(start.0 % seg != 0, "a flush never starts at a segment header block");
+    debug_assert!(!start.0.is_multiple_of(seg), "a flush never starts at a segment header block");
     for (i, block) in bytes.chunks_exact_mut(BLOCK_SIZE_BYTES).enumerate() {
-        let lsn = start.add(i as u64 * BLOCK);
-        if lsn.0 % seg == 0 {
+        let lsn = start.advance(i as u64 * BLOCK);
+        if lsn.0.is_multiple_of(seg) {
             continue; // the placeholder of a segment header block
         }
         let used = if i + 1 == block_count { last_used } else { BLOCK_PAYLOAD_BYTES };
@@ -689,6 +798,8 @@ impl LogImage {
                 failed: None,
                 shutdown: false,
                 writer_idle: false,
+                flushes_taken: 0,
+                in_flight_end: FIRST_RECORD_LSN,
             },
             segment_size_bytes,
             database_id,
@@ -713,8 +824,8 @@ impl LogImage {
         if let Some((start, mut bytes, last_used, end)) = self.state.take(seg) {
             seal_blocks(start, &mut bytes, last_used, seg, self.epoch);
             for (i, block) in bytes.chunks_exact(BLOCK_SIZE_BYTES).enumerate() {
-                let lsn = start.add(i as u64 * BLOCK);
-                if lsn.0 % seg == 0 {
+                let lsn = start.advance(i as u64 * BLOCK);
+                if lsn.0.is_multiple_of(seg) {
                     continue;
                 }
                 let no = lsn.segment_no(seg);

@@ -173,7 +173,7 @@ fn redo_point_in_the_middle_scans_from_there() {
     let mut image = LogImage::new(seg, DB, 1).unwrap();
     for t in 0..50u64 {
         image.append(&Record::Commit { txn: TxnId(t) }).unwrap();
-        if t % 7 == 0 {
+        if t.is_multiple_of(7) {
             image.flush();
         }
     }

@@ -55,7 +55,7 @@ fn group_commit_batches_concurrent_committers() {
         let plan = FaultPlan { latency: std::time::Duration::from_micros(300), ..FaultPlan::default() };
         Ok(Box::new(SimEngine::new(files, writer_engine_config(), plan)?.with_disk(d.clone())) as Box<dyn IoEngine>)
     });
-    let cfg = config(dir.path(), 1 << 20, slow);
+    let cfg = config(dir.path(), 8 << 20, slow); // one segment: one engine flush per log flush
     let wal = Arc::new(Wal::create(cfg, identity(2)).unwrap());
     // Slow flushes make the batching visible: a committer arriving during a flush waits
     // for the next one with everyone else who arrived.
