@@ -292,9 +292,10 @@ pub fn recycle_segment(dir: &Path, old: &Path, segment_no: u64, segment_size_byt
 
 /// Writes zeros over the whole (preallocated) segment. fallocate leaves *unwritten* extents:
 /// the first write into each one converts it, a metadata change, so every commit's
-/// fdatasync would wait for a file system journal commit (measured here: ~3.7 ms instead of
-/// ~0.2 ms per flush). Writing zeros once at creation makes every later commit an overwrite
-/// whose fdatasync is only a device cache flush. PostgreSQL does the same
+/// fdatasync would also wait for a file system journal commit. Writing zeros once at
+/// creation makes every later commit an overwrite whose fdatasync is only a device cache
+/// flush (measured A/B at one committer, vCPUs kept busy: 1.4–3.8× the commits/s, p50
+/// 71–96 µs instead of 128–155 µs). PostgreSQL does the same
 /// (`wal_init_zero`); recycled segments skip the cost entirely.
 fn zero_fill(f: &File, path: &Path, bytes: u64) -> Result<(), WalError> {
     const ZERO_CHUNK_BYTES: usize = 1 << 20;
