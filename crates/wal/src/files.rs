@@ -266,10 +266,17 @@ pub fn write_control(dir: &Path, c: &Control) -> Result<(), WalError> {
 pub fn create_segment(dir: &Path, segment_no: u64, segment_size_bytes: u64, database_id: u128) -> Result<PathBuf, WalError> {
     let path = segment_path(dir, segment_no);
     let f = create_excl(&path)?;
-    preallocate(&f, &path, segment_size_bytes)?;
-    zero_fill(&f, &path, segment_size_bytes)?;
-    f.write_all_at(&encode_segment_header(segment_no, segment_size_bytes, database_id), 0).map_err(file_err(&path))?;
-    f.sync_all().map_err(file_err(&path))?;
+    let filled = preallocate(&f, &path, segment_size_bytes)
+        .and_then(|()| zero_fill(&f, &path, segment_size_bytes))
+        .and_then(|()| f.write_all_at(&encode_segment_header(segment_no, segment_size_bytes, database_id), 0).map_err(file_err(&path)))
+        .and_then(|()| f.sync_all().map_err(file_err(&path)));
+    if let Err(e) = filled {
+        // Ours, created just now and never used: leave no half-made segment behind (a
+        // disk-full error would otherwise block the name for the next attempt).
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+        return Err(e);
+    }
     fsync_dir(dir)?;
     Ok(path)
 }
