@@ -266,10 +266,17 @@ pub fn write_control(dir: &Path, c: &Control) -> Result<(), WalError> {
 pub fn create_segment(dir: &Path, segment_no: u64, segment_size_bytes: u64, database_id: u128) -> Result<PathBuf, WalError> {
     let path = segment_path(dir, segment_no);
     let f = create_excl(&path)?;
-    preallocate(&f, &path, segment_size_bytes)?;
-    zero_fill(&f, &path, segment_size_bytes)?;
-    f.write_all_at(&encode_segment_header(segment_no, segment_size_bytes, database_id), 0).map_err(file_err(&path))?;
-    f.sync_all().map_err(file_err(&path))?;
+    let filled = preallocate(&f, &path, segment_size_bytes)
+        .and_then(|()| zero_fill(&f, &path, segment_size_bytes))
+        .and_then(|()| f.write_all_at(&encode_segment_header(segment_no, segment_size_bytes, database_id), 0).map_err(file_err(&path)))
+        .and_then(|()| f.sync_all().map_err(file_err(&path)));
+    if let Err(e) = filled {
+        // Ours, created just now and never used: leave no half-made segment behind (a
+        // disk-full error would otherwise block the name for the next attempt).
+        drop(f);
+        let _ = std::fs::remove_file(&path);
+        return Err(e);
+    }
     fsync_dir(dir)?;
     Ok(path)
 }
@@ -292,9 +299,10 @@ pub fn recycle_segment(dir: &Path, old: &Path, segment_no: u64, segment_size_byt
 
 /// Writes zeros over the whole (preallocated) segment. fallocate leaves *unwritten* extents:
 /// the first write into each one converts it, a metadata change, so every commit's
-/// fdatasync would wait for a file system journal commit (measured here: ~3.7 ms instead of
-/// ~0.2 ms per flush). Writing zeros once at creation makes every later commit an overwrite
-/// whose fdatasync is only a device cache flush. PostgreSQL does the same
+/// fdatasync would also wait for a file system journal commit. Writing zeros once at
+/// creation makes every later commit an overwrite whose fdatasync is only a device cache
+/// flush (measured A/B at one committer, vCPUs kept busy: 1.4–3.8× the commits/s, p50
+/// 71–96 µs instead of 128–155 µs). PostgreSQL does the same
 /// (`wal_init_zero`); recycled segments skip the cost entirely.
 fn zero_fill(f: &File, path: &Path, bytes: u64) -> Result<(), WalError> {
     const ZERO_CHUNK_BYTES: usize = 1 << 20;

@@ -670,7 +670,13 @@ fn segment_preparer(shared: Arc<Shared>, dir: PathBuf, database_id: u128) {
             Ok(_) => {
                 shared.counters.segments_created.fetch_add(1, Ordering::Relaxed);
             }
-            Err(e) => shared.notices.lock().push(format!("preparing the next log segment: {e}")),
+            Err(e) => {
+                let notice = format!("preparing the next log segment: {e}");
+                let mut notices = shared.notices.lock();
+                if notices.last() != Some(&notice) {
+                    notices.push(notice);
+                }
+            }
         }
     }
 }

@@ -222,3 +222,26 @@ fn checkpoints_recycle_segments_and_recovery_starts_at_the_redo_point() {
     let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
     assert_eq!(committed, after);
 }
+
+#[test]
+fn the_log_writes_through_io_uring_too() {
+    // io_uring where the kernel allows it (psync with a notice otherwise): the default
+    // `IoEngine::flush` (fdatasync) serves every engine.
+    let dir = temp_dir();
+    let factory: EngineFactory = Arc::new(|files| {
+        flashscan_io::open_engine(flashscan_io::EngineKind::Auto, files, writer_engine_config(), &mut |_| {})
+    });
+    let cfg = config(dir.path(), 64 * 1024, factory);
+    let wal = Wal::create(cfg.clone(), identity(10)).unwrap();
+    let mut txns = Vec::new();
+    for i in 0..50 {
+        let txn = wal.begin();
+        insert(&wal, txn, i);
+        wal.commit(txn).unwrap();
+        txns.push(txn);
+    }
+    wal.close().unwrap();
+    let (_wal, scan) = Wal::open(cfg, &identity(10)).unwrap();
+    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    assert_eq!(committed, txns);
+}
