@@ -89,14 +89,20 @@ pub fn mutate(buf: &mut [u8], c: &mut Cursor) -> usize {
 
 /// A storage column type from one byte (bit 7: nullable).
 pub fn column_type(b: u8) -> ColumnType {
-    match b % 7 {
+    use flashscan_storage::column::TemporalUnit;
+    match b % 12 {
         0 => ColumnType::Int32,
         1 => ColumnType::Int64,
         2 => ColumnType::Float64,
         3 => ColumnType::Decimal { precision: 15, scale: 2 },
         4 => ColumnType::Date32,
         5 => ColumnType::Utf8,
-        _ => ColumnType::Boolean,
+        6 => ColumnType::Boolean,
+        7 => ColumnType::UInt64,
+        8 => ColumnType::Timestamp { unit: TemporalUnit::Nanosecond, with_time_zone: true },
+        9 => ColumnType::Time { unit: TemporalUnit::Millisecond },
+        10 => ColumnType::WideDecimal { precision: 38, scale: 4 },
+        _ => ColumnType::Binary,
     }
 }
 
@@ -243,12 +249,24 @@ pub fn arrow_array(c: &mut Cursor, data_type: &arrow::datatypes::DataType, rows:
         DataType::Int64 => Arc::new(Int64Array::from_iter((0..rows).map(|i| valid(i).then_some(values[i])))),
         DataType::Date32 => Arc::new(Date32Array::from_iter((0..rows).map(|i| valid(i).then_some(values[i] as i32)))),
         DataType::Float64 => Arc::new(Float64Array::from_iter((0..rows).map(|i| valid(i).then_some(f64::from_bits(values[i] as u64))))),
+        // Wide decimals: values past i64 when the pool's value is odd (the 16-byte layout).
+        DataType::Decimal128(p, s) if *p > 18 => Arc::new(
+            Decimal128Array::from_iter((0..rows).map(|i| valid(i).then_some(values[i] as i128 * if values[i] & 1 != 0 { 10i128.pow(18) } else { 1 })))
+                .with_precision_and_scale(*p, *s)
+                .expect("decimal type"),
+        ),
         DataType::Decimal128(p, s) => Arc::new(
             Decimal128Array::from_iter((0..rows).map(|i| valid(i).then_some((values[i] % 1_000_000_000_000_000) as i128)))
                 .with_precision_and_scale(*p, *s)
                 .expect("decimal type"),
         ),
         DataType::Boolean => Arc::new(BooleanArray::from_iter((0..rows).map(|i| valid(i).then_some(values[i] & 1 != 0)))),
+        DataType::UInt64 => Arc::new(arrow::array::UInt64Array::from_iter((0..rows).map(|i| valid(i).then_some(values[i] as u64)))),
+        DataType::Timestamp(_, zone) => {
+            Arc::new(arrow::array::TimestampMicrosecondArray::from_iter((0..rows).map(|i| valid(i).then_some(values[i]))).with_timezone_opt(zone.clone()))
+        }
+        DataType::Time32(_) => Arc::new(arrow::array::Time32SecondArray::from_iter((0..rows).map(|i| valid(i).then_some((values[i] % 86_400) as i32)))),
+        DataType::Binary => Arc::new(arrow::array::BinaryArray::from_iter((0..rows).map(|i| valid(i).then(|| values[i].to_le_bytes()[..(values[i] as u64 % 9) as usize].to_vec())))),
         _ => {
             let strings: Vec<String> = pool.iter().map(|v| format!("{:x}", v).repeat(1 + (*v as u64 % 5) as usize)).collect();
             Arc::new(StringArray::from_iter((0..rows).map(|i| valid(i).then(|| strings[(i / run) % strings.len()].clone()))))

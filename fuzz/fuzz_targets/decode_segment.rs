@@ -26,14 +26,19 @@ fn reseal(segment: &mut [u8]) {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else { return };
-    let data_type = match selector % 7 {
+    let data_type = match selector % 12 {
         0 => DataType::Int64,
         1 => DataType::Int32,
         2 => DataType::Float64,
         3 => DataType::Decimal128(15, 2),
         4 => DataType::Date32,
         5 => DataType::Utf8,
-        _ => DataType::Boolean,
+        6 => DataType::Boolean,
+        7 => DataType::UInt64,
+        8 => DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into())),
+        9 => DataType::Time32(arrow::datatypes::TimeUnit::Second),
+        10 => DataType::Decimal128(38, 4),
+        _ => DataType::Binary,
     };
     if selector & 0x40 != 0 {
         let mut c = common::Cursor::new(rest);

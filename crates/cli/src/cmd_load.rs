@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use flashscan_storage::load::csv::csv_source;
-use flashscan_storage::load::parquet::parquet_source;
+use flashscan_storage::load::csv::{csv_source_with, parse_csv_byte, CsvOptions};
+use flashscan_storage::load::parquet::{expand_glob, is_glob, parquet_files_source};
 use flashscan_storage::load::tpch::{tpch_source, TPCH_TABLES};
 use flashscan_storage::placement::parse_size_bytes;
 use flashscan_storage::{load_table, LoadCounters, LoadOptions, StorageError, TableSource};
@@ -44,15 +44,32 @@ pub struct LoadArgs {
     /// Replace tables that already exist.
     #[arg(long)]
     pub replace: bool,
-    /// Parquet files to import (table name from the file stem, or --table).
+    /// Parquet files to import (table name from the file stem, or --table). With --table,
+    /// all of them go into that one table; a quoted glob ('dir/*.parquet') is one table.
     #[arg(long, num_args = 1..)]
     pub parquet: Vec<PathBuf>,
-    /// CSV files with a header line to import (types inferred).
+    /// CSV files to import (types inferred from every row, or declared with --schema).
     #[arg(long, num_args = 1..)]
     pub csv: Vec<PathBuf>,
-    /// Table name for a single imported file.
+    /// Table name for a single imported file (or for all --parquet files together).
     #[arg(long)]
     pub table: Option<String>,
+    /// CSV field delimiter: one character, or `tab`.
+    #[arg(long, default_value = ",")]
+    pub delimiter: String,
+    /// CSV quote character.
+    #[arg(long, default_value = "\"")]
+    pub quote: String,
+    /// The CSV has no header line: columns are named column_1, column_2, ...
+    #[arg(long)]
+    pub no_header: bool,
+    /// A CSV value that means NULL besides the empty field, like NA or \N.
+    #[arg(long)]
+    pub null: Option<String>,
+    /// CSV column types, `name:type,...` (int, bigint, ubigint, double, decimal(p,s), date,
+    /// timestamp, timestamptz, time, text, boolean); columns not named are inferred.
+    #[arg(long)]
+    pub schema: Option<String>,
     /// Worker threads (default: number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
@@ -72,8 +89,18 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     if args.sf.is_none() && files == 0 {
         return Err(bad_input("nothing to load: give --sf N for TPC-H, or --parquet FILE / --csv FILE"));
     }
-    if args.table.is_some() && files != 1 {
-        return Err(bad_input("--table names one imported file; give exactly one --parquet or --csv file"));
+    if args.table.is_some() && files != 1 && !args.csv.is_empty() {
+        return Err(bad_input("--table names one imported CSV file (or any number of --parquet files): give exactly one --csv file"));
+    }
+    let csv_options = CsvOptions {
+        delimiter: parse_csv_byte("--delimiter", &args.delimiter).map_err(storage_error)?,
+        quote: parse_csv_byte("--quote", &args.quote).map_err(storage_error)?,
+        has_header: !args.no_header,
+        null_string: args.null.clone(),
+        schema: args.schema.clone(),
+    };
+    if args.csv.is_empty() && (args.schema.is_some() || args.null.is_some() || args.no_header) {
+        return Err(bad_input("--schema, --null and --no-header apply to --csv files"));
     }
     if args.sf.is_none() && !args.tables.is_empty() {
         return Err(bad_input("--tables selects TPC-H tables: add --sf N"));
@@ -104,19 +131,44 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
             sources.push(Box::new(move || tpch_source(&t, sf, threads)));
         }
     }
-    for (paths, is_parquet) in [(&args.parquet, true), (&args.csv, false)] {
-        for path in paths {
-            if !path.is_file() {
-                return Err(bad_input(format!("{} is not a file", path.display())));
+    // Parquet: each file (or glob) its own table, or all of them one table with --table.
+    let mut parquet_groups: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    for path in &args.parquet {
+        let files = if is_glob(path) { expand_glob(path).map_err(storage_error)? } else { vec![path.clone()] };
+        for f in &files {
+            if !f.is_file() {
+                return Err(bad_input(format!("{} is not a file", f.display())));
             }
-            let name = match &args.table {
-                Some(n) => n.clone(),
-                None => path.file_stem().map(|s| s.to_string_lossy().to_ascii_lowercase()).unwrap_or_default(),
-            };
-            let path = path.clone();
-            let threads = options.threads;
-            sources.push(if is_parquet { Box::new(move || parquet_source(&path, &name, threads)) } else { Box::new(move || csv_source(&path, &name)) });
         }
+        let stem = |p: &PathBuf| p.file_stem().map(|s| s.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        if let Some(n) = &args.table {
+            match parquet_groups.last_mut() {
+                Some((_, group)) => group.extend(files),
+                None => parquet_groups.push((n.clone(), files)),
+            }
+        } else if is_glob(path) {
+            // A glob without --table is named after its directory.
+            let dir = std::path::absolute(path).ok().and_then(|p| p.parent().and_then(|d| d.file_name()).map(|d| d.to_string_lossy().to_ascii_lowercase()));
+            parquet_groups.push((dir.unwrap_or_else(|| "parquet".into()), files));
+        } else {
+            parquet_groups.push((stem(path), files));
+        }
+    }
+    for (name, files) in parquet_groups {
+        let threads = options.threads;
+        sources.push(Box::new(move || parquet_files_source(&files, &name, threads)));
+    }
+    for path in &args.csv {
+        if !path.is_file() {
+            return Err(bad_input(format!("{} is not a file", path.display())));
+        }
+        let name = match &args.table {
+            Some(n) => n.clone(),
+            None => path.file_stem().map(|s| s.to_string_lossy().to_ascii_lowercase()).unwrap_or_default(),
+        };
+        let path = path.clone();
+        let csv_options = csv_options.clone();
+        sources.push(Box::new(move || csv_source_with(&path, &name, &csv_options)));
     }
 
     let started = Instant::now();

@@ -109,6 +109,10 @@ fn value_json(v: &Value) -> serde_json::Value {
         Value::Float64(x) => (*x).into(),
         Value::Utf8(s) => s.clone().into(),
         Value::Boolean(b) => (*b).into(),
+        Value::UInt64(x) => (*x).into(),
+        // Past 2^53 a JSON number loses digits: wide decimals as strings.
+        Value::Int128(x) => x.to_string().into(),
+        Value::Binary(b) => b.iter().map(|byte| format!("{byte:02x}")).collect::<String>().into(),
     }
 }
 
@@ -217,6 +221,9 @@ fn format_value(v: &Value) -> String {
         Value::Float64(x) => x.to_string(),
         Value::Utf8(s) => s.clone(),
         Value::Boolean(b) => b.to_string(),
+        Value::UInt64(x) => x.to_string(),
+        Value::Int128(x) => x.to_string(),
+        Value::Binary(b) => b.iter().map(|byte| format!("{byte:02x}")).collect(),
     };
     if s.len() > 24 {
         format!("{}…", &s[..s.char_indices().nth(24).map(|(i, _)| i).unwrap_or(s.len())])

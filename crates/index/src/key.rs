@@ -66,6 +66,10 @@ impl KeySchema {
             if c.column_type == ColumnType::Float64 {
                 return Err(IndexError::UnsupportedKeyColumn { column: c.name.clone(), column_type: "Float64".into() });
             }
+            // Keys are i64 words: UInt64 past 2^63 and 16-byte decimals do not order as one.
+            if matches!(c.column_type, ColumnType::UInt64 | ColumnType::WideDecimal { .. }) {
+                return Err(IndexError::UnsupportedKeyColumn { column: c.name.clone(), column_type: format!("{:?}", c.column_type) });
+            }
             schema.names.push(c.name.clone());
             schema.column_indexes.push(i);
             schema.types.push(c.column_type);
@@ -140,7 +144,9 @@ fn parse_value(s: &str, t: ColumnType) -> Result<i64, String> {
             parse_date(s).ok_or_else(|| format!("{s:?} is not a date (YYYY-MM-DD)"))
         }
         ColumnType::Decimal { scale, .. } => parse_decimal(s, scale).ok_or_else(|| format!("{s:?} is not a decimal with {scale} digits after the point")),
-        ColumnType::Float64 | ColumnType::Utf8 => Err("unsupported key type".into()),
+        // Timestamps and times as their integer units.
+        ColumnType::Timestamp { .. } | ColumnType::Time { .. } => s.parse::<i64>().map_err(|e| format!("{s:?} is not an integer count of the column's units ({e})")),
+        ColumnType::Float64 | ColumnType::Utf8 | ColumnType::UInt64 | ColumnType::WideDecimal { .. } | ColumnType::Binary => Err("unsupported key type".into()),
     }
 }
 

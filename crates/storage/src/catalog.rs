@@ -132,6 +132,9 @@ fn check_table(table: &TableMeta) -> Result<(), String> {
                 return Err(format!("column {:?} is decimal({precision}, {scale}): precision must be 1..={DECIMAL_PRECISION_MAX} and scale at most the precision", column.name));
             }
         }
+        if let ColumnType::WideDecimal { .. } = column.column_type {
+            column.column_type.check_parameters().map_err(|reason| format!("column {:?} is {reason}", column.name))?;
+        }
     }
     Ok(())
 }

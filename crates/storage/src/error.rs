@@ -37,8 +37,11 @@ pub enum StorageError {
     #[error("data file {file} is truncated: expected {expected_bytes} bytes, found {actual_bytes}; reload the table")]
     FileTruncated { file: PathBuf, expected_bytes: u64, actual_bytes: u64 },
 
-    #[error("column {column:?} has type {data_type}, which flashscan does not store (supported: Int8-64, UInt8-32, Float32/64, Decimal128 up to 18 digits, Date32, Utf8, Boolean)")]
+    #[error("column {column:?} has type {data_type}, which flashscan does not store (supported: Int8-64, UInt8-64, Float16-64, Decimal up to 38 digits, Date32/64, Timestamp, Time, Utf8, Binary, Boolean)")]
     UnsupportedType { column: String, data_type: String },
+
+    #[error("column {column:?} is {data_type}, a nested type flashscan does not store: load it as text instead (DuckDB: SELECT * REPLACE (to_json({column}) AS {column})) or leave the column out")]
+    NestedType { column: String, data_type: String },
 
     #[error("a row of table {table:?} needs {row_bytes} bytes, more than an 8 KB page holds ({row_bytes_max} bytes)")]
     RowTooLarge { table: String, row_bytes: usize, row_bytes_max: usize },
@@ -54,6 +57,9 @@ pub enum StorageError {
 
     #[error("reading {path}: {source}")]
     Arrow { path: PathBuf, #[source] source: arrow::error::ArrowError },
+
+    #[error("reading CSV {path}: {message}")]
+    Csv { path: PathBuf, message: String },
 
     #[error("reading {path}: {source}")]
     Parquet { path: PathBuf, #[source] source: parquet::errors::ParquetError },

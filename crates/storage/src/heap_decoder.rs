@@ -7,15 +7,19 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, BooleanBufferBuilder, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch, RecordBatchOptions, StringArray};
+use arrow::array::{
+    ArrayRef, BinaryArray, BooleanArray, BooleanBufferBuilder, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch,
+    RecordBatchOptions, StringArray, Time32MillisecondArray, Time32SecondArray, Time64MicrosecondArray, Time64NanosecondArray,
+    TimestampMicrosecondArray, TimestampMillisecondArray, TimestampNanosecondArray, TimestampSecondArray, UInt64Array,
+};
 use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow::datatypes::{Schema, SchemaRef};
 
-use crate::column::ColumnType;
+use crate::column::{ColumnType, TemporalUnit, TIMESTAMP_TIME_ZONE};
 use crate::error::StorageError;
 use crate::page::compressed_page::{parse_page, value_pieces, CompressedScratch};
 use crate::page::header::{read_u16, PageHeader, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
-use crate::page::value_bytes::{get_float, get_integer, ValueEncoding};
+use crate::page::value_bytes::{get_float, get_integer, get_integer128, ValueEncoding};
 use crate::page::heap_page::{slot_offset, verify_page};
 use crate::page::row_codec::{ColumnSlot, RowLayout};
 use crate::table_meta::TableMeta;
@@ -47,11 +51,12 @@ impl ProjectedColumn {
     fn new(column_index: usize, column_type: ColumnType, slot: ColumnSlot, nullable: bool, capacity: usize) -> ProjectedColumn {
         let values = match column_type {
             ColumnType::Int32 | ColumnType::Date32 => ColumnValues::I32(Vec::with_capacity(capacity)),
-            ColumnType::Int64 => ColumnValues::I64(Vec::with_capacity(capacity)),
+            ColumnType::Time { .. } if column_type.fixed_width_bytes() == Some(4) => ColumnValues::I32(Vec::with_capacity(capacity)),
+            ColumnType::Int64 | ColumnType::UInt64 | ColumnType::Timestamp { .. } | ColumnType::Time { .. } => ColumnValues::I64(Vec::with_capacity(capacity)),
             ColumnType::Float64 => ColumnValues::F64(Vec::with_capacity(capacity)),
-            ColumnType::Decimal { .. } => ColumnValues::Decimal(Vec::with_capacity(capacity)),
+            ColumnType::Decimal { .. } | ColumnType::WideDecimal { .. } => ColumnValues::Decimal(Vec::with_capacity(capacity)),
             ColumnType::Boolean => ColumnValues::Bool(BooleanBufferBuilder::new(capacity)),
-            ColumnType::Utf8 => {
+            ColumnType::Utf8 | ColumnType::Binary => {
                 let mut offsets = Vec::with_capacity(capacity + 1);
                 offsets.push(0);
                 ColumnValues::Utf8 { offsets, bytes: Vec::with_capacity(capacity * 16) }
@@ -206,6 +211,9 @@ impl HeapDecoder {
                 (ColumnValues::I64(v), ColumnSlot::Fixed { offset_bytes: o, .. }) => {
                     v.extend(starts.iter().map(|&at| read_i64(page, at as usize + o)));
                 }
+                (ColumnValues::Decimal(v), ColumnSlot::Fixed { offset_bytes: o, width_bytes: 16 }) => {
+                    v.extend(starts.iter().map(|&at| read_i128(page, at as usize + o)));
+                }
                 (ColumnValues::Decimal(v), ColumnSlot::Fixed { offset_bytes: o, .. }) => {
                     v.extend(starts.iter().map(|&at| read_i64(page, at as usize + o) as i128));
                 }
@@ -283,6 +291,10 @@ impl HeapDecoder {
                     let (h, t) = pieces(r);
                     get_integer(h, t)
                 })),
+                ColumnValues::Decimal(v) if matches!(c.column_type, ColumnType::WideDecimal { .. }) => v.extend((0..row_count).map(|r| {
+                    let (h, t) = pieces(r);
+                    get_integer128(h, t)
+                })),
                 ColumnValues::Decimal(v) => v.extend((0..row_count).map(|r| {
                     let (h, t) = pieces(r);
                     get_integer(h, t) as i128
@@ -359,6 +371,13 @@ fn read_i32(page: &[u8], at: usize) -> i32 {
 }
 
 #[inline]
+fn read_i128(page: &[u8], at: usize) -> i128 {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&page[at..at + 16]);
+    i128::from_le_bytes(b)
+}
+
+#[inline]
 fn read_i64(page: &[u8], at: usize) -> i64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&page[at..at + 8]);
@@ -372,10 +391,26 @@ fn column_to_array(c: ProjectedColumn, rows: usize) -> ArrayRef {
     };
     match (c.values, c.column_type) {
         (ColumnValues::I32(v), ColumnType::Date32) => Arc::new(Date32Array::new(ScalarBuffer::from(v), nulls)),
+        (ColumnValues::I32(v), ColumnType::Time { unit: TemporalUnit::Second }) => Arc::new(Time32SecondArray::new(ScalarBuffer::from(v), nulls)),
+        (ColumnValues::I32(v), ColumnType::Time { .. }) => Arc::new(Time32MillisecondArray::new(ScalarBuffer::from(v), nulls)),
+        (ColumnValues::I64(v), ColumnType::Time { unit: TemporalUnit::Microsecond }) => Arc::new(Time64MicrosecondArray::new(ScalarBuffer::from(v), nulls)),
+        (ColumnValues::I64(v), ColumnType::Time { .. }) => Arc::new(Time64NanosecondArray::new(ScalarBuffer::from(v), nulls)),
+        (ColumnValues::I64(v), ColumnType::Timestamp { unit, with_time_zone }) => {
+            let zone = with_time_zone.then_some(TIMESTAMP_TIME_ZONE);
+            let values = ScalarBuffer::from(v);
+            match unit {
+                TemporalUnit::Second => Arc::new(TimestampSecondArray::new(values, nulls).with_timezone_opt(zone)),
+                TemporalUnit::Millisecond => Arc::new(TimestampMillisecondArray::new(values, nulls).with_timezone_opt(zone)),
+                TemporalUnit::Microsecond => Arc::new(TimestampMicrosecondArray::new(values, nulls).with_timezone_opt(zone)),
+                TemporalUnit::Nanosecond => Arc::new(TimestampNanosecondArray::new(values, nulls).with_timezone_opt(zone)),
+            }
+        }
+        // Same width: the i64 vector becomes the u64 buffer without a copy.
+        (ColumnValues::I64(v), ColumnType::UInt64) => Arc::new(UInt64Array::new(ScalarBuffer::new(Buffer::from_vec(v), 0, rows), nulls)),
         (ColumnValues::I32(v), _) => Arc::new(Int32Array::new(ScalarBuffer::from(v), nulls)),
         (ColumnValues::I64(v), _) => Arc::new(Int64Array::new(ScalarBuffer::from(v), nulls)),
         (ColumnValues::F64(v), _) => Arc::new(Float64Array::new(ScalarBuffer::from(v), nulls)),
-        (ColumnValues::Decimal(v), ColumnType::Decimal { precision, scale }) => {
+        (ColumnValues::Decimal(v), ColumnType::Decimal { precision, scale } | ColumnType::WideDecimal { precision, scale }) => {
             let a = Decimal128Array::new(ScalarBuffer::from(v), nulls);
             match a.clone().with_precision_and_scale(precision, scale) {
                 Ok(a) => Arc::new(a),
@@ -384,6 +419,11 @@ fn column_to_array(c: ProjectedColumn, rows: usize) -> ArrayRef {
         }
         (ColumnValues::Decimal(v), _) => Arc::new(Decimal128Array::new(ScalarBuffer::from(v), nulls)),
         (ColumnValues::Bool(mut v), _) => Arc::new(BooleanArray::new(v.finish(), nulls)),
+        (ColumnValues::Utf8 { offsets, bytes }, ColumnType::Binary) => {
+            debug_assert_eq!(offsets.len(), rows + 1);
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            Arc::new(BinaryArray::new(offsets, Buffer::from_vec(bytes), nulls))
+        }
         (ColumnValues::Utf8 { offsets, bytes }, _) => {
             debug_assert_eq!(offsets.len(), rows + 1);
             let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));

@@ -15,6 +15,7 @@ pub mod compression;
 pub mod database;
 pub mod drop;
 pub mod error;
+pub mod export;
 pub mod heap_decoder;
 pub mod heap_reader;
 pub mod load;

@@ -88,6 +88,21 @@ pub fn partition_rows(column: &ArrayRef, partition_count: u32, out: &mut Vec<u32
         DataType::Utf8 => out.extend(column.as_string::<i32>().iter().map(|v| partition_of(v.map_or(NULL_HASH, |s| hash_bytes(s.as_bytes())), partition_count))),
         DataType::LargeUtf8 => out.extend(column.as_string::<i64>().iter().map(|v| partition_of(v.map_or(NULL_HASH, |s| hash_bytes(s.as_bytes())), partition_count))),
         DataType::Utf8View => out.extend(column.as_string_view().iter().map(|v| partition_of(v.map_or(NULL_HASH, |s| hash_bytes(s.as_bytes())), partition_count))),
+        // Unsigned, timestamp and time values hash by their stored integer, like the signed
+        // integers (an UInt64 below 2^63 lands where the same Int64 does).
+        DataType::UInt64 | DataType::Timestamp(..) | DataType::Time64(_) | DataType::Date64 => {
+            let data = column.to_data();
+            let values = &data.buffers()[0].typed_data::<i64>()[data.offset()..data.offset() + data.len()];
+            out.extend(values.iter().map(|&v| partition_of(hash_u64(v as u64), partition_count)));
+        }
+        DataType::Time32(_) => {
+            let data = column.to_data();
+            let values = &data.buffers()[0].typed_data::<i32>()[data.offset()..data.offset() + data.len()];
+            out.extend(values.iter().map(|&v| partition_of(hash_u64(v as i64 as u64), partition_count)));
+        }
+        DataType::Binary => out.extend(column.as_binary::<i32>().iter().map(|v| partition_of(v.map_or(NULL_HASH, hash_bytes), partition_count))),
+        DataType::LargeBinary => out.extend(column.as_binary::<i64>().iter().map(|v| partition_of(v.map_or(NULL_HASH, hash_bytes), partition_count))),
+        DataType::BinaryView => out.extend(column.as_binary_view().iter().map(|v| partition_of(v.map_or(NULL_HASH, hash_bytes), partition_count))),
         other => {
             return Err(StorageError::UnsupportedType { column: "(partition key)".into(), data_type: other.to_string() });
         }

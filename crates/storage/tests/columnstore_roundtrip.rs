@@ -191,8 +191,13 @@ fn columnstore_unsupported_types_and_oversized_batches_are_errors() {
     let second = RowGroupReader::open(&bytes[ROW_GROUP_ALIGNMENT_BYTES..], Path::new("x"), ROW_GROUP_ALIGNMENT_BYTES as u64).unwrap();
     assert_eq!(second.row_count(), 1);
 
-    let wide = Decimal128Array::from(vec![1i128]).with_precision_and_scale(30, 2).unwrap();
-    let error = encode_row_group(&one_column("wide", Arc::new(wide)), &options).unwrap_err();
+    // Decimals up to 38 digits are stored (issue 14); wider ones (Decimal256) are not.
+    let wide = Decimal128Array::from(vec![1i128, -(10i128.pow(30) - 1)]).with_precision_and_scale(30, 2).unwrap();
+    let bytes = encode_row_group(&one_column("wide", Arc::new(wide.clone())), &options).unwrap();
+    let reader = RowGroupReader::open(&bytes, Path::new("x"), 0).unwrap();
+    assert_eq!(reader.read_columns(&[0]).unwrap().column(0).to_data(), wide.to_data());
+    let wider = arrow::array::Decimal256Array::from(vec![arrow::datatypes::i256::from_i128(1)]).with_precision_and_scale(50, 2).unwrap();
+    let error = encode_row_group(&one_column("wider", Arc::new(wider)), &options).unwrap_err();
     assert!(matches!(error, ColumnStoreError::UnsupportedType { .. }), "{error}");
     let float32 = one_column("f", Arc::new(arrow::array::Float32Array::from(vec![1.0f32])));
     assert!(encode_row_group(&float32, &options).is_err());

@@ -18,6 +18,7 @@ use flashscan_storage::{
     decode_page_count_only, load_table, rebuild_table, ColumnDef, ColumnType, Database, HeapDecoder, LoadOptions, Lsn, PageId, RebuildOptions, RebuildTarget, TableMeta,
     PAGE_SIZE_BYTES,
 };
+use flashscan_storage::column::TemporalUnit;
 use proptest::prelude::*;
 
 fn column_type() -> impl Strategy<Value = ColumnType> {
@@ -29,13 +30,64 @@ fn column_type() -> impl Strategy<Value = ColumnType> {
         Just(ColumnType::Date32),
         Just(ColumnType::Utf8),
         Just(ColumnType::Boolean),
+        // The types of issue 14.
+        Just(ColumnType::UInt64),
+        (temporal_unit(), any::<bool>()).prop_map(|(unit, with_time_zone)| ColumnType::Timestamp { unit, with_time_zone }),
+        temporal_unit().prop_map(|unit| ColumnType::Time { unit }),
+        (19u8..=38, 0i8..=10).prop_map(|(precision, scale)| ColumnType::WideDecimal { precision, scale }),
+        Just(ColumnType::Binary),
     ]
+}
+
+fn temporal_unit() -> impl Strategy<Value = TemporalUnit> {
+    prop_oneof![Just(TemporalUnit::Second), Just(TemporalUnit::Millisecond), Just(TemporalUnit::Microsecond), Just(TemporalUnit::Nanosecond)]
+}
+
+/// The largest 38-digit unscaled decimal.
+const MAX38: i128 = 10i128.pow(38) - 1;
+
+/// A timestamp's or time's integer units at row `r` of `a` (i32 for TIME in s/ms).
+fn units_at(a: &dyn Array, r: usize) -> i64 {
+    let data = a.to_data();
+    match data.data_type() {
+        arrow::datatypes::DataType::Time32(_) => i64::from(data.buffers()[0].typed_data::<i32>()[data.offset() + r]),
+        _ => data.buffers()[0].typed_data::<i64>()[data.offset() + r],
+    }
+}
+
+/// Values of the issue-14 types, extremes included; `None` for the older types.
+fn new_type_value(t: ColumnType) -> Option<BoxedStrategy<Value>> {
+    Some(match t {
+        ColumnType::UInt64 => prop_oneof![any::<u64>(), Just(u64::MAX), Just(0), Just(1 << 63), 0u64..5].prop_map(Value::UInt64).boxed(),
+        ColumnType::Timestamp { .. } => prop_oneof![any::<i64>(), Just(i64::MIN), Just(i64::MAX), 1_700_000_000i64..1_700_000_004].prop_map(Value::Int64).boxed(),
+        ColumnType::Time { unit: TemporalUnit::Second | TemporalUnit::Millisecond } => prop_oneof![0i32..86_400, Just(i32::MAX), Just(i32::MIN)].prop_map(Value::Int32).boxed(),
+        ColumnType::Time { .. } => prop_oneof![0i64..86_400_000_000, Just(i64::MAX), Just(0)].prop_map(Value::Int64).boxed(),
+        ColumnType::WideDecimal { .. } => {
+            prop_oneof![any::<i128>(), Just(MAX38), Just(-MAX38), Just(i128::MIN), -3i128..3, any::<i64>().prop_map(i128::from)].prop_map(Value::Int128).boxed()
+        }
+        ColumnType::Binary => prop_oneof![Just(Vec::new()), proptest::collection::vec(any::<u8>(), 0..40), Just(vec![0u8; 20])].prop_map(Value::Binary).boxed(),
+        _ => return None,
+    })
+}
+
+/// A decoded value of the issue-14 types; `None` for the older types.
+fn new_type_decoded(t: ColumnType, a: &dyn Array, r: usize) -> Option<Value> {
+    Some(match t {
+        ColumnType::UInt64 => Value::UInt64(a.as_primitive::<arrow::datatypes::UInt64Type>().value(r)),
+        ColumnType::Timestamp { .. } => Value::Int64(units_at(a, r)),
+        ColumnType::Time { unit: TemporalUnit::Second | TemporalUnit::Millisecond } => Value::Int32(units_at(a, r) as i32),
+        ColumnType::Time { .. } => Value::Int64(units_at(a, r)),
+        ColumnType::WideDecimal { .. } => Value::Int128(a.as_primitive::<Decimal128Type>().value(r)),
+        ColumnType::Binary => Value::Binary(a.as_binary::<i32>().value(r).to_vec()),
+        _ => return None,
+    })
 }
 
 /// Values biased towards what compression must get right: extremes, zero, repeats (a
 /// small pool) and shared prefixes.
 fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
     let v: BoxedStrategy<Value> = match t {
+        t if new_type_value(t).is_some() => new_type_value(t).unwrap_or_else(|| Just(Value::Null).boxed()),
         ColumnType::Int32 => prop_oneof![any::<i32>(), Just(i32::MIN), Just(i32::MAX), Just(0), -3i32..3, 1000i32..1010].prop_map(Value::Int32).boxed(),
         ColumnType::Int64 => prop_oneof![any::<i64>(), Just(i64::MIN), Just(i64::MAX), Just(0), -3i64..3, 1_000_000i64..1_000_004].prop_map(Value::Int64).boxed(),
         ColumnType::Float64 => prop_oneof![any::<u64>().prop_map(f64::from_bits), Just(0.0), Just(-0.0), Just(1.5), Just(f64::MAX), Just(f64::NAN)].prop_map(Value::Float64).boxed(),
@@ -52,6 +104,7 @@ fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
         .prop_map(Value::Utf8)
         .boxed(),
         ColumnType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
+        _ => Just(Value::Null).boxed(),
     };
     if nullable {
         prop_oneof![1 => Just(Value::Null), 4 => v].boxed()
@@ -121,6 +174,7 @@ fn decoded_values(meta: &TableMeta, pages: &[Vec<u8>], projection: &[usize]) -> 
                         return Value::Null;
                     }
                     match meta.columns[col].column_type {
+                        t if new_type_decoded(t, a.as_ref(), r).is_some() => new_type_decoded(t, a.as_ref(), r).unwrap_or(Value::Null),
                         ColumnType::Int32 => Value::Int32(a.as_primitive::<Int32Type>().value(r)),
                         ColumnType::Date32 => Value::Date32(a.as_primitive::<Date32Type>().value(r)),
                         ColumnType::Int64 => Value::Int64(a.as_primitive::<Int64Type>().value(r)),
@@ -128,6 +182,7 @@ fn decoded_values(meta: &TableMeta, pages: &[Vec<u8>], projection: &[usize]) -> 
                         ColumnType::Decimal { .. } => Value::Decimal(a.as_primitive::<Decimal128Type>().value(r) as i64),
                         ColumnType::Boolean => Value::Boolean(a.as_boolean().value(r)),
                         ColumnType::Utf8 => Value::Utf8(a.as_string::<i32>().value(r).to_string()),
+                        _ => Value::Null,
                     }
                 })
                 .collect()

@@ -5,7 +5,7 @@
 
 use arrow::datatypes::DataType;
 
-pub use crate::column::{ColumnType, DECIMAL_PRECISION_MAX};
+pub use crate::column::{ColumnType, TemporalUnit, DECIMAL_PRECISION_MAX, WIDE_DECIMAL_PRECISION_MAX};
 
 impl ColumnType {
     /// The column type whose Arrow type is exactly `data_type` (no widening: a segment
@@ -18,10 +18,21 @@ impl ColumnType {
             DataType::Decimal128(precision, scale) if *precision <= DECIMAL_PRECISION_MAX && i16::from(*scale) <= i16::from(*precision) => {
                 Ok(ColumnType::Decimal { precision: *precision, scale: *scale })
             }
-            DataType::Decimal128(..) => Err(" (decimal precision above 18 does not fit i64)"),
+            DataType::Decimal128(precision, scale) if *precision <= WIDE_DECIMAL_PRECISION_MAX && i16::from(*scale) <= i16::from(*precision) => {
+                Ok(ColumnType::WideDecimal { precision: *precision, scale: *scale })
+            }
+            DataType::Decimal128(..) => Err(" (decimal precision above 38)"),
             DataType::Date32 => Ok(ColumnType::Date32),
             DataType::Utf8 => Ok(ColumnType::Utf8),
             DataType::Boolean => Ok(ColumnType::Boolean),
+            DataType::UInt64 => Ok(ColumnType::UInt64),
+            // The zone's name is a label on instants: any zone is stored as one (read as UTC).
+            DataType::Timestamp(unit, zone) => Ok(ColumnType::Timestamp { unit: TemporalUnit::of(unit), with_time_zone: zone.is_some() }),
+            DataType::Time32(unit) | DataType::Time64(unit) => {
+                let t = ColumnType::Time { unit: TemporalUnit::of(unit) };
+                if t.data_type() == *data_type { Ok(t) } else { Err(" (Arrow has no such time type)") }
+            }
+            DataType::Binary => Ok(ColumnType::Binary),
             _ => Err(""),
         }
     }
@@ -42,6 +53,11 @@ impl ColumnType {
             ColumnType::Date32 => (5, 0, 0),
             ColumnType::Utf8 => (6, 0, 0),
             ColumnType::Boolean => (7, 0, 0),
+            ColumnType::UInt64 => (8, 0, 0),
+            ColumnType::Timestamp { unit, with_time_zone } => (9, unit.code(), i8::from(with_time_zone)),
+            ColumnType::Time { unit } => (10, unit.code(), 0),
+            ColumnType::WideDecimal { precision, scale } => (11, precision, scale),
+            ColumnType::Binary => (12, 0, 0),
         }
     }
 
@@ -57,6 +73,17 @@ impl ColumnType {
             5 => Ok(ColumnType::Date32),
             6 => Ok(ColumnType::Utf8),
             7 => Ok(ColumnType::Boolean),
+            8 => Ok(ColumnType::UInt64),
+            9 => match (TemporalUnit::from_code(precision), scale) {
+                (Some(unit), 0 | 1) => Ok(ColumnType::Timestamp { unit, with_time_zone: scale == 1 }),
+                _ => Err(format!("timestamp unit {precision} zone {scale}")),
+            },
+            10 => TemporalUnit::from_code(precision).map(|unit| ColumnType::Time { unit }).ok_or_else(|| format!("time unit {precision}")),
+            11 => {
+                let t = ColumnType::WideDecimal { precision, scale };
+                t.check_parameters().map(|()| t)
+            }
+            12 => Ok(ColumnType::Binary),
             other => Err(format!("type tag {other}")),
         }
     }
@@ -65,8 +92,11 @@ impl ColumnType {
     pub fn integer_width_bytes(self) -> Option<usize> {
         match self {
             ColumnType::Int32 | ColumnType::Date32 => Some(4),
-            ColumnType::Int64 | ColumnType::Decimal { .. } => Some(8),
-            ColumnType::Float64 | ColumnType::Utf8 | ColumnType::Boolean => None,
+            ColumnType::Int64 | ColumnType::Decimal { .. } | ColumnType::UInt64 | ColumnType::Timestamp { .. } => Some(8),
+            // Wide decimals go through the integer codecs when every value fits i64.
+            ColumnType::WideDecimal { .. } => Some(8),
+            ColumnType::Time { .. } => self.fixed_width_bytes(),
+            ColumnType::Float64 | ColumnType::Utf8 | ColumnType::Boolean | ColumnType::Binary => None,
         }
     }
 }

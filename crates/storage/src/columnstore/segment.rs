@@ -5,22 +5,24 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, PrimitiveArray,
-    StringArray,
+    Array, ArrayRef, AsArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, PrimitiveArray,
+    StringArray, Time32MillisecondArray, Time32SecondArray, Time64MicrosecondArray, Time64NanosecondArray, TimestampMicrosecondArray,
+    TimestampMillisecondArray, TimestampNanosecondArray, TimestampSecondArray, UInt64Array,
 };
 use arrow::buffer::{NullBuffer, ScalarBuffer};
 use arrow::datatypes::ArrowNativeType;
 use arrow::datatypes::{ArrowPrimitiveType, DataType};
 
-use super::column_type::ColumnType;
+use super::column_type::{ColumnType, TemporalUnit};
 use super::error::{ColumnRef, ColumnStoreError, Location};
 use super::vec_pool::{Pooled, VecPool};
 use super::stats::{SegmentStats, StatValue};
 use super::{ROW_GROUP_ROWS_MAX, SEGMENT_RAW_BODY_BYTES_MAX, ZSTD_LEVEL};
 use crate::compression::reader::{u16_at, u32_at, u64_at};
+use crate::column::TIMESTAMP_TIME_ZONE;
 use crate::compression::{
-    boolean_bitmap, decode_integers, encode_integers, encode_strings, float_plain, CodecError, CodecId, IntegerInput,
-    IntegerNative, StringInput,
+    binary_plain, boolean_bitmap, decode_integers, encode_integers, encode_strings, float_plain, wide_plain, CodecError, CodecId,
+    IntegerInput, IntegerNative, StringInput,
 };
 
 pub const SEGMENT_MAGIC: [u8; 4] = *b"FSSG";
@@ -132,7 +134,60 @@ pub fn encode_segment(array: &dyn Array, column: &ColumnRef, options: SegmentOpt
         ColumnStoreError::from_codec(Location { column: Some(column.clone()), ..Location::in_memory() }, error)
     };
 
+    // Wide decimals whose valid values all fit an i64 take the integer codecs (and get
+    // min/max); the others are stored 16 bytes a value, without min/max (the header's
+    // min/max fields are 8 bytes).
+    let wide_values_fit_i64 = match column_type {
+        ColumnType::WideDecimal { .. } => {
+            let typed = as_primitive::<arrow::datatypes::Decimal128Type>(array, column)?;
+            typed.values().iter().enumerate().all(|(index, value)| nulls.as_ref().is_some_and(|n| n.is_null(index)) || i64::try_from(*value).is_ok())
+        }
+        _ => true,
+    };
     let (codec, min_max) = match column_type {
+        ColumnType::WideDecimal { .. } if !wide_values_fit_i64 => {
+            check_forced(options.forced_codec, wide_plain::ID, "wide decimal").map_err(codec_error)?;
+            let typed = as_primitive::<arrow::datatypes::Decimal128Type>(array, column)?;
+            // Null slots are zeroed: their bytes are never read, and zeros are what a reader of
+            // the raw payload expects.
+            let values: Vec<i128> =
+                typed.values().iter().enumerate().map(|(index, value)| if nulls.as_ref().is_some_and(|n| n.is_null(index)) { 0 } else { *value }).collect();
+            wide_plain::compress(&values, &mut raw_body);
+            (wide_plain::ID, None)
+        }
+        ColumnType::Binary => {
+            check_forced(options.forced_codec, binary_plain::ID, "binary").map_err(codec_error)?;
+            let typed = array
+                .as_any()
+                .downcast_ref::<arrow::array::BinaryArray>()
+                .ok_or_else(|| unsupported(column, data_type, " (array does not downcast)"))?;
+            let values: Vec<&[u8]> =
+                (0..value_count).map(|index| if nulls.as_ref().is_none_or(|n| n.is_valid(index)) { typed.value(index) } else { &[][..] }).collect();
+            binary_plain::compress(&values, &mut raw_body).map_err(codec_error)?;
+            (binary_plain::ID, None)
+        }
+        ColumnType::UInt64 | ColumnType::Timestamp { .. } | ColumnType::Time { .. } | ColumnType::WideDecimal { .. } => {
+            let values = match column_type {
+                ColumnType::UInt64 => {
+                    let typed = as_primitive::<arrow::datatypes::UInt64Type>(array, column)?;
+                    integers_with_filled_nulls(typed.values().iter().map(|v| *v as i64), nulls.as_ref(), value_count)
+                }
+                ColumnType::WideDecimal { .. } => {
+                    let typed = as_primitive::<arrow::datatypes::Decimal128Type>(array, column)?;
+                    integers_with_filled_nulls(typed.values().iter().map(|value| i64::try_from(*value).unwrap_or(0)), nulls.as_ref(), value_count)
+                }
+                _ => integers_with_filled_nulls(native_integers(array, column)?.into_iter(), nulls.as_ref(), value_count),
+            };
+            let width_bytes = column_type.integer_width_bytes().unwrap_or(8);
+            let input = IntegerInput::new(&values, width_bytes);
+            let codec = encode_integers(&input, options.forced_codec, &mut raw_body).map_err(codec_error)?;
+            // UInt64 bits order like i64 only while every value is below 2^63.
+            let ordered = column_type != ColumnType::UInt64 || values.iter().all(|v| *v >= 0);
+            let min_max = integer_min_max(&values, nulls.as_ref())
+                .filter(|_| ordered)
+                .map(|(min, max)| (StatValue::Int64(min), StatValue::Int64(max)));
+            (codec, min_max)
+        }
         ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal { .. } => {
             let values = match column_type {
                 ColumnType::Int32 => {
@@ -270,6 +325,30 @@ pub fn encode_segment(array: &dyn Array, column: &ColumnRef, options: SegmentOpt
         encoded_bytes: body.len() as u64,
     };
     Ok(EncodedSegment { bytes, stats, column_type })
+}
+
+/// The stored integers of a timestamp or time column (i64, or i32 widened), as the
+/// integer codecs take them.
+fn native_integers(array: &dyn Array, column: &ColumnRef) -> Result<Vec<i64>, ColumnStoreError> {
+    use arrow::datatypes::{
+        Time32MillisecondType, Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimeUnit, TimestampMicrosecondType,
+        TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+    };
+    let data_type = array.data_type();
+    let wrong = || unsupported(column, data_type, " (array does not downcast)");
+    Ok(match data_type {
+        DataType::Timestamp(TimeUnit::Second, _) => array.as_primitive_opt::<TimestampSecondType>().ok_or_else(wrong)?.values().to_vec(),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => array.as_primitive_opt::<TimestampMillisecondType>().ok_or_else(wrong)?.values().to_vec(),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => array.as_primitive_opt::<TimestampMicrosecondType>().ok_or_else(wrong)?.values().to_vec(),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => array.as_primitive_opt::<TimestampNanosecondType>().ok_or_else(wrong)?.values().to_vec(),
+        DataType::Time32(TimeUnit::Second) => array.as_primitive_opt::<Time32SecondType>().ok_or_else(wrong)?.values().iter().map(|v| i64::from(*v)).collect(),
+        DataType::Time32(TimeUnit::Millisecond) => {
+            array.as_primitive_opt::<Time32MillisecondType>().ok_or_else(wrong)?.values().iter().map(|v| i64::from(*v)).collect()
+        }
+        DataType::Time64(TimeUnit::Microsecond) => array.as_primitive_opt::<Time64MicrosecondType>().ok_or_else(wrong)?.values().to_vec(),
+        DataType::Time64(TimeUnit::Nanosecond) => array.as_primitive_opt::<Time64NanosecondType>().ok_or_else(wrong)?.values().to_vec(),
+        _ => return Err(wrong()),
+    })
 }
 
 trait TotalOrder {
@@ -469,6 +548,49 @@ pub fn decode_segment_pooled(bytes: &[u8], location: &Location, pool: &mut VecPo
             Arc::new(BooleanArray::new(values, nulls))
         }
         ColumnType::Utf8 => Arc::new(crate::compression::decode_strings(header.codec, payload, value_count, nulls).map_err(codec_error)?),
+        ColumnType::UInt64 => {
+            let values: ScalarBuffer<i64> = decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?;
+            // Same width: the decoded i64 buffer is the u64 buffer, no copy.
+            Arc::new(UInt64Array::new(ScalarBuffer::new(values.into_inner(), 0, value_count), nulls))
+        }
+        ColumnType::Timestamp { unit, with_time_zone } => {
+            let values = decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?;
+            let zone = with_time_zone.then_some(TIMESTAMP_TIME_ZONE);
+            match unit {
+                TemporalUnit::Second => Arc::new(TimestampSecondArray::new(values, nulls).with_timezone_opt(zone)),
+                TemporalUnit::Millisecond => Arc::new(TimestampMillisecondArray::new(values, nulls).with_timezone_opt(zone)),
+                TemporalUnit::Microsecond => Arc::new(TimestampMicrosecondArray::new(values, nulls).with_timezone_opt(zone)),
+                TemporalUnit::Nanosecond => Arc::new(TimestampNanosecondArray::new(values, nulls).with_timezone_opt(zone)),
+            }
+        }
+        ColumnType::Time { unit: TemporalUnit::Second } => {
+            Arc::new(Time32SecondArray::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls))
+        }
+        ColumnType::Time { unit: TemporalUnit::Millisecond } => {
+            Arc::new(Time32MillisecondArray::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls))
+        }
+        ColumnType::Time { unit: TemporalUnit::Microsecond } => {
+            Arc::new(Time64MicrosecondArray::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls))
+        }
+        ColumnType::Time { unit: TemporalUnit::Nanosecond } => {
+            Arc::new(Time64NanosecondArray::new(decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?, nulls))
+        }
+        ColumnType::WideDecimal { precision, scale } => {
+            let values = if header.codec == wide_plain::ID && wide_plain::is_wide(payload) {
+                let mut values = pool.take::<i128>(value_count);
+                wide_plain::decompress(payload, &mut values).map_err(codec_error)?;
+                ScalarBuffer::from(values)
+            } else {
+                decode_integer_values(header.codec, payload, value_count, pool).map_err(codec_error)?
+            };
+            Arc::new(Decimal128Array::new(values, nulls).with_precision_and_scale(precision, scale)?)
+        }
+        ColumnType::Binary => {
+            if header.codec != binary_plain::ID {
+                return Err(codec_error(CodecError::NotApplicable { codec: header.codec, kind: "binary", detail: "" }));
+            }
+            Arc::new(binary_plain::decompress(payload, value_count, nulls).map_err(codec_error)?)
+        }
     };
     debug_assert_eq!(array.len(), value_count);
     Ok((header, array))

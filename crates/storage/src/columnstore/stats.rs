@@ -7,8 +7,9 @@ use serde::Serialize;
 use super::column_type::ColumnType;
 use crate::compression::CodecId;
 
-/// A min or max. Integer-like columns (Int32, Int64, Date32 days, Decimal unscaled) use
-/// Int64; strings carry no min/max (None).
+/// A min or max. Integer-like columns (Int32, Int64, Date32 days, Decimal unscaled,
+/// timestamps and times in their units, UInt64 below 2^63, wide decimals that fit i64) use
+/// Int64; strings and binary carry no min/max (None).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub enum StatValue {
     Int64(i64),
@@ -29,12 +30,19 @@ impl StatValue {
     /// Reads 8 stored bytes back according to the column type.
     pub fn from_bits(column_type: ColumnType, bits: u64) -> Option<StatValue> {
         match column_type {
-            ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal { .. } => {
-                Some(StatValue::Int64(bits as i64))
-            }
+            // UInt64 and wide decimal segments carry min/max only when their values order as
+            // i64 (below 2^63, within i64): the flag says so, and then they read as Int64.
+            ColumnType::Int32
+            | ColumnType::Int64
+            | ColumnType::Date32
+            | ColumnType::Decimal { .. }
+            | ColumnType::UInt64
+            | ColumnType::Timestamp { .. }
+            | ColumnType::Time { .. }
+            | ColumnType::WideDecimal { .. } => Some(StatValue::Int64(bits as i64)),
             ColumnType::Float64 => Some(StatValue::Float64(f64::from_bits(bits))),
             ColumnType::Boolean => Some(StatValue::Boolean(bits != 0)),
-            ColumnType::Utf8 => None,
+            ColumnType::Utf8 | ColumnType::Binary => None,
         }
     }
 }

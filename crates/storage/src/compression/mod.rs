@@ -6,6 +6,7 @@
 //! length is bounds-checked (`reader.rs`) and a bad payload is an error, never a panic.
 
 pub mod analyze;
+pub mod binary_plain;
 pub mod bitpack;
 pub mod bits;
 pub mod boolean_bitmap;
@@ -21,6 +22,7 @@ pub mod rle;
 pub mod string_dictionary;
 pub mod string_plain;
 pub mod strings;
+pub mod wide_plain;
 
 pub use analyze::{choose_codec, CodecScore};
 pub use codec::{CodecId, IntegerCodec, IntegerInput, IntegerNative};

@@ -2,10 +2,17 @@
 //! encoded into a row, and appended to that partition's open page. Full pages are
 //! gathered into messages for the writer.
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, LargeStringArray, RecordBatch, StringArray, StringViewArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BinaryArray, BinaryViewArray, BooleanArray, LargeBinaryArray, LargeStringArray, RecordBatch, StringArray,
+    StringViewArray,
+};
 use arrow::buffer::NullBuffer;
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
+use arrow::datatypes::{
+    DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
+    Time64NanosecondType, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType,
+    UInt64Type,
+};
 
 use crate::column::{ColumnDef, ColumnType};
 use crate::error::StorageError;
@@ -42,6 +49,11 @@ enum ColumnView<'a> {
     Utf8(&'a StringArray),
     LargeUtf8(&'a LargeStringArray),
     Utf8View(&'a StringViewArray),
+    U64(&'a [u64]),
+    WideDecimal(&'a [i128]),
+    Binary(&'a BinaryArray),
+    LargeBinary(&'a LargeBinaryArray),
+    BinaryView(&'a BinaryViewArray),
 }
 
 pub struct BatchEncoder {
@@ -115,6 +127,11 @@ impl BatchEncoder {
                     ColumnView::Utf8(a) => w.put_var(ci, a.value(row).as_bytes()),
                     ColumnView::LargeUtf8(a) => w.put_var(ci, a.value(row).as_bytes()),
                     ColumnView::Utf8View(a) => w.put_var(ci, a.value(row).as_bytes()),
+                    ColumnView::U64(a) => w.put_fixed(ci, &a[row].to_le_bytes()),
+                    ColumnView::WideDecimal(a) => w.put_fixed(ci, &a[row].to_le_bytes()),
+                    ColumnView::Binary(a) => w.put_var(ci, a.value(row)),
+                    ColumnView::LargeBinary(a) => w.put_var(ci, a.value(row)),
+                    ColumnView::BinaryView(a) => w.put_var(ci, a.value(row)),
                 }
             }
             let row_bytes = w.finish().map_err(|row_bytes| StorageError::RowTooLarge { table: self.table_name.clone(), row_bytes, row_bytes_max: ROW_BYTES_MAX })?;
@@ -159,6 +176,10 @@ fn canonical(a: &ArrayRef, c: &ColumnDef) -> Result<ArrayRef, StorageError> {
             DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => return Ok(a.clone()),
             _ => DataType::Utf8,
         },
+        ColumnType::Binary => match a.data_type() {
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView => return Ok(a.clone()),
+            _ => DataType::Binary,
+        },
         t => t.arrow_type(),
     };
     if a.data_type() == &target {
@@ -179,6 +200,23 @@ fn view<'a>(a: &'a ArrayRef, c: &ColumnDef) -> ColumnView<'a> {
             DataType::Utf8View => ColumnView::Utf8View(a.as_string_view()),
             DataType::LargeUtf8 => ColumnView::LargeUtf8(a.as_string::<i64>()),
             _ => ColumnView::Utf8(a.as_string::<i32>()),
+        },
+        ColumnType::UInt64 => ColumnView::U64(a.as_primitive::<UInt64Type>().values()),
+        ColumnType::WideDecimal { .. } => ColumnView::WideDecimal(a.as_primitive::<Decimal128Type>().values()),
+        ColumnType::Timestamp { .. } | ColumnType::Time { .. } => match a.data_type() {
+            DataType::Timestamp(TimeUnit::Second, _) => ColumnView::I64(a.as_primitive::<TimestampSecondType>().values()),
+            DataType::Timestamp(TimeUnit::Millisecond, _) => ColumnView::I64(a.as_primitive::<TimestampMillisecondType>().values()),
+            DataType::Timestamp(TimeUnit::Microsecond, _) => ColumnView::I64(a.as_primitive::<TimestampMicrosecondType>().values()),
+            DataType::Timestamp(TimeUnit::Nanosecond, _) => ColumnView::I64(a.as_primitive::<TimestampNanosecondType>().values()),
+            DataType::Time32(TimeUnit::Second) => ColumnView::I32(a.as_primitive::<Time32SecondType>().values()),
+            DataType::Time32(_) => ColumnView::I32(a.as_primitive::<Time32MillisecondType>().values()),
+            DataType::Time64(TimeUnit::Microsecond) => ColumnView::I64(a.as_primitive::<Time64MicrosecondType>().values()),
+            _ => ColumnView::I64(a.as_primitive::<Time64NanosecondType>().values()),
+        },
+        ColumnType::Binary => match a.data_type() {
+            DataType::BinaryView => ColumnView::BinaryView(a.as_binary_view()),
+            DataType::LargeBinary => ColumnView::LargeBinary(a.as_binary::<i64>()),
+            _ => ColumnView::Binary(a.as_binary::<i32>()),
         },
     }
 }

@@ -3,11 +3,15 @@
 //! and re-analyse a page's worth of rows without allocating per value.
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
+
+use arrow::datatypes::{
+    ArrowPrimitiveType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
+    Time64NanosecondType, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt64Type,
+};
 
 use super::row_codec::Value;
-use super::value_bytes::{cell_cost_bytes, put_float, put_integer, ValueEncoding};
-use crate::column::ColumnType;
+use super::value_bytes::{cell_cost_bytes, put_float, put_integer, put_integer128, ValueEncoding};
+use crate::column::{ColumnType, TemporalUnit};
 use crate::error::StorageError;
 
 /// Marks a NULL cell in `cells`.
@@ -110,6 +114,13 @@ impl CellRows {
                     put_float(*x, &mut self.arena);
                 }
                 Value::Utf8(s) => self.arena.extend_from_slice(s.as_bytes()),
+                Value::UInt64(x) => {
+                    put_integer(*x as i64, &mut self.arena);
+                }
+                Value::Int128(x) => {
+                    put_integer128(*x, &mut self.arena);
+                }
+                Value::Binary(b) => self.arena.extend_from_slice(b),
             }
             self.push_cell(start);
         }
@@ -158,6 +169,31 @@ impl CellRows {
                         put_float(a.as_primitive::<Float64Type>().value(row), &mut self.arena);
                     }
                     ColumnType::Utf8 => self.arena.extend_from_slice(a.as_string::<i32>().value(row).as_bytes()),
+                    ColumnType::UInt64 => {
+                        put_integer(a.as_primitive::<UInt64Type>().value(row) as i64, &mut self.arena);
+                    }
+                    ColumnType::Timestamp { unit, .. } => {
+                        let v = match unit {
+                            TemporalUnit::Second => int64_at::<TimestampSecondType>(a, row),
+                            TemporalUnit::Millisecond => int64_at::<TimestampMillisecondType>(a, row),
+                            TemporalUnit::Microsecond => int64_at::<TimestampMicrosecondType>(a, row),
+                            TemporalUnit::Nanosecond => int64_at::<TimestampNanosecondType>(a, row),
+                        };
+                        put_integer(v, &mut self.arena);
+                    }
+                    ColumnType::Time { unit } => {
+                        let v = match unit {
+                            TemporalUnit::Second => i64::from(a.as_primitive::<Time32SecondType>().value(row)),
+                            TemporalUnit::Millisecond => i64::from(a.as_primitive::<Time32MillisecondType>().value(row)),
+                            TemporalUnit::Microsecond => int64_at::<Time64MicrosecondType>(a, row),
+                            TemporalUnit::Nanosecond => int64_at::<Time64NanosecondType>(a, row),
+                        };
+                        put_integer(v, &mut self.arena);
+                    }
+                    ColumnType::WideDecimal { .. } => {
+                        put_integer128(a.as_primitive::<Decimal128Type>().value(row), &mut self.arena);
+                    }
+                    ColumnType::Binary => self.arena.extend_from_slice(a.as_binary::<i32>().value(row)),
                 }
                 self.push_cell(start);
             }
@@ -169,6 +205,11 @@ impl CellRows {
     pub fn encoding(&self, column: usize) -> ValueEncoding {
         self.encodings[column]
     }
+}
+
+#[inline]
+fn int64_at<T: ArrowPrimitiveType<Native = i64>>(a: &dyn Array, row: usize) -> i64 {
+    a.as_primitive::<T>().value(row)
 }
 
 /// Bytes every compressed row starts with: the null bitmap and the length nibbles.

@@ -2,9 +2,9 @@
 //!
 //! | part | size |
 //! | null bitmap | ceil(columns / 8) bytes, bit i set = column i is NULL |
-//! | fixed area | each fixed-width column in schema order (Int32/Date32 4, Int64/Float64/Decimal 8, Boolean 1), NULLs zeroed |
-//! | var offsets | u16 per Utf8 column: the end of its bytes, relative to the row start |
-//! | var data | the Utf8 bytes, back to back |
+//! | fixed area | each fixed-width column in schema order (Int32/Date32/Time32 4, Int64/UInt64/Float64/Decimal/Timestamp/Time64 8, WideDecimal 16, Boolean 1), NULLs zeroed |
+//! | var offsets | u16 per Utf8 or Binary column: the end of its bytes, relative to the row start |
+//! | var data | the Utf8 and Binary bytes, back to back |
 //!
 //! Every row of a table has the same fixed layout, so a scan finds a fixed column at
 //! `row start + constant`, without parsing the row.
@@ -103,6 +103,10 @@ pub enum Value {
     Date32(i32),
     Utf8(String),
     Boolean(bool),
+    UInt64(u64),
+    /// The unscaled value of a wide decimal.
+    Int128(i128),
+    Binary(Vec<u8>),
 }
 
 /// Builds one row into a reusable buffer. Columns may be set in any order, except that
@@ -181,6 +185,9 @@ pub fn encode_row(layout: &RowLayout, values: &[Value], buf: &mut Vec<u8>) -> Re
             Value::Float64(x) => w.put_fixed(i, &x.to_le_bytes()),
             Value::Boolean(b) => w.put_fixed(i, &[*b as u8]),
             Value::Utf8(s) => w.put_var(i, s.as_bytes()),
+            Value::UInt64(x) => w.put_fixed(i, &x.to_le_bytes()),
+            Value::Int128(x) => w.put_fixed(i, &x.to_le_bytes()),
+            Value::Binary(b) => w.put_var(i, b),
         }
     }
     w.finish()
@@ -198,7 +205,13 @@ pub fn decode_row(layout: &RowLayout, row: &[u8]) -> Result<Vec<Value>, String> 
             ColumnSlot::Fixed { offset_bytes: o, width_bytes: w } => {
                 let b = &row[o..o + w];
                 match t {
-                    ColumnType::Int32 => Value::Int32(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    // Timestamps and times decode as their integer units.
+                    ColumnType::Int32 | ColumnType::Time { .. } if w == 4 => Value::Int32(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    ColumnType::Int32 => return Err(format!("Int32 slot of {w} bytes")),
+                    ColumnType::Time { .. } | ColumnType::Timestamp { .. } => Value::Int64(i64::from_le_bytes(b.try_into().map_err(|_| "width")?)),
+                    ColumnType::UInt64 => Value::UInt64(u64::from_le_bytes(b.try_into().map_err(|_| "width")?)),
+                    ColumnType::WideDecimal { .. } => Value::Int128(i128::from_le_bytes(b.try_into().map_err(|_| "width")?)),
+                    ColumnType::Binary => return Err("Binary in a fixed slot".into()),
                     ColumnType::Date32 => Value::Date32(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
                     ColumnType::Int64 => Value::Int64(i64::from_le_bytes(b.try_into().map_err(|_| "width")?)),
                     ColumnType::Decimal { .. } => Value::Decimal(i64::from_le_bytes(b.try_into().map_err(|_| "width")?)),
@@ -213,9 +226,13 @@ pub fn decode_row(layout: &RowLayout, row: &[u8]) -> Result<Vec<Value>, String> 
                 if end < var_start || end > len {
                     return Err(format!("var column {i} offsets {var_start}..{end} out of row bounds {len}"));
                 }
-                let s = std::str::from_utf8(&row[var_start..end]).map_err(|e| e.to_string())?;
+                let bytes = &row[var_start..end];
                 var_start = end;
-                Value::Utf8(s.to_string())
+                if *t == ColumnType::Binary {
+                    Value::Binary(bytes.to_vec())
+                } else {
+                    Value::Utf8(std::str::from_utf8(bytes).map_err(|e| e.to_string())?.to_string())
+                }
             }
         };
         out.push(if is_null { Value::Null } else { v });

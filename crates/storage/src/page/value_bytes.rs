@@ -7,7 +7,11 @@
 //!   page compression's column prefix can drop them.
 //! * Float64 is its IEEE bits big-endian with trailing zero bytes dropped (round values have
 //!   zero low mantissa bytes; sign and exponent lead, so close values share a prefix too).
-//! * Utf8 is its bytes, unchanged.
+//! * Utf8 and Binary are their bytes, unchanged.
+//! * UInt64 is its bits as an i64 (so values up to 2^63 stay short), timestamps and times
+//!   their i64 (or i32) units: all as integers.
+//! * Wide decimals (19 to 38 digits) are their unscaled i128 zigzagged to u128, big-endian
+//!   with leading zero bytes dropped: at most 16 bytes.
 
 use crate::column::ColumnType;
 
@@ -25,14 +29,24 @@ pub enum ValueEncoding {
     Float,
     /// Raw bytes.
     Bytes,
+    /// i128 zigzag, big-endian, leading zero bytes dropped; at most 16 bytes.
+    Integer128,
 }
 
 impl ValueEncoding {
     pub fn of(t: ColumnType) -> ValueEncoding {
         match t {
-            ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal { .. } | ColumnType::Boolean => ValueEncoding::Integer,
+            ColumnType::Int32
+            | ColumnType::Int64
+            | ColumnType::Date32
+            | ColumnType::Decimal { .. }
+            | ColumnType::Boolean
+            | ColumnType::UInt64
+            | ColumnType::Timestamp { .. }
+            | ColumnType::Time { .. } => ValueEncoding::Integer,
             ColumnType::Float64 => ValueEncoding::Float,
-            ColumnType::Utf8 => ValueEncoding::Bytes,
+            ColumnType::Utf8 | ColumnType::Binary => ValueEncoding::Bytes,
+            ColumnType::WideDecimal { .. } => ValueEncoding::Integer128,
         }
     }
 
@@ -40,6 +54,7 @@ impl ValueEncoding {
     pub fn value_bytes_max(self) -> Option<usize> {
         match self {
             ValueEncoding::Integer | ValueEncoding::Float => Some(8),
+            ValueEncoding::Integer128 => Some(16),
             ValueEncoding::Bytes => None,
         }
     }
@@ -62,6 +77,36 @@ pub fn put_integer(v: i64, out: &mut Vec<u8>) -> usize {
     let n = 8 - (u.leading_zeros() as usize / 8);
     out.extend_from_slice(&u.to_be_bytes()[8 - n..]);
     n
+}
+
+#[inline]
+pub fn zigzag_encode_128(v: i128) -> u128 {
+    ((v << 1) ^ (v >> 127)) as u128
+}
+
+#[inline]
+pub fn zigzag_decode_128(u: u128) -> i128 {
+    ((u >> 1) as i128) ^ -((u & 1) as i128)
+}
+
+/// Appends the i128's minimal big-endian zigzag bytes; returns how many (0 to 16).
+#[inline]
+pub fn put_integer128(v: i128, out: &mut Vec<u8>) -> usize {
+    let u = zigzag_encode_128(v);
+    let n = 16 - (u.leading_zeros() as usize / 8);
+    out.extend_from_slice(&u.to_be_bytes()[16 - n..]);
+    n
+}
+
+/// The i128 held by `head ++ tail` (at most 16 bytes in all, checked by the caller).
+#[inline]
+pub fn get_integer128(head: &[u8], tail: &[u8]) -> i128 {
+    debug_assert!(head.len() + tail.len() <= 16);
+    let mut u = 0u128;
+    for &b in head.iter().chain(tail) {
+        u = (u << 8) | b as u128;
+    }
+    zigzag_decode_128(u)
 }
 
 /// Appends the float's bits big-endian without trailing zero bytes; returns how many.
@@ -168,6 +213,38 @@ mod tests {
         }
         let mut out = Vec::new();
         assert_eq!(put_integer(0, &mut out), 0);
+    }
+
+    #[test]
+    fn wide_integers_round_trip_at_the_extremes() {
+        let max38 = 10i128.pow(38) - 1;
+        for v in [0i128, 1, -1, i64::MAX as i128 + 1, i64::MIN as i128 - 1, max38, -max38, i128::MAX, i128::MIN] {
+            let mut out = Vec::new();
+            let n = put_integer128(v, &mut out);
+            assert_eq!(n, out.len());
+            assert!(n <= 16);
+            let (head, tail) = out.split_at(n / 3);
+            assert_eq!(get_integer128(head, tail), v);
+        }
+        let mut out = Vec::new();
+        assert_eq!(put_integer128(0, &mut out), 0);
+        assert_eq!(put_integer128(-1, &mut out), 1);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_i128_round_trips(v: i128, cut in 0usize..17) {
+            let mut out = Vec::new();
+            let n = put_integer128(v, &mut out);
+            let (head, tail) = out.split_at(cut.min(n));
+            proptest::prop_assert_eq!(get_integer128(head, tail), v);
+            // Small magnitudes stay short, as with i64.
+            if let Ok(small) = i64::try_from(v) {
+                let mut narrow = Vec::new();
+                proptest::prop_assert_eq!(put_integer(small, &mut narrow), n);
+                proptest::prop_assert_eq!(narrow, out);
+            }
+        }
     }
 
     #[test]
