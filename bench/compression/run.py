@@ -4,17 +4,22 @@
 For each format (heap "none", "page", "columnstore", "columnstore_archive", optionally
 "row"), flashscan holds a copy of lineitem made by `flashscan rebuild … --into
 lineitem__FORMAT` (kept and reused), and scans it with a built-in query; DuckDB runs the
-same SQL on its own database of the same rows. Runs are interleaved (every flashscan
-format, then DuckDB, round after round), cold (page cache dropped; O_DIRECT for flashscan,
-a new connection for DuckDB) and warm (one untimed run first). Medians and the ratio
-flashscan time / DuckDB time are printed: <= 1.0 means flashscan is as fast or faster.
+same SQL on its own database of the same rows. Fair by construction: the same thread count
+(`--threads` for flashscan, `SET threads` for DuckDB); both timed in process (flashscan's
+own `elapsed_s`, DuckDB's query around `execute`), CPU seconds beside elapsed; runs
+interleaved (every flashscan format and binary, then DuckDB, round after round); cold = page
+cache dropped before each run of either (O_DIRECT for flashscan, a new connection for
+DuckDB); warm = the files in the page cache for both (one untimed run first), each timed run
+with the engine's own cache empty (flashscan is a new process, DuckDB a new connection).
+Medians and the ratio flashscan time / DuckDB time are printed: <= 1.0 means flashscan is
+as fast or faster. `--flashscan-before` times a second binary (the base commit) beside.
 
-    python3 bench/compression/run.py --sf 10 --rounds 3                      # the documented run
+    python3 bench/compression/run.py --sf 10 --rounds 5                      # the documented run
     python3 bench/compression/run.py --sf 1 --rounds 1 --formats columnstore  # quick look
 
 Data sets live under --work (default /var/tmp/flashscan-bench), shared with bench/scan.
 """
-import argparse, json, os, statistics, subprocess, sys, time
+import argparse, json, os, resource, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scan"))
@@ -39,24 +44,46 @@ def table_bytes(fs, db, table):
     return json.loads(out)["size_bytes"]
 
 
-def time_flashscan(fs, db, table, query, cold):
+def time_flashscan(fs, db, table, query, cold, threads, env=None):
+    """One run as its own process; its in-process `elapsed_s` and `cpu_s` (scan threads)."""
     if cold:
         drop_caches()
-    args = [fs, "scan", db, table, "--query", query, "--json", "--cold" if cold else "--warm"]
-    report = json.loads(subprocess.run(args, check=True, capture_output=True, text=True).stdout)
-    return report["elapsed_s"], report
+    args = [fs, "scan", db, table, "--query", query, "--json", "--threads", str(threads), "--cold" if cold else "--warm"]
+    report = json.loads(subprocess.run(args, check=True, capture_output=True, text=True, env=env).stdout)
+    return report["elapsed_s"], report["cpu_s"]
+
+
+def time_duckdb_fair(path, sql, cold, threads):
+    """DuckDB timed like flashscan: in process, one query, a new connection each run (so its
+    own buffer pool starts empty, as flashscan's does), `SET threads` equal to flashscan's;
+    cold drops the page cache first. Process CPU (all DuckDB threads) beside elapsed."""
+    import duckdb
+    if cold:
+        drop_caches()
+    con = duckdb.connect(path, read_only=True)
+    con.execute(f"SET threads = {threads}")
+    cpu0, t = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    con.execute(sql).fetchall()
+    elapsed = time.perf_counter() - t
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    con.close()
+    return elapsed, (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sf", default="10")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="flashscan --threads and DuckDB SET threads")
     ap.add_argument("--work", default="/var/tmp/flashscan-bench")
     ap.add_argument("--formats", default="none,page,columnstore,columnstore_archive")
     ap.add_argument("--queries", default="sum4,q1,count11")
     ap.add_argument("--modes", default="cold,warm")
     ap.add_argument("--markdown", help="also write the result table to this file")
     ap.add_argument("--flashscan", help="use this flashscan binary instead of building one")
+    ap.add_argument("--flashscan-before", help="also time this flashscan binary (e.g. the base commit's) on the same tables")
+    ap.add_argument("--whole-column", action="store_true",
+                    help="also time --flashscan with FLASHSCAN_VECTOR_KERNELS=0 (the whole-column decode path)")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     fs = a.flashscan or flashscan_bin()
@@ -66,28 +93,41 @@ def main():
     tables = {f: ensure_copy(fs, db, f) for f in formats}
     sizes = {f: table_bytes(fs, db, t) for f, t in tables.items()}
     print("sizes (MB): " + ", ".join(f"{f} {b / 1e6:.0f}" for f, b in sizes.items()) + f", duckdb file {os.path.getsize(duck) / 1e6:.0f}")
+    # Every series, timed round-robin: (label, binary, environment).
+    series = [("", fs, None)]
+    if a.whole_column:
+        series.append((" (whole-column)", fs, dict(os.environ, FLASHSCAN_VECTOR_KERNELS="0")))
+    if a.flashscan_before:
+        series.append((" (before)", a.flashscan_before, None))
     rows = []
     for mode in a.modes.split(","):
         cold = mode == "cold"
         for q in a.queries.split(","):
-            times = {f: [] for f in formats}
-            times["duckdb"] = []
-            state = {}
+            runs = {(f, label): [] for f in formats for label, _, _ in series}
+            duck_runs = []
             if not cold:
+                # Warm = the files in the page cache for both; each timed run then starts
+                # with the engine's own caches empty (a new process / a new connection).
                 for f in formats:
-                    time_flashscan(fs, db, tables[f], q, False)
-                time_duckdb(duck, QUERIES[q], False, state)
+                    for _, binary, env in series:
+                        time_flashscan(binary, db, tables[f], q, False, a.threads, env)
+                time_duckdb_fair(duck, QUERIES[q], False, a.threads)
             for _ in range(a.rounds):
                 for f in formats:
-                    times[f].append(time_flashscan(fs, db, tables[f], q, cold)[0])
-                times["duckdb"].append(time_duckdb(duck, QUERIES[q], cold, state))
-            med = {k: statistics.median(v) for k, v in times.items()}
-            for f in formats:
-                row = [q, mode, f, f"{sizes[f] / 1e6:.0f}", f"{med[f]:.3f}", f"{med['duckdb']:.3f}", f"{med[f] / med['duckdb']:.2f}"]
+                    for label, binary, env in series:
+                        runs[(f, label)].append(time_flashscan(binary, db, tables[f], q, cold, a.threads, env))
+                duck_runs.append(time_duckdb_fair(duck, QUERIES[q], cold, a.threads))
+            duck_s = statistics.median(r[0] for r in duck_runs)
+            duck_cpu = statistics.median(r[1] for r in duck_runs)
+            for (f, label), values in runs.items():
+                med = statistics.median(r[0] for r in values)
+                cpu = statistics.median(r[1] for r in values)
+                row = [q, mode, f + label, f"{sizes[f] / 1e6:.0f}", f"{med:.3f}", f"{cpu:.3f}", f"{duck_s:.3f}", f"{duck_cpu:.3f}", f"{med / duck_s:.2f}"]
                 rows.append(row)
                 print(" | ".join(row), flush=True)
-    header = ["query", "mode", "format", "size MB", "flashscan s", "duckdb s", "flashscan/duckdb"]
-    title = f"TPC-H lineitem SF {a.sf}, medians of {a.rounds} interleaved rounds (flashscan/duckdb <= 1.0: flashscan as fast or faster)"
+    header = ["query", "mode", "format", "size MB", "flashscan s", "flashscan CPU s", "duckdb s", "duckdb CPU s", "flashscan/duckdb"]
+    title = (f"TPC-H lineitem SF {a.sf}, {a.threads} threads each, medians of {a.rounds} interleaved rounds "
+             f"(flashscan/duckdb <= 1.0: flashscan as fast or faster)")
     print_markdown_table(title, header, rows, a.markdown)
 
 

@@ -25,6 +25,7 @@ use flashscan_storage::{Database, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::chunk::Chunk;
 use crate::error::ExecError;
+use crate::segments::{RowGroupSegments, SegmentSink};
 use crate::source::{distinct_paths, ChunkDecoder, PageDecoder, ReadPlan, RunSpec, ScanFilter, TableSource};
 
 /// Segments closer than this are read together: one larger read costs less than two
@@ -240,6 +241,7 @@ impl TableSource for ColumnStoreTable<'_> {
             pending: HashMap::new(),
             pool: VecPool::default(),
             gather_pool: Vec::new(),
+            pending_segments: HashMap::new(),
         }))
     }
 }
@@ -262,18 +264,131 @@ struct RowGroupDecoder {
     pool: VecPool,
     /// Buffers segments split over several reads were gathered in, reused.
     gather_pool: Vec<Vec<u8>>,
+    /// Row groups whose segments are arriving, for a sink that takes segments.
+    pending_segments: HashMap<u64, PendingSegments>,
+}
+
+/// A row group's segment bytes gathered for a segment sink: per projected column, the
+/// buffer and how many bytes of it are filled.
+struct PendingSegments {
+    buffers: Vec<(Vec<u8>, u64)>,
+    missing: usize,
 }
 
 /// Gather buffers a decoder keeps for reuse.
 const GATHER_BUFFERS_MAX: usize = 8;
 
 impl RowGroupDecoder {
+    /// Segment mode: when the chunk holds all of a row group's projected segments, they are
+    /// read in place; otherwise each is gathered (compressed bytes, ~1-3 bytes a value for
+    /// TPC-H, far less than decoded vectors) until the row group is complete.
+    fn decode_segments(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, sink: &mut dyn SegmentSink) -> Result<u64, ExecError> {
+        let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Storage(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
+        debug_assert_eq!(path, group.path);
+        let chunk_start = chunk.offset_bytes;
+        let chunk_end = chunk_start + bytes.len() as u64;
+        let ranges: Vec<(u64, u64)> = self
+            .projection
+            .iter()
+            .map(|&column| {
+                let (offset, length, _) = group.columns[column];
+                (group.offset_bytes + offset, group.offset_bytes + offset + length)
+            })
+            .collect();
+        let reader = RowGroupReader::open(&group.metadata, &group.path, group.offset_bytes).map_err(flashscan_storage::StorageError::from)?;
+        let all_here = ranges.iter().all(|(start, end)| *start >= chunk_start && *end <= chunk_end);
+        if all_here && !self.pending_segments.contains_key(&chunk.tag) {
+            let slices: Vec<&[u8]> = ranges.iter().map(|(start, end)| &bytes[(start - chunk_start) as usize..(end - chunk_start) as usize]).collect();
+            Self::hand_segments(&reader, group, &self.projection, &self.schema, &slices, sink)?;
+            return Ok(group.row_count);
+        }
+        let gather_pool = &mut self.gather_pool;
+        let pending = self.pending_segments.entry(chunk.tag).or_insert_with(|| PendingSegments {
+            buffers: ranges
+                .iter()
+                .map(|(start, end)| {
+                    // Every byte is copied in before the segment is read: stale bytes never show.
+                    let mut buffer = gather_pool.pop().unwrap_or_default();
+                    buffer.resize((end - start) as usize, 0);
+                    (buffer, 0)
+                })
+                .collect(),
+            missing: ranges.len(),
+        });
+        for ((start, end), (buffer, filled)) in ranges.iter().zip(pending.buffers.iter_mut()) {
+            let length = end - start;
+            if *filled == length {
+                continue;
+            }
+            let (from, to) = ((*start).max(chunk_start), (*end).min(chunk_end));
+            if from >= to {
+                continue;
+            }
+            buffer[(from - start) as usize..(to - start) as usize].copy_from_slice(&bytes[(from - chunk_start) as usize..(to - chunk_start) as usize]);
+            *filled += to - from;
+            if *filled == length {
+                pending.missing -= 1;
+            }
+        }
+        // Empty segments never receive bytes: count them complete.
+        pending.missing = pending.buffers.iter().zip(&ranges).filter(|((_, filled), (start, end))| *filled < end - start).count();
+        if pending.missing > 0 {
+            return Ok(0);
+        }
+        let Some(done) = self.pending_segments.remove(&chunk.tag) else { return Ok(0) };
+        let slices: Vec<&[u8]> = done.buffers.iter().map(|(buffer, _)| buffer.as_slice()).collect();
+        let result = Self::hand_segments(&reader, group, &self.projection, &self.schema, &slices, sink);
+        for (buffer, _) in done.buffers {
+            if self.gather_pool.len() < GATHER_BUFFERS_MAX {
+                self.gather_pool.push(buffer);
+            }
+        }
+        result?;
+        Ok(group.row_count)
+    }
+
+    /// Verifies every segment (checksum, directory) and hands the row group to the sink.
+    fn hand_segments(
+        reader: &RowGroupReader<'_>,
+        group: &RowGroupInfo,
+        projection: &[usize],
+        schema: &SchemaRef,
+        slices: &[&[u8]],
+        sink: &mut dyn SegmentSink,
+    ) -> Result<(), ExecError> {
+        let mut columns = Vec::with_capacity(projection.len());
+        let mut locations = Vec::with_capacity(projection.len());
+        for (&column, slice) in projection.iter().zip(slices) {
+            columns.push(reader.open_column_segment(column, slice).map_err(flashscan_storage::StorageError::from)?);
+            locations.push(reader.column_error_location(column));
+        }
+        for view in &columns {
+            if view.header.value_count != group.row_count as usize {
+                return Err(Self::corrupt(group, format!("a segment holds {} values for {} rows", view.header.value_count, group.row_count)));
+            }
+        }
+        sink.consume_segments(&RowGroupSegments { row_count: group.row_count as usize, schema: schema.clone(), columns, locations })
+    }
+
     fn corrupt(group: &RowGroupInfo, what: String) -> ExecError {
         ExecError::Corrupt { path: group.path.clone(), offset_bytes: group.offset_bytes, what }
     }
 }
 
 impl ChunkDecoder for RowGroupDecoder {
+    fn decode_chunk_segments(
+        &mut self,
+        chunk: &Chunk,
+        bytes: &[u8],
+        path: &Path,
+        sink: &mut dyn SegmentSink,
+    ) -> Option<Result<u64, ExecError>> {
+        if self.projection.is_empty() {
+            return None; // COUNT(*) reads metadata only: the batch path.
+        }
+        Some(self.decode_segments(chunk, bytes, path, sink))
+    }
+
     fn decode_chunk(
         &mut self,
         chunk: &Chunk,

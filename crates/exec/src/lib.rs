@@ -25,6 +25,7 @@ pub mod report;
 pub mod report_json;
 pub mod run;
 pub mod scan;
+pub mod segments;
 pub mod source;
 pub mod storage_source;
 pub mod value;

@@ -20,12 +20,20 @@ use crate::cpu_time::CpuTime;
 use crate::error::ExecError;
 use crate::limits::{SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX};
 use crate::read_ahead::{ReadAhead, ReadAheadStats};
+use crate::segments::SegmentSink;
 use crate::source::{ChunkDecoder, ReadPlan, ScanFilter, SkipFigures, TableSource};
 use crate::waits::WaitTimes;
 
 /// Where decoded batches go. One per worker; the caller merges them after the scan.
 pub trait BatchSink: Send {
     fn consume(&mut self, batch: &RecordBatch) -> Result<(), ExecError>;
+
+    /// A kernel that decodes column store segments itself, a vector at a time, returns
+    /// itself here (see `segments.rs`); the decoder then hands it verified segments
+    /// instead of batches. None (the default): batches only.
+    fn segment_sink(&mut self) -> Option<&mut dyn SegmentSink> {
+        None
+    }
 }
 
 /// How to read: the knobs the user turns.
@@ -181,6 +189,16 @@ struct DecodeWork<S> {
 impl<S: BatchSink> ChunkWork for DecodeWork<S> {
     fn on_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError> {
         let decode_start = Instant::now();
+        if let Some(segment_sink) = self.sink.segment_sink() {
+            if let Some(rows) = self.decoder.decode_chunk_segments(chunk, bytes, path, segment_sink) {
+                // Decoding and aggregating are one fused loop here: all of it counts as query time.
+                let rows = rows?;
+                stats.rows_scanned += rows;
+                stats.query_ns += decode_start.elapsed().as_nanos() as u64;
+                stats.pages_read += chunk.page_count as u64;
+                return Ok(());
+            }
+        }
         let mut query_ns = 0u64;
         let sink = &mut self.sink;
         let mut emit = |batch: &RecordBatch| -> Result<(), ExecError> {

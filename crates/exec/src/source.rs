@@ -17,6 +17,7 @@ use arrow::record_batch::RecordBatch;
 use crate::chunk::{chunks_of_runs, units_every, Chunk};
 use crate::error::ExecError;
 use crate::limits::CHUNKS_PER_GRAB;
+use crate::segments::SegmentSink;
 
 /// Contiguous pages of one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,6 +51,19 @@ pub trait ChunkDecoder: Send {
         path: &Path,
         emit: &mut dyn FnMut(&RecordBatch) -> Result<(), ExecError>,
     ) -> Result<u64, ExecError>;
+
+    /// Like `decode_chunk`, for a sink that decodes segments itself (`segments.rs`): hands
+    /// it each row group's verified segments once all have arrived. None: this decoder
+    /// makes batches only (the caller then uses `decode_chunk`).
+    fn decode_chunk_segments(
+        &mut self,
+        _chunk: &Chunk,
+        _bytes: &[u8],
+        _path: &Path,
+        _sink: &mut dyn SegmentSink,
+    ) -> Option<Result<u64, ExecError>> {
+        None
+    }
 
     /// After the worker's last chunk: an error if a unit was left incomplete (a bug).
     fn finish(&mut self) -> Result<(), ExecError> {

@@ -12,7 +12,9 @@ use flashscan_exec::{
     open_source, run_query, scan_batches, BatchSink, BuiltinQuery, CacheMode, ColumnRange, ExecError, ScanFilter, ScanOptions, StorageTable,
     TableSource,
 };
+use flashscan_exec::segments::set_vector_kernels;
 use flashscan_io::EngineKind;
+use flashscan_storage::columnstore::CodecId;
 use flashscan_storage::load::tpch::tpch_source;
 use flashscan_storage::{load_table, rebuild_table, Database, LoadOptions, RebuildOptions, RebuildTarget};
 
@@ -105,6 +107,36 @@ fn every_query_gives_the_same_answer_in_all_five_formats() {
             assert_eq!(report.format, format);
             assert_eq!(report.rows_scanned + report.skipped.rows_skipped, rows, "{} on {format}", query.name());
         }
+    }
+}
+
+/// SUM of 4 and Q1 on the column store give the oracle's answers on both paths: segments
+/// decoded a vector at a time by the kernels (fastlanes segments among them: row groups of
+/// a multiple of 1,024 rows make it the smallest), and whole columns decoded into batches.
+#[test]
+fn column_store_vector_kernels_equal_the_whole_column_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let load = LoadOptions { partition_count: 2, threads: 2, ..LoadOptions::default() };
+    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let batches = common::lineitem(SF, 1);
+    let queries = [BuiltinQuery::Sum4, BuiltinQuery::Q1];
+    let expected: Vec<_> = queries.iter().map(|q| run_on_batches(q, &batches, 1).unwrap()).collect();
+    for format in ["columnstore", "columnstore_archive"] {
+        let rebuild = RebuildOptions { row_group_rows: Some(20_480), ..RebuildOptions::default() };
+        rebuild_table(dir.path(), "lineitem", RebuildTarget::parse(format).unwrap(), &rebuild).unwrap();
+        let db = Database::open(dir.path()).unwrap();
+        let meta = db.table("lineitem").unwrap();
+        let table = flashscan_exec::ColumnStoreTable::new(&db, meta).unwrap();
+        let fastlanes = table.row_groups().iter().flat_map(|g| g.columns.iter()).filter(|(_, _, stats)| stats.codec == CodecId::FastLanes).count();
+        assert!(fastlanes > 0, "no fastlanes segment in {format}");
+        for vector_kernels in [true, false] {
+            set_vector_kernels(vector_kernels);
+            for (i, query) in queries.iter().enumerate() {
+                let report = run_query(&table, query, &options(i, CacheMode::Warm)).unwrap();
+                assert_eq!(report.result, expected[i], "{} on {format}, vector kernels {vector_kernels}", query.name());
+            }
+        }
+        set_vector_kernels(true);
     }
 }
 

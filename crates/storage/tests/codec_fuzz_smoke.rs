@@ -65,7 +65,7 @@ fn corpus() -> Vec<Vec<u8>> {
         let batch = corpus_batch(rows);
         for archive in [false, true] {
             let options = ColumnStoreOptions { row_group_rows: 5000, archive };
-            for forced in [None, Some(CodecId::Bitpack), Some(CodecId::Rle), Some(CodecId::Dictionary), Some(CodecId::Plain)] {
+            for forced in [None, Some(CodecId::Bitpack), Some(CodecId::FastLanes), Some(CodecId::Rle), Some(CodecId::Dictionary), Some(CodecId::Plain)] {
                 // Force on the integer and string columns only; others analyze.
                 let plan: Vec<Option<CodecId>> = (0..9)
                     .map(|column| match (column, forced) {
@@ -166,7 +166,7 @@ fn codec_fuzz_smoke_raw_payloads() {
             payload[..4].copy_from_slice(&(rng.gen_range(0u32..5)).to_le_bytes());
         }
         let value_count = rng.gen_range(0..3000);
-        for codec in [CodecId::Constant, CodecId::Plain, CodecId::Bitpack, CodecId::Rle, CodecId::Dictionary, CodecId::Bitmap] {
+        for codec in [CodecId::Constant, CodecId::Plain, CodecId::Bitpack, CodecId::FastLanes, CodecId::Rle, CodecId::Dictionary, CodecId::Bitmap] {
             let mut out = vec![0i64; value_count];
             let _ = decode_integers(codec, &payload, &mut out);
             let mut out = vec![0i32; value_count];

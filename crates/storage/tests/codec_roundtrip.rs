@@ -8,7 +8,7 @@ use flashscan_storage::compression::{
 };
 use proptest::prelude::*;
 
-const INTEGER_CODECS: [CodecId; 5] = [CodecId::Constant, CodecId::Plain, CodecId::Bitpack, CodecId::Rle, CodecId::Dictionary];
+const INTEGER_CODECS: [CodecId; 6] = [CodecId::Constant, CodecId::Plain, CodecId::Bitpack, CodecId::FastLanes, CodecId::Rle, CodecId::Dictionary];
 
 /// Encodes with `codec` (skipping if it cannot apply) and checks decode, i32/i64/i128
 /// outputs, and fetch of a few rows.

@@ -144,7 +144,7 @@ fn columnstore_forced_codecs_are_used() {
     let values: Vec<i64> = (0..5000).map(|i| i / 100).collect();
     let batch = one_column("x", Arc::new(Int64Array::from(values)));
     let options = ColumnStoreOptions { row_group_rows: 10_000, archive: false };
-    for codec in [CodecId::Plain, CodecId::Bitpack, CodecId::Rle, CodecId::Dictionary] {
+    for codec in [CodecId::Plain, CodecId::Bitpack, CodecId::FastLanes, CodecId::Rle, CodecId::Dictionary] {
         let bytes = encode_row_group_with_codecs(&batch, &options, &[Some(codec)]).unwrap();
         let reader = RowGroupReader::open(&bytes, Path::new("forced.fscol"), 0).unwrap();
         assert_eq!(reader.column_stats(0).codec, codec);

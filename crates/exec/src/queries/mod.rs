@@ -13,6 +13,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::error::ExecError;
 use crate::scan::BatchSink;
+use crate::segments::{vector_kernels_enabled, SegmentSink};
 use crate::source::{projection_of, ColumnRange, ScanFilter, TableSource};
 use crate::value::QueryResult;
 
@@ -137,6 +138,17 @@ impl BatchSink for AnyKernel {
             AnyKernel::Sum4(k) => k.consume(batch),
             AnyKernel::Needle(k) => k.consume(batch),
             AnyKernel::Q1(k) => k.consume(batch),
+        }
+    }
+
+    fn segment_sink(&mut self) -> Option<&mut dyn SegmentSink> {
+        if !vector_kernels_enabled() {
+            return None;
+        }
+        match self {
+            AnyKernel::Sum4(k) => Some(k),
+            AnyKernel::Q1(k) => Some(k.as_mut()),
+            AnyKernel::Count(_) | AnyKernel::Count11(_) | AnyKernel::Needle(_) => None,
         }
     }
 }

@@ -21,7 +21,7 @@ pub use row_group::{
     encode_row_group, encode_row_group_with_codecs, encode_row_groups, ColumnStoreOptions, RowGroupReader, RowGroupSizes,
     ROW_GROUP_ALIGNMENT_BYTES, ROW_GROUP_HEADER_BYTES,
 };
-pub use segment::{decode_segment, encode_segment, EncodedSegment, SegmentOptions};
+pub use segment::{decode_segment, encode_segment, EncodedSegment, SegmentOptions, SegmentView};
 pub use stats::{SegmentStats, StatValue};
 pub use vec_pool::VecPool;
 

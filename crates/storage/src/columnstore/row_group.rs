@@ -11,7 +11,7 @@ use arrow::datatypes::{Field, Schema, SchemaRef};
 
 use super::column_type::ColumnType;
 use super::error::{ColumnRef, ColumnStoreError, Location};
-use super::segment::{decode_segment_pooled, encode_segment, EncodedSegment, SegmentOptions};
+use super::segment::{decode_segment_pooled, encode_segment, EncodedSegment, SegmentHeader, SegmentOptions, SegmentView};
 use super::vec_pool::VecPool;
 use super::stats::{SegmentStats, StatValue};
 use super::{COLUMN_COUNT_MAX, ROW_GROUP_ROWS_DEFAULT, ROW_GROUP_ROWS_MAX};
@@ -415,6 +415,33 @@ impl<'a> RowGroupReader<'a> {
             return Err(ColumnStoreError::Truncated { location, what: "segment", needed_bytes: entry.segment_bytes, available_bytes: segment.len() as u64 });
         }
         let (header, array) = decode_segment_pooled(segment, &location, pool)?;
+        self.check_against_directory(column, &header, &location)?;
+        Ok(array)
+    }
+
+    /// Opens column `column` from its segment's bytes for vector-at-a-time decoding, with
+    /// the checks of `decode_column_bytes` (checksum, header against the directory).
+    pub fn open_column_segment<'s>(&self, column: usize, segment: &'s [u8]) -> Result<SegmentView<'s>, ColumnStoreError> {
+        if column >= self.columns.len() {
+            return Err(ColumnStoreError::ColumnOutOfRange { column, column_count: self.columns.len() });
+        }
+        let entry = &self.columns[column];
+        let location = self.column_location(column);
+        if segment.len() as u64 != entry.segment_bytes {
+            return Err(ColumnStoreError::Truncated { location, what: "segment", needed_bytes: entry.segment_bytes, available_bytes: segment.len() as u64 });
+        }
+        let view = SegmentView::open(segment, &location)?;
+        self.check_against_directory(column, &view.header, &location)?;
+        Ok(view)
+    }
+
+    /// Where errors about column `column` point.
+    pub fn column_error_location(&self, column: usize) -> Location {
+        self.column_location(column)
+    }
+
+    fn check_against_directory(&self, column: usize, header: &SegmentHeader, location: &Location) -> Result<(), ColumnStoreError> {
+        let entry = &self.columns[column];
         let corrupt = |detail: String| ColumnStoreError::Corrupt { location: location.clone(), what: "segment header vs directory", detail };
         if header.column_type != entry.column_type {
             return Err(corrupt(format!("type {:?} vs {:?}", header.column_type, entry.column_type)));
@@ -425,7 +452,7 @@ impl<'a> RowGroupReader<'a> {
                 header.value_count, header.null_count, header.codec, self.row_count, entry.stats.null_count, entry.stats.codec
             )));
         }
-        Ok(array)
+        Ok(())
     }
 
     /// Decodes the columns in `projection` (indexes into the schema, any order) as a batch.

@@ -2,6 +2,7 @@
 //! followed by the body: [validity bitmap][codec payload], zstd-compressed as a whole when
 //! the row group is `archive`. See docs/formats-columnstore.md for the byte table.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -22,8 +23,9 @@ use crate::compression::reader::{u16_at, u32_at, u64_at};
 use crate::column::TIMESTAMP_TIME_ZONE;
 use crate::compression::{
     binary_plain, boolean_bitmap, decode_integers, encode_integers, encode_strings, float_plain, wide_plain, CodecError, CodecId,
-    IntegerInput, IntegerNative, StringInput,
+    IntegerInput, IntegerNative, IntegerVectors, StringInput,
 };
+use crate::compression::string_dictionary::StringCodes;
 
 pub const SEGMENT_MAGIC: [u8; 4] = *b"FSSG";
 pub const SEGMENT_VERSION: u16 = 1;
@@ -482,6 +484,78 @@ pub fn read_segment_header(bytes: &[u8], location: &Location) -> Result<SegmentH
     })
 }
 
+/// The segment's body before zstd: borrowed as is, or decompressed for `archive`.
+fn read_raw_body<'a>(bytes: &'a [u8], header: &SegmentHeader, location: &Location) -> Result<Cow<'a, [u8]>, ColumnStoreError> {
+    let corrupt = |what: &'static str, detail: String| ColumnStoreError::Corrupt { location: location.clone(), what, detail };
+    let body = &bytes[SEGMENT_HEADER_BYTES..SEGMENT_HEADER_BYTES + header.body_bytes];
+    if !header.archive {
+        return Ok(Cow::Borrowed(body));
+    }
+    // Check the frame's own size before allocating, so forged sizes cannot make us allocate.
+    match zstd::zstd_safe::get_frame_content_size(body) {
+        Ok(Some(size)) if size == header.raw_body_bytes as u64 => {}
+        other => return Err(corrupt("zstd frame", format!("content size {other:?}, header says {}", header.raw_body_bytes))),
+    }
+    let decompressed = zstd::bulk::decompress(body, header.raw_body_bytes).map_err(|error| corrupt("zstd frame", error.to_string()))?;
+    if decompressed.len() != header.raw_body_bytes {
+        return Err(corrupt("zstd frame", format!("{} bytes, header says {}", decompressed.len(), header.raw_body_bytes)));
+    }
+    Ok(Cow::Owned(decompressed))
+}
+
+/// One verified segment opened for decoding a vector at a time (`IntegerVectors`,
+/// `StringCodes`): the checksum is checked once here, the body unwrapped from zstd once,
+/// and kernels then read values straight from the payload with nothing materialized.
+#[derive(Debug)]
+pub struct SegmentView<'a> {
+    pub header: SegmentHeader,
+    /// The whole segment (header and body), for the whole-column decoder.
+    pub bytes: &'a [u8],
+    raw_body: Cow<'a, [u8]>,
+}
+
+impl<'a> SegmentView<'a> {
+    /// Verifies (checksum included) the segment in `bytes` and opens its body.
+    pub fn open(bytes: &'a [u8], location: &Location) -> Result<SegmentView<'a>, ColumnStoreError> {
+        let header = read_segment_header(bytes, location)?;
+        let raw_body = read_raw_body(bytes, &header, location)?;
+        debug_assert_eq!(raw_body.len(), header.raw_body_bytes);
+        Ok(SegmentView { header, bytes, raw_body })
+    }
+
+    /// The validity bitmap (bit i set: row i is not null), when the segment has nulls.
+    pub fn validity(&self) -> Option<&[u8]> {
+        self.header.has_validity.then(|| &self.raw_body[..self.header.validity_bytes])
+    }
+
+    /// The codec payload.
+    pub fn payload(&self) -> &[u8] {
+        &self.raw_body[self.header.validity_bytes..]
+    }
+
+    /// The values of an integer-like column (Int32, Int64, Date32, Decimal ≤ 18 digits as
+    /// i64), a vector at a time. Null slots hold a filler: read `validity` to skip them.
+    pub fn integer_vectors(&self) -> Result<IntegerVectors<'_>, CodecError> {
+        if self.header.column_type.integer_width_bytes().is_none() {
+            return Err(CodecError::NotApplicable { codec: self.header.codec, kind: "non-integer column", detail: " (vector read)" });
+        }
+        IntegerVectors::open(self.header.codec, self.payload(), self.header.value_count)
+    }
+
+    /// The codes of a dictionary-encoded string column, or None for another codec.
+    pub fn string_codes(&self) -> Result<Option<StringCodes<'_>>, CodecError> {
+        if self.header.column_type != ColumnType::Utf8 || self.header.codec != CodecId::Dictionary {
+            return Ok(None);
+        }
+        StringCodes::open(self.payload(), self.header.value_count).map(Some)
+    }
+
+    /// The whole column as an Arrow array (the path for what vector readers do not cover).
+    pub fn decode_array(&self, location: &Location, pool: &mut VecPool) -> Result<ArrayRef, ColumnStoreError> {
+        decode_segment_pooled(self.bytes, location, pool).map(|(_, array)| array)
+    }
+}
+
 /// Decodes one verified segment into an Arrow array of `header.column_type`.
 pub fn decode_segment_at(bytes: &[u8], location: &Location) -> Result<(SegmentHeader, ArrayRef), ColumnStoreError> {
     decode_segment_pooled(bytes, location, &mut VecPool::default())
@@ -492,23 +566,9 @@ pub fn decode_segment_pooled(bytes: &[u8], location: &Location, pool: &mut VecPo
     let header = read_segment_header(bytes, location)?;
     let corrupt = |what: &'static str, detail: String| ColumnStoreError::Corrupt { location: location.clone(), what, detail };
     let codec_error = |error: CodecError| ColumnStoreError::from_codec(location.clone(), error);
-    let body = &bytes[SEGMENT_HEADER_BYTES..SEGMENT_HEADER_BYTES + header.body_bytes];
 
-    let decompressed;
-    let raw_body: &[u8] = if header.archive {
-        // Check the frame's own size before allocating, so forged sizes cannot make us allocate.
-        match zstd::zstd_safe::get_frame_content_size(body) {
-            Ok(Some(size)) if size == header.raw_body_bytes as u64 => {}
-            other => return Err(corrupt("zstd frame", format!("content size {other:?}, header says {}", header.raw_body_bytes))),
-        }
-        decompressed = zstd::bulk::decompress(body, header.raw_body_bytes).map_err(|error| corrupt("zstd frame", error.to_string()))?;
-        if decompressed.len() != header.raw_body_bytes {
-            return Err(corrupt("zstd frame", format!("{} bytes, header says {}", decompressed.len(), header.raw_body_bytes)));
-        }
-        &decompressed
-    } else {
-        body
-    };
+    let raw_body = read_raw_body(bytes, &header, location)?;
+    let raw_body: &[u8] = &raw_body;
     debug_assert_eq!(raw_body.len(), header.raw_body_bytes);
 
     let value_count = header.value_count;

@@ -135,7 +135,7 @@ mod tests {
                 Arc::new(Decimal128Array::from(values.iter().map(|v| *v as i128).collect::<Vec<_>>()).with_precision_and_scale(15, 2).unwrap()),
             ];
             for array in &arrays {
-                for codec in [None, Some(CodecId::Constant), Some(CodecId::Rle), Some(CodecId::Bitpack), Some(CodecId::Dictionary), Some(CodecId::Plain)] {
+                for codec in [None, Some(CodecId::Constant), Some(CodecId::Rle), Some(CodecId::Bitpack), Some(CodecId::FastLanes), Some(CodecId::Dictionary), Some(CodecId::Plain)] {
                     let Ok(segment) = encode_segment(array.as_ref(), &column, SegmentOptions { archive: false, forced_codec: codec }) else { continue };
                     let (_, fresh) = decode_segment_at(&segment.bytes, &Location::in_memory()).unwrap();
                     let mut pool = poisoned_pool(values.len());

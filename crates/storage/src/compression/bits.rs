@@ -103,6 +103,69 @@ pub fn unpack_block(width_bits: u32, words: &[u64; BLOCK_WORDS_MAX], out: &mut [
               33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
 }
 
+/// Unpacks 64 values of width W from the first W·8 bytes of `input`, read as unaligned
+/// little-endian words: no copy of the packed words into an aligned buffer first.
+#[inline(always)]
+fn unpack_64_values_bytes<const W: usize>(input: &[u8], out: &mut [u64]) {
+    // One check up front lets the optimizer drop every bounds check below (constant offsets).
+    assert!(input.len() >= W * 8 && out.len() >= 64);
+    let mask: u64 = if W == 64 { u64::MAX } else { (1u64 << W) - 1 };
+    let word_at = |word: usize| -> u64 {
+        let mut array = [0u8; 8];
+        array.copy_from_slice(&input[word * 8..word * 8 + 8]);
+        u64::from_le_bytes(array)
+    };
+    macro_rules! unrolled {
+        ($($index:literal)*) => {$(
+            {
+                let bit = $index * W;
+                let word = bit / 64;
+                let shift = bit % 64;
+                let mut value = word_at(word) >> shift;
+                if shift + W > 64 {
+                    value |= word_at(word + 1) << (64 - shift);
+                }
+                out[$index] = value & mask;
+            }
+        )*};
+    }
+    unrolled!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+              32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+}
+
+fn unpack_full_block_bytes<const W: usize>(bytes: &[u8], out: &mut [u64; BLOCK_VALUES]) {
+    for group in 0..BLOCK_VALUES / 64 {
+        unpack_64_values_bytes::<W>(&bytes[group * W * 8..], &mut out[group * 64..]);
+    }
+}
+
+/// Unpacks the `value_count` (≤ a block) values of `width_bits` packed in `bytes`
+/// (exactly `packed_words(value_count, width_bits)` words) into `out[..value_count]`.
+/// A full block is unpacked straight from the bytes; a partial one (the segment's last)
+/// through a zero-padded copy. Values past `value_count` are unspecified.
+pub fn unpack_block_bytes(width_bits: u32, bytes: &[u8], value_count: usize, out: &mut [u64; BLOCK_VALUES]) {
+    debug_assert!(width_bits <= WIDTH_BITS_MAX);
+    debug_assert!(value_count <= BLOCK_VALUES);
+    debug_assert_eq!(bytes.len(), packed_words(value_count, width_bits) * 8);
+    if value_count < BLOCK_VALUES {
+        let mut words = [0u64; BLOCK_WORDS_MAX];
+        load_words(bytes, &mut words);
+        unpack_block(width_bits, &words, out);
+        return;
+    }
+    macro_rules! dispatch {
+        ($($width:literal)*) => {
+            match width_bits {
+                0 => out.fill(0),
+                $($width => unpack_full_block_bytes::<$width>(bytes, out),)*
+                _ => unreachable!("width checked by caller"),
+            }
+        };
+    }
+    dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+              33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
+}
+
 /// Copies little-endian words from `bytes` (a multiple of 8, at most a block) into `words`.
 #[inline]
 pub fn load_words(bytes: &[u8], words: &mut [u64; BLOCK_WORDS_MAX]) {
@@ -160,6 +223,9 @@ mod tests {
                 let mut out = [0u64; BLOCK_VALUES];
                 unpack_block(width_bits, &words, &mut out);
                 assert_eq!(&out[..value_count], &values[..], "width {width_bits}");
+                let mut from_bytes = [u64::MAX; BLOCK_VALUES];
+                unpack_block_bytes(width_bits, &bytes, value_count, &mut from_bytes);
+                assert_eq!(&from_bytes[..value_count], &values[..], "width {width_bits} from bytes");
                 for (index, value) in values.iter().enumerate() {
                     assert_eq!(unpack_one(&bytes, width_bits, index), *value);
                 }

@@ -7,6 +7,7 @@ use super::codec::{CodecId, IntegerCodec, IntegerInput, IntegerNative};
 use super::constant::Constant;
 use super::dictionary::Dictionary;
 use super::error::CodecError;
+use super::fastlanes::FastLanes;
 use super::plain::Plain;
 use super::rle::Rle;
 
@@ -18,6 +19,7 @@ pub fn analyze_integers(input: &IntegerInput<'_>) -> Vec<CodecScore> {
         CodecScore { codec: CodecId::Constant, encoded_bytes: Constant::analyze(input) },
         CodecScore { codec: CodecId::Plain, encoded_bytes: Plain::analyze(input) },
         CodecScore { codec: CodecId::Bitpack, encoded_bytes: Bitpack::analyze(input) },
+        CodecScore { codec: CodecId::FastLanes, encoded_bytes: FastLanes::analyze(input) },
         CodecScore { codec: CodecId::Rle, encoded_bytes: Rle::analyze(input) },
         CodecScore { codec: CodecId::Dictionary, encoded_bytes: Dictionary::analyze(input) },
     ]
@@ -31,6 +33,7 @@ pub fn encode_integers(input: &IntegerInput<'_>, forced: Option<CodecId>, out: &
         CodecId::Constant => Constant::compress(input, out),
         CodecId::Plain => Plain::compress(input, out),
         CodecId::Bitpack => Bitpack::compress(input, out),
+        CodecId::FastLanes => FastLanes::compress(input, out),
         CodecId::Rle => Rle::compress(input, out),
         CodecId::Dictionary => Dictionary::compress(input, out),
         CodecId::Bitmap => unreachable!("not an integer candidate"),
@@ -45,6 +48,7 @@ pub fn decode_integers<T: IntegerNative>(codec: CodecId, payload: &[u8], out: &m
         CodecId::Constant => Constant::decompress(payload, out),
         CodecId::Plain => Plain::decompress(payload, out),
         CodecId::Bitpack => Bitpack::decompress(payload, out),
+        CodecId::FastLanes => FastLanes::decompress(payload, out),
         CodecId::Rle => Rle::decompress(payload, out),
         CodecId::Dictionary => Dictionary::decompress(payload, out),
         CodecId::Bitmap => Err(CodecError::NotApplicable { codec, kind: KIND, detail: "" }),
@@ -57,6 +61,7 @@ pub fn fetch_integer(codec: CodecId, payload: &[u8], value_count: usize, row: us
         CodecId::Constant => Constant::fetch(payload, value_count, row),
         CodecId::Plain => Plain::fetch(payload, value_count, row),
         CodecId::Bitpack => Bitpack::fetch(payload, value_count, row),
+        CodecId::FastLanes => FastLanes::fetch(payload, value_count, row),
         CodecId::Rle => Rle::fetch(payload, value_count, row),
         CodecId::Dictionary => Dictionary::fetch(payload, value_count, row),
         CodecId::Bitmap => Err(CodecError::NotApplicable { codec, kind: KIND, detail: "" }),

@@ -32,7 +32,7 @@ fn runs(values: &[i64]) -> (Vec<i64>, Vec<i64>) {
 }
 
 /// Reads the run streams, checking run lengths against `value_count`.
-fn read_runs(payload: &[u8], value_count: usize) -> Result<(Vec<i64>, Vec<i64>), CodecError> {
+pub(crate) fn read_runs(payload: &[u8], value_count: usize) -> Result<(Vec<i64>, Vec<i64>), CodecError> {
     let mut reader = ByteReader::new(payload);
     let run_count = reader.u32_le("rle run count")? as usize;
     if run_count > value_count {

@@ -19,6 +19,7 @@ use super::dictionary::{codes_bytes_max, DICTIONARY_ENTRIES_MAX};
 use super::error::CodecError;
 use super::reader::ByteReader;
 use super::strings::{offsets_from_lengths, StringInput, STRING_BYTES_MAX};
+use super::vectors::{PackedBlocks, VECTOR_VALUES};
 
 /// Sorted distinct strings, or None past DICTIONARY_ENTRIES_MAX.
 fn distinct_sorted<'a>(input: &StringInput<'a>) -> Option<Vec<&'a str>> {
@@ -66,8 +67,9 @@ pub fn compress(input: &StringInput<'_>, out: &mut Vec<u8>) {
     bitpack::encode_length_prefixed(&codes, out);
 }
 
-pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>) -> Result<StringArray, CodecError> {
-    let mut reader = ByteReader::new(payload);
+/// The entries of a string dictionary: offsets (entry_count + 1, from 0) into UTF-8 bytes,
+/// every entry validated.
+fn read_entries<'a>(reader: &mut ByteReader<'a>) -> Result<(Vec<i32>, &'a [u8]), CodecError> {
     let entry_count = reader.u32_le("string dictionary entry count")? as usize;
     if entry_count > DICTIONARY_ENTRIES_MAX {
         return Err(CodecError::LimitExceeded {
@@ -77,7 +79,7 @@ pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>)
         });
     }
     let mut entry_offsets = vec![0i32; entry_count + 1];
-    bitpack::decode_length_prefixed(&mut reader, &mut entry_offsets[1..], "string dictionary entry lengths")?;
+    bitpack::decode_length_prefixed(reader, &mut entry_offsets[1..], "string dictionary entry lengths")?;
     let entry_total_bytes = offsets_from_lengths(&mut entry_offsets)?;
     let entry_bytes_len = reader.u64_le("string dictionary bytes length")?;
     if entry_bytes_len != entry_total_bytes as u64 {
@@ -94,6 +96,75 @@ pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>)
             return Err(CodecError::corrupt("string dictionary entry", error.to_string()));
         }
     }
+    Ok((entry_offsets, entry_bytes))
+}
+
+/// A string dictionary read as codes: the entries once, then the codes a vector at a time,
+/// so a kernel can group or filter on codes and never build the strings.
+#[derive(Debug)]
+pub struct StringCodes<'a> {
+    entry_offsets: Vec<i32>,
+    entry_bytes: &'a [u8],
+    codes: PackedBlocks<'a>,
+    deltas: Box<[u64; VECTOR_VALUES]>,
+    value_count: usize,
+    position: usize,
+}
+
+impl<'a> StringCodes<'a> {
+    pub fn open(payload: &'a [u8], value_count: usize) -> Result<Self, CodecError> {
+        let mut reader = ByteReader::new(payload);
+        let (entry_offsets, entry_bytes) = read_entries(&mut reader)?;
+        if entry_offsets.len() == 1 && value_count > 0 {
+            return Err(CodecError::corrupt("string dictionary", "no entries for a non-empty segment"));
+        }
+        let payload_bytes = reader.u64_le("string dictionary codes")?;
+        let codes = PackedBlocks::open(reader.take_u64_length(payload_bytes, "string dictionary codes")?, value_count, false)?;
+        if reader.remaining_bytes() != 0 {
+            return Err(CodecError::corrupt("string dictionary payload", format!("{} trailing bytes", reader.remaining_bytes())));
+        }
+        Ok(StringCodes { entry_offsets, entry_bytes, codes, deltas: Box::new([0u64; VECTOR_VALUES]), value_count, position: 0 })
+    }
+
+    pub fn entry_count(&self) -> usize {
+        self.entry_offsets.len() - 1
+    }
+
+    /// Entry `code` (< entry_count) as UTF-8 bytes.
+    pub fn entry(&self, code: usize) -> &'a [u8] {
+        &self.entry_bytes[self.entry_offsets[code] as usize..self.entry_offsets[code + 1] as usize]
+    }
+
+    /// The next vector's codes into `out`, each checked below `entry_count`; returns how
+    /// many (0 at the end).
+    pub fn next_codes(&mut self, out: &mut [u32; VECTOR_VALUES]) -> Result<usize, CodecError> {
+        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        if length == 0 {
+            return Ok(0);
+        }
+        let block = self.codes.next_block().ok_or_else(|| CodecError::corrupt("string dictionary codes", "fewer blocks than values"))?;
+        self.codes.unpack(&block, &mut self.deltas);
+        let deltas = &self.deltas[..length];
+        let code_max = deltas.iter().fold(0u64, |max, delta| max.max(*delta));
+        let entry_count = self.entry_count() as u64;
+        match u64::try_from(block.min).ok().and_then(|base| base.checked_add(code_max)) {
+            Some(top) if top < entry_count => {}
+            _ => return Err(CodecError::corrupt("string dictionary code", format!("{} + {code_max} for {entry_count} entries", block.min))),
+        }
+        // Below entry_count ≤ DICTIONARY_ENTRIES_MAX: fits u32.
+        let base = block.min as u64;
+        for (code, delta) in out.iter_mut().zip(deltas) {
+            *code = (base + *delta) as u32;
+        }
+        self.position += length;
+        Ok(length)
+    }
+}
+
+pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>) -> Result<StringArray, CodecError> {
+    let mut reader = ByteReader::new(payload);
+    let (entry_offsets, entry_bytes) = read_entries(&mut reader)?;
+    let entry_count = entry_offsets.len() - 1;
     let mut codes = vec![0i32; value_count];
     bitpack::decode_length_prefixed(&mut reader, &mut codes, "string dictionary codes")?;
     if reader.remaining_bytes() != 0 {

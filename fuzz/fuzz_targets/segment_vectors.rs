@@ -1,0 +1,104 @@
+//! Any bytes → the vector-at-a-time readers of a column store segment (`SegmentView::open`,
+//! `IntegerVectors::next_vector` and `sum_rest` for every integer codec, fastlanes included,
+//! `StringCodes::next_codes`) return Ok or Err, never panic. Synthesized segments (bit 6 of
+//! the first byte) come from `encode_segment` with the codec forced or analyzed, then are
+//! mutated and resealed; unmutated ones must give, vector by vector, the values and the sum
+//! the whole-column decoder gives.
+#![no_main]
+
+mod common;
+
+use arrow::array::{Array, AsArray};
+use arrow::datatypes::{DataType, Date32Type, Decimal128Type, Int32Type, Int64Type};
+use flashscan_storage::columnstore::{decode_segment, encode_segment, ColumnRef, Location, SegmentOptions, SegmentView};
+use flashscan_storage::compression::VECTOR_VALUES;
+use libfuzzer_sys::fuzz_target;
+
+const SEGMENT_HEADER_BYTES: usize = 80;
+const SEGMENT_CHECKSUM_AT: usize = 12;
+
+fn reseal(segment: &mut [u8]) {
+    if segment.len() >= SEGMENT_HEADER_BYTES {
+        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].fill(0);
+        let crc = crc32c::crc32c(segment);
+        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// Every value the vector readers produce (integers; codes for strings), and the sum.
+fn read_vectors(segment: &[u8]) -> Option<(Vec<i64>, Option<i128>)> {
+    let view = SegmentView::open(segment, &Location::in_memory()).ok()?;
+    let mut values = Vec::new();
+    if let Ok(mut vectors) = view.integer_vectors() {
+        let mut vector = [0i64; VECTOR_VALUES];
+        while let Ok(length) = vectors.next_vector(&mut vector) {
+            if length == 0 {
+                break;
+            }
+            values.extend_from_slice(&vector[..length]);
+        }
+        let sum = view.integer_vectors().ok().and_then(|mut v| v.sum_rest().ok());
+        return Some((values, sum));
+    }
+    if let Ok(Some(mut codes)) = view.string_codes() {
+        let mut out = [0u32; VECTOR_VALUES];
+        while let Ok(length) = codes.next_codes(&mut out) {
+            if length == 0 {
+                break;
+            }
+            values.extend(out[..length].iter().map(|code| i64::from(*code)));
+        }
+    }
+    Some((values, None))
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, rest)) = data.split_first() else { return };
+    let data_type = match selector % 5 {
+        0 => DataType::Int64,
+        1 => DataType::Int32,
+        2 => DataType::Decimal128(15, 2),
+        3 => DataType::Date32,
+        _ => DataType::Utf8,
+    };
+    if selector & 0x40 == 0 {
+        let mut segment = rest.to_vec();
+        if selector & 0x80 != 0 {
+            reseal(&mut segment);
+        }
+        let _ = read_vectors(&segment);
+        return;
+    }
+    let mut c = common::Cursor::new(rest);
+    let rows = c.u16() as usize % 5000;
+    let array = common::arrow_array(&mut c, &data_type, rows, selector & 0x10 != 0);
+    let options = SegmentOptions { archive: selector & 0x20 != 0, forced_codec: common::forced_codec(c.u8()) };
+    let Ok(encoded) = encode_segment(array.as_ref(), &ColumnRef { index: 0, name: "c".into() }, options) else { return };
+    let mut segment = encoded.bytes;
+    let mutations = common::mutate(&mut segment, &mut c);
+    if selector & 0x80 != 0 || mutations > 0 {
+        reseal(&mut segment);
+    }
+    let vectors = read_vectors(&segment);
+    if mutations != 0 || data_type == DataType::Utf8 {
+        return;
+    }
+    let (values, sum) = vectors.expect("an unmutated segment opens");
+    let decoded = decode_segment(&segment, &data_type).expect("an unmutated segment decodes");
+    let expected: Vec<i64> = match &data_type {
+        DataType::Int64 => decoded.as_primitive::<Int64Type>().values().to_vec(),
+        DataType::Int32 => decoded.as_primitive::<Int32Type>().values().iter().map(|v| i64::from(*v)).collect(),
+        DataType::Date32 => decoded.as_primitive::<Date32Type>().values().iter().map(|v| i64::from(*v)).collect(),
+        _ => decoded.as_primitive::<Decimal128Type>().values().iter().map(|v| *v as i64).collect(),
+    };
+    // Null slots hold fillers in both readers: compare the valid ones.
+    assert_eq!(values.len(), expected.len());
+    for (index, (got, want)) in values.iter().zip(&expected).enumerate() {
+        if decoded.is_valid(index) {
+            assert_eq!(got, want, "row {index}");
+        }
+    }
+    if decoded.null_count() == 0 {
+        assert_eq!(sum, Some(expected.iter().map(|v| i128::from(*v)).sum::<i128>()));
+    }
+});
