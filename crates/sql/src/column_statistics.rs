@@ -11,6 +11,7 @@ use datafusion::common::{ColumnStatistics, ScalarValue};
 use flashscan_storage::columnstore::row_group::RowGroupReader;
 use flashscan_storage::columnstore::stats::StatValue;
 use flashscan_storage::columnstore::table_reader::read_row_group_metadata;
+use flashscan_storage::column::TemporalUnit;
 use flashscan_storage::{ColumnType, StorageError, TableMeta};
 
 use crate::pruning::ColumnRange;
@@ -91,6 +92,24 @@ fn scalar_of(value: StatValue, column_type: &ColumnType) -> Option<ScalarValue> 
         (StatValue::Int64(v), ColumnType::Int64) => ScalarValue::Int64(Some(v)),
         (StatValue::Int64(v), ColumnType::Date32) => ScalarValue::Date32(Some(i32::try_from(v).ok()?)),
         (StatValue::Int64(v), ColumnType::Decimal { precision, scale }) => ScalarValue::Decimal128(Some(i128::from(v)), *precision, *scale),
+        (StatValue::Int64(v), ColumnType::WideDecimal { precision, scale }) => ScalarValue::Decimal128(Some(i128::from(v)), *precision, *scale),
+        // Segments record UInt64 min/max only below 2^63 (the flag is off otherwise).
+        (StatValue::Int64(v), ColumnType::UInt64) => ScalarValue::UInt64(Some(u64::try_from(v).ok()?)),
+        (StatValue::Int64(v), ColumnType::Timestamp { unit, with_time_zone }) => {
+            let zone = with_time_zone.then(|| std::sync::Arc::from(flashscan_storage::column::TIMESTAMP_TIME_ZONE));
+            match unit {
+                TemporalUnit::Second => ScalarValue::TimestampSecond(Some(v), zone),
+                TemporalUnit::Millisecond => ScalarValue::TimestampMillisecond(Some(v), zone),
+                TemporalUnit::Microsecond => ScalarValue::TimestampMicrosecond(Some(v), zone),
+                TemporalUnit::Nanosecond => ScalarValue::TimestampNanosecond(Some(v), zone),
+            }
+        }
+        (StatValue::Int64(v), ColumnType::Time { unit }) => match unit {
+            TemporalUnit::Second => ScalarValue::Time32Second(Some(i32::try_from(v).ok()?)),
+            TemporalUnit::Millisecond => ScalarValue::Time32Millisecond(Some(i32::try_from(v).ok()?)),
+            TemporalUnit::Microsecond => ScalarValue::Time64Microsecond(Some(v)),
+            TemporalUnit::Nanosecond => ScalarValue::Time64Nanosecond(Some(v)),
+        },
         (StatValue::Float64(v), ColumnType::Float64) => ScalarValue::Float64(Some(v)),
         (StatValue::Boolean(v), ColumnType::Boolean) => ScalarValue::Boolean(Some(v)),
         _ => return None,
@@ -175,5 +194,19 @@ mod tests {
         let mut wide = Extent::default();
         wide.add(Some(StatValue::Int64(0)), Some(StatValue::Int64(i64::MAX)), 1, 0);
         assert!(wide.range(&ColumnType::Int32).is_none());
+    }
+
+    #[test]
+    fn new_types_take_their_scalar_types() {
+        let mut a = Extent::default();
+        a.add(Some(StatValue::Int64(-7)), Some(StatValue::Int64(1_700_000_000_000_000)), 2, 0);
+        let ts = a.range(&ColumnType::Timestamp { unit: TemporalUnit::Microsecond, with_time_zone: true }).unwrap_or_else(|| panic!("bounded"));
+        assert_eq!(ts.max, ScalarValue::TimestampMicrosecond(Some(1_700_000_000_000_000), Some("UTC".into())));
+        let wide = a.range(&ColumnType::WideDecimal { precision: 38, scale: 4 }).unwrap_or_else(|| panic!("bounded"));
+        assert_eq!(wide.min, ScalarValue::Decimal128(Some(-7), 38, 4));
+        // A negative bound cannot be an UInt64's: no range rather than a wrong one.
+        assert!(a.range(&ColumnType::UInt64).is_none());
+        // TIME in seconds is 32 bits: a bound past i32 is no bound.
+        assert!(a.range(&ColumnType::Time { unit: TemporalUnit::Second }).is_none());
     }
 }

@@ -189,13 +189,34 @@ pub fn scan_filter_of(predicates: &[ColumnPredicate], schema: &arrow::datatypes:
 /// types without integer min/max (strings, floats) or values that do not convert.
 fn integer_domain(value: &ScalarValue, data_type: &arrow::datatypes::DataType) -> Option<i64> {
     use arrow::datatypes::DataType;
-    if !matches!(data_type, DataType::Int32 | DataType::Int64 | DataType::Date32 | DataType::Decimal128(_, _)) {
+    if !matches!(
+        data_type,
+        DataType::Int32
+            | DataType::Int64
+            | DataType::Date32
+            | DataType::Decimal128(_, _)
+            | DataType::UInt64
+            | DataType::Timestamp(_, _)
+            | DataType::Time32(_)
+            | DataType::Time64(_)
+    ) {
         return None;
     }
     let cast = value.cast_to(data_type).ok()?;
     match cast {
-        ScalarValue::Int32(Some(v)) | ScalarValue::Date32(Some(v)) => Some(v as i64),
-        ScalarValue::Int64(Some(v)) => Some(v),
+        ScalarValue::Int32(Some(v)) | ScalarValue::Date32(Some(v)) | ScalarValue::Time32Second(Some(v)) | ScalarValue::Time32Millisecond(Some(v)) => {
+            Some(v as i64)
+        }
+        ScalarValue::Int64(Some(v))
+        | ScalarValue::Time64Microsecond(Some(v))
+        | ScalarValue::Time64Nanosecond(Some(v))
+        | ScalarValue::TimestampSecond(Some(v), _)
+        | ScalarValue::TimestampMillisecond(Some(v), _)
+        | ScalarValue::TimestampMicrosecond(Some(v), _)
+        | ScalarValue::TimestampNanosecond(Some(v), _) => Some(v),
+        // Row groups keep UInt64 min/max only below 2^63, where u64 and i64 order alike;
+        // a constant past it bounds nothing usable.
+        ScalarValue::UInt64(Some(v)) => i64::try_from(v).ok(),
         ScalarValue::Decimal128(Some(v), _, _) => i64::try_from(v).ok(),
         _ => None,
     }
@@ -247,6 +268,22 @@ mod tests {
         let dec = Schema::new(vec![Field::new("a", DataType::Decimal128(15, 2), false)]);
         let p = predicates_of(&col("a").gt(lit(ScalarValue::Decimal128(Some(5), 15, 1))), &index).unwrap_or_default();
         assert_eq!(scan_filter_of(&p, &dec).ranges[0].min, Some(49));
+    }
+
+    #[test]
+    fn timestamps_times_and_unsigned_push_down_in_their_units() {
+        use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+        let ts = Schema::new(vec![Field::new("a", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), false)]);
+        let p = predicates_of(&col("a").gt_eq(lit(ScalarValue::TimestampMicrosecond(Some(1_000), Some("UTC".into())))), &index).unwrap_or_default();
+        assert_eq!(scan_filter_of(&p, &ts).ranges[0].min, Some(999));
+        let time = Schema::new(vec![Field::new("a", DataType::Time32(TimeUnit::Second), false)]);
+        let p = predicates_of(&col("a").lt(lit(ScalarValue::Time32Second(Some(3600)))), &index).unwrap_or_default();
+        assert_eq!(scan_filter_of(&p, &time).ranges[0].max, Some(3601));
+        let unsigned = Schema::new(vec![Field::new("a", DataType::UInt64, false)]);
+        let p = predicates_of(&col("a").eq(lit(ScalarValue::UInt64(Some(u64::MAX)))), &index).unwrap_or_default();
+        assert!(scan_filter_of(&p, &unsigned).ranges.is_empty(), "past 2^63 nothing is pushed");
+        let p = predicates_of(&col("a").eq(lit(ScalarValue::UInt64(Some(42)))), &index).unwrap_or_default();
+        assert_eq!(scan_filter_of(&p, &unsigned).ranges[0].max, Some(43));
     }
 
     #[test]

@@ -121,6 +121,9 @@ impl FlashscanSession {
     }
 
     async fn run_statement(&self, statement: datafusion::sql::parser::Statement) -> Result<QueryOutput, SqlError> {
+        if let datafusion::sql::parser::Statement::CopyTo(copy) = statement {
+            return self.run_copy(copy).await;
+        }
         let text = statement.to_string();
         // Figures of an earlier, failed statement must not count against this one.
         self.scan_log.take();
@@ -137,6 +140,55 @@ impl FlashscanSession {
         let scans = self.scan_log.take();
         let (schema, batches) = result.map_err(|e| self.explain_error(SqlError::from(e)))?;
         Ok(QueryOutput { statement: text, schema, batches, elapsed_s, scans })
+    }
+
+    /// `COPY (query) TO 'file.parquet' | 'file.csv'` (or `COPY table TO ...`): the answer
+    /// streamed into a new file by `flashscan_storage::export` (a new file only, never a
+    /// replaced one; nothing visible until it is complete). DataFusion's own COPY would
+    /// overwrite and is not built with Parquet here, so flashscan writes the file itself.
+    /// Answers one row: the rows written.
+    async fn run_copy(&self, copy: datafusion::sql::parser::CopyToStatement) -> Result<QueryOutput, SqlError> {
+        use datafusion::sql::parser::{CopyToSource, Statement};
+        use flashscan_storage::export::{check_new_target, ExportFormat, ExportWriter};
+        use futures::StreamExt;
+        let text = copy.to_string();
+        if !copy.partitioned_by.is_empty() || !copy.options.is_empty() {
+            return Err(SqlError::InvalidArgument("COPY TO writes one file: PARTITIONED BY and OPTIONS are not supported".into()));
+        }
+        if copy.target.contains("://") {
+            return Err(SqlError::InvalidArgument(format!("COPY TO {:?}: give a local file path", copy.target)));
+        }
+        let target = PathBuf::from(&copy.target);
+        let format = ExportFormat::of(&target, copy.stored_as.as_deref())?;
+        // Before running the query: a name that is taken fails at once.
+        check_new_target(&target)?;
+        let statement = match copy.source {
+            CopyToSource::Query(query) => Statement::Statement(Box::new(datafusion::sql::sqlparser::ast::Statement::Query(query))),
+            CopyToSource::Relation(name) => {
+                let mut parsed = DFParser::parse_sql(&format!("SELECT * FROM {name}")).map_err(SqlError::from)?;
+                parsed.pop_front().ok_or_else(|| SqlError::Syntax("COPY TO without a source".into()))?
+            }
+        };
+        self.scan_log.take();
+        let started = Instant::now();
+        let result = async {
+            let plan = self.ctx.state().statement_to_plan(statement).await.map_err(SqlError::from)?;
+            let frame = self.ctx.execute_logical_plan(plan).await.map_err(SqlError::from)?;
+            let mut stream = frame.execute_stream().await.map_err(SqlError::from)?;
+            let mut writer = ExportWriter::create(&target, format, stream.schema())?;
+            while let Some(batch) = stream.next().await {
+                writer.write(&batch.map_err(SqlError::from)?)?;
+            }
+            Ok::<u64, SqlError>(writer.finish()?)
+        }
+        .await;
+        let elapsed_s = started.elapsed().as_secs_f64();
+        let scans = self.scan_log.take();
+        let rows = result.map_err(|e| self.explain_error(e))?;
+        let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("count", arrow::datatypes::DataType::UInt64, false)]));
+        let column: arrow::array::ArrayRef = Arc::new(arrow::array::UInt64Array::from(vec![rows]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![column]).map_err(|e| SqlError::Internal(e.to_string()))?;
+        Ok(QueryOutput { statement: text, schema, batches: vec![batch], elapsed_s, scans })
     }
 
     /// Adds what the user needs to fix an unknown table: the tables there are.
