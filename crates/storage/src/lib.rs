@@ -15,6 +15,7 @@ pub mod compression;
 pub mod database;
 pub mod drop;
 pub mod error;
+pub mod fs_safe;
 pub mod heap_decoder;
 pub mod heap_reader;
 pub mod load;
@@ -24,6 +25,7 @@ pub mod partitioning;
 pub mod placement;
 pub mod rebuild;
 pub mod table_meta;
+pub mod verify;
 
 pub use catalog::Catalog;
 pub use column::{ColumnDef, ColumnType};
