@@ -1,6 +1,7 @@
 //! Any bytes in `DB/catalog.json` → `Catalog::read` returns Ok or Err, never panics; a
 //! catalog it accepts can be used (schemas, decoders, page counts) and written back.
-//! Also `DB/indexes.json` → `IndexCatalog::read`.
+//! The indexes of an accepted catalog are read too (`IndexCatalog::from_catalog`), and a
+//! legacy `DB/indexes.json` of any bytes is refused, never read.
 //!
 //! Byte 0 picks the mode: the file as given; the input as the body under a correct header
 //! line (length and crc32c), so the JSON parser and the body's types are reached; or a
@@ -71,7 +72,7 @@ fn synthesized(c: &mut Cursor) -> Catalog {
         };
         tables.insert(name, meta);
     }
-    Catalog { generation: c.u64(), next_file_id: c.u32(), next_lsn: c.u64(), tables }
+    Catalog { generation: c.u64(), next_file_id: c.u32(), next_lsn: c.u64(), tables, ..Catalog::default() }
 }
 
 fuzz_target!(|data: &[u8]| {
@@ -80,7 +81,8 @@ fuzz_target!(|data: &[u8]| {
     let dir = scratch_dir();
     if mode & 0x80 != 0 {
         std::fs::write(dir.join("indexes.json"), c.rest()).expect("writing indexes.json");
-        let _ = IndexCatalog::read(dir);
+        assert!(IndexCatalog::refuse_legacy(dir).is_err());
+        std::fs::remove_file(dir.join("indexes.json")).expect("removing indexes.json");
         return;
     }
     let bytes = match mode % 3 {
@@ -106,6 +108,7 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(batch.num_rows(), 0);
         }
     }
+    let _ = IndexCatalog::from_catalog(dir, &catalog);
     // What was read can be written back and reads the same.
     catalog.write_atomic(dir).expect("writing the catalog back");
     assert_eq!(Catalog::read(dir).expect("reading it again"), catalog);

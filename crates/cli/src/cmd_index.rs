@@ -1,9 +1,10 @@
 //! `flashscan index create DB TABLE --name NAME --columns COL[,COL…]`: bulk build a B+tree
-//! (8 KB nodes) over a table's rows and register it in `DB/indexes.json`.
+//! (8 KB nodes) over a table's rows and register it in the database's catalog.
+//! `flashscan index drop DB TABLE INDEX`: take it out of the catalog and remove its file.
 
 use std::path::PathBuf;
 
-use flashscan_index::{create_index, CreateIndex, IndexError};
+use flashscan_index::{create_index, drop_index, CreateIndex, IndexError};
 
 use crate::exit::bad_input;
 
@@ -11,6 +12,18 @@ use crate::exit::bad_input;
 pub enum IndexCommand {
     /// Build a B+tree index on a table.
     Create(CreateArgs),
+    /// Drop an index: out of the catalog (atomically), then its file removed.
+    Drop(DropArgs),
+}
+
+#[derive(clap::Args)]
+pub struct DropArgs {
+    /// Database directory.
+    pub db: PathBuf,
+    /// The indexed table.
+    pub table: String,
+    /// The index to drop.
+    pub index: String,
 }
 
 #[derive(clap::Args)]
@@ -42,6 +55,11 @@ pub fn index_error(e: IndexError) -> anyhow::Error {
 pub fn run(command: IndexCommand) -> anyhow::Result<()> {
     match command {
         IndexCommand::Create(args) => create(args),
+        IndexCommand::Drop(args) => {
+            let meta = drop_index(&args.db, &args.table, &args.index).map_err(index_error)?;
+            println!("dropped index {} on {}: {:.1} MB freed", meta.name, meta.table, meta.size_bytes as f64 / 1e6);
+            Ok(())
+        }
     }
 }
 

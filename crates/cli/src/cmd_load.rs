@@ -111,8 +111,8 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         options.partition_count = p;
     }
     if let Some(t) = args.threads {
-        if t == 0 {
-            return Err(bad_input("--threads must be at least 1"));
+        if t == 0 || t > flashscan_storage::load::LOAD_THREADS_MAX {
+            return Err(bad_input(format!("--threads {t} out of range: use 1 to {}", flashscan_storage::load::LOAD_THREADS_MAX)));
         }
         options.threads = t;
     }

@@ -4,7 +4,6 @@
 use std::path::PathBuf;
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
-use flashscan_storage::heap_reader::{check_files, read_table};
 use flashscan_storage::{Database, PAGE_SIZE_BYTES};
 
 use crate::cmd_load::storage_error;
@@ -18,7 +17,8 @@ pub struct PartitionsArgs {
     /// Print JSON instead of tables.
     #[arg(long)]
     pub json: bool,
-    /// Also read every page and verify its checksum (names the file and page of any damage).
+    /// Also read and check every page, row group and segment of the table, and every node
+    /// of its indexes (as `flashscan verify DB TABLE`; names the file and offset of any damage).
     #[arg(long)]
     pub verify: bool,
 }
@@ -51,12 +51,16 @@ pub fn run(args: PartitionsArgs) -> anyhow::Result<()> {
     let db = Database::open(&args.db).map_err(storage_error)?;
     let t = db.table(&args.table).map_err(storage_error)?;
     if args.verify {
-        check_files(&db, t).map_err(storage_error)?;
-        let rows: usize = read_table(&db, t, &[]).map_err(storage_error)?.iter().map(|b| b.num_rows()).sum();
-        if rows as u64 != t.row_count {
-            return Err(crate::exit::bad_input(format!("table {} holds {rows} rows on disk, the catalog says {}: reload it", t.name, t.row_count)));
+        // On stderr: stdout stays the table (or pure JSON with --json); damage is the one
+        // error line (every failure is listed by `flashscan verify`).
+        let report = crate::cmd_verify::verify(&db, Some(&t.name));
+        if report.is_clean() {
+            eprintln!("{}", crate::cmd_verify::report_lines(&report)[0]);
         }
-        eprintln!("verified {} pages, {} rows: all checksums match", t.page_count(), rows);
+        if let Some(first) = report.failures.first() {
+            // Exit 2 as every damaged-data error of the other commands (`verify` exits 1).
+            return Err(crate::exit::bad_input(format!("{} damaged places in table {}, the first: {}", report.failures.len() as u64 + report.failures_not_listed_count, t.name, first.what)));
+        }
     }
     let partitions: Vec<PartitionRow> = t
         .partitions

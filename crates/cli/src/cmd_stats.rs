@@ -21,8 +21,10 @@ pub struct StatsArgs {
 }
 
 pub fn run(args: StatsArgs) -> anyhow::Result<()> {
-    if !args.db.is_dir() {
-        return Err(bad_input(format!("{} is not a database directory", args.db.display())));
+    // Stats live only in a database: a directory without a catalog is refused, never
+    // written into (`PersistedStats` checks it too).
+    if !flashscan_storage::Catalog::exists(&args.db) {
+        return Err(bad_input(format!("{} is not a flashscan database (no catalog): pass a database directory", args.db.display())));
     }
     let stats = PersistedStats::read(&args.db).map_err(index_error)?;
     if args.json {

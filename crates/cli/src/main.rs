@@ -24,6 +24,7 @@ mod cmd_rebuild;
 mod cmd_scan;
 mod cmd_sql;
 mod cmd_stats;
+mod cmd_verify;
 mod exit;
 #[cfg(feature = "sql")]
 mod sql_shell;
@@ -58,6 +59,8 @@ enum Command {
     Lookup(cmd_lookup::LookupArgs),
     /// Buffer pool and wait counters since start or reset.
     Stats(cmd_stats::StatsArgs),
+    /// Read and check every page, row group, segment and index node (exit 1 on damage).
+    Verify(cmd_verify::VerifyArgs),
     /// Measurement tables from the source articles, run here.
     #[command(subcommand)]
     Bench(cmd_bench::BenchCommand),
@@ -81,6 +84,7 @@ fn main() {
         Command::Index(c) => cmd_index::run(c),
         Command::Lookup(a) => cmd_lookup::run(a),
         Command::Stats(a) => cmd_stats::run(a),
+        Command::Verify(a) => cmd_verify::run(a),
         Command::Sql(a) => cmd_sql::run(a),
         Command::Bench(c) => cmd_bench::run(c),
     };

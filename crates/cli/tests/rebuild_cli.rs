@@ -54,14 +54,22 @@ fn rebuild_into_a_column_store_copy_keeps_the_source() {
     let db = tmp.path().join("db");
     let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "orders,lineitem", "--partitions", "2"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    // What a rebuild killed mid-write leaves: a data file of a generation never committed.
+    // What a rebuild killed mid-write leaves: a data file the catalog lists as about to be
+    // written (the intent every write commits before creating its files).
     let orphan = db.join("lineitem_cs.p000.f0.g99.dat");
     std::fs::write(&orphan, vec![0u8; 8192]).unwrap();
+    let mut catalog = flashscan_storage::Catalog::read(&db).unwrap();
+    catalog.unreferenced_files.push("lineitem_cs.p000.f0.g99.dat".into());
+    catalog.write_atomic(&db).unwrap();
     let foreign = db.join("notes.dat");
     std::fs::write(&foreign, b"mine").unwrap();
+    // A user's file that merely looks like a data file, and that no catalog lists.
+    let lookalike = db.join("lineitem_cs.p001.f0.g98.dat");
+    std::fs::write(&lookalike, b"mine too").unwrap();
     let o = flashscan(&["rebuild", p(&db), "lineitem", "--compression", "columnstore", "--into", "lineitem_cs", "--row-group-rows", "5000"]);
     assert!(!orphan.exists(), "the next rebuild removes an interrupted write's file");
     assert!(foreign.exists(), "a file flashscan did not name is never touched");
+    assert_eq!(std::fs::read(&lookalike).unwrap(), b"mine too", "a file named like a data file but never listed is never touched");
     assert!(o.status.success(), "{}", stderr(&o));
     let scan = |table: &str, query: &str| {
         let o = flashscan(&["scan", p(&db), table, "--query", query, "--warm", "--json"]);

@@ -1,25 +1,30 @@
-//! The index catalog: `DB/indexes.json`, beside the database catalog (which the storage
-//! crate owns). Replaced atomically: write `indexes.json.tmp`, fsync, rename, fsync the
-//! directory, so a reader sees the old list or the new one.
+//! The index catalog: the `indexes` of the database's `catalog.json` (which the storage crate
+//! owns), so indexes share the tables' checksum, atomic replace and lock. Creating or
+//! dropping an index, and dropping or replacing its table, are commits of that one file.
+//!
+//! An `indexes.json` beside it comes from an earlier flashscan, which kept indexes there
+//! without a checksum and outside the lock. It is refused, not migrated: trusting an
+//! unchecksummed list (file paths included) once is the hole this closes, and an index is
+//! rebuilt from its table in seconds. The error says what to do.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use flashscan_storage::catalog::IndexEntry;
+use flashscan_storage::Catalog;
 use serde::{Deserialize, Serialize};
 
 use crate::btree::TreeMeta;
 use crate::error::IndexError;
 
-pub const INDEX_CATALOG_FILE_NAME: &str = "indexes.json";
-pub const INDEX_CATALOG_FORMAT_VERSION: u32 = 1;
+/// The index list of earlier versions, refused when present (see the module docs).
+pub const LEGACY_INDEX_CATALOG_FILE_NAME: &str = "indexes.json";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IndexMeta {
     pub name: String,
     pub table: String,
     pub columns: Vec<String>,
-    /// Index file, relative to the database directory.
+    /// Index file, a file name in the database directory.
     pub file: String,
     pub tree: TreeMeta,
     pub size_bytes: u64,
@@ -28,36 +33,73 @@ pub struct IndexMeta {
     pub build_seconds: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+impl IndexMeta {
+    pub fn from_entry(entry: &IndexEntry, catalog_path: &Path) -> Result<IndexMeta, IndexError> {
+        let tree: TreeMeta = serde_json::from_value(entry.tree.clone())
+            .map_err(|e| IndexError::CatalogCorrupt { path: catalog_path.to_path_buf(), reason: format!("index {:?}: tree: {e}", entry.name) })?;
+        Ok(IndexMeta {
+            name: entry.name.clone(),
+            table: entry.table.clone(),
+            columns: entry.columns.clone(),
+            file: entry.file.clone(),
+            tree,
+            size_bytes: entry.size_bytes,
+            table_load_lsn: entry.table_load_lsn,
+            build_seconds: entry.build_seconds,
+        })
+    }
+
+    pub fn to_entry(&self) -> Result<IndexEntry, IndexError> {
+        Ok(IndexEntry {
+            name: self.name.clone(),
+            table: self.table.clone(),
+            columns: self.columns.clone(),
+            file: self.file.clone(),
+            tree: serde_json::to_value(self.tree).map_err(|e| IndexError::InvalidArgument(format!("serializing index {}: {e}", self.name)))?,
+            size_bytes: self.size_bytes,
+            table_load_lsn: self.table_load_lsn,
+            build_seconds: self.build_seconds,
+        })
+    }
+}
+
+/// The indexes of one catalog, read-only (writers go through `create`/`drop_index`, which
+/// commit the storage catalog under its lock).
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct IndexCatalog {
-    pub format_version: u32,
     pub indexes: Vec<IndexMeta>,
 }
 
-impl Default for IndexCatalog {
-    fn default() -> Self {
-        IndexCatalog { format_version: INDEX_CATALOG_FORMAT_VERSION, indexes: Vec::new() }
-    }
-}
-
 impl IndexCatalog {
+    /// The catalog file the indexes live in.
     pub fn path(dir: &Path) -> PathBuf {
-        dir.join(INDEX_CATALOG_FILE_NAME)
+        Catalog::path(dir)
     }
 
-    /// The catalog, or an empty one if the database has no indexes yet.
-    pub fn read(dir: &Path) -> Result<IndexCatalog, IndexError> {
-        let path = Self::path(dir);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(IndexCatalog::default()),
-            Err(e) => return Err(IndexError::file("reading", &path, e)),
-        };
-        let catalog: IndexCatalog = serde_json::from_slice(&bytes).map_err(|e| IndexError::CatalogCorrupt { path: path.clone(), reason: e.to_string() })?;
-        if catalog.format_version != INDEX_CATALOG_FORMAT_VERSION {
-            return Err(IndexError::CatalogCorrupt { path, reason: format!("format version {} (this build reads {INDEX_CATALOG_FORMAT_VERSION})", catalog.format_version) });
+    /// Refuses a database that still has an `indexes.json` of an earlier version.
+    pub fn refuse_legacy(dir: &Path) -> Result<(), IndexError> {
+        let legacy = dir.join(LEGACY_INDEX_CATALOG_FILE_NAME);
+        if std::fs::symlink_metadata(&legacy).is_ok() {
+            return Err(IndexError::CatalogCorrupt {
+                path: legacy,
+                reason: "indexes.json is from an earlier flashscan (no checksum, outside the lock); indexes now live in catalog.json. Delete indexes.json and its index_*.fsbt files, then recreate the indexes with flashscan index create".into(),
+            });
         }
-        Ok(catalog)
+        Ok(())
+    }
+
+    /// The indexes of `catalog` (read from `dir`).
+    pub fn from_catalog(dir: &Path, catalog: &Catalog) -> Result<IndexCatalog, IndexError> {
+        Self::refuse_legacy(dir)?;
+        let path = Self::path(dir);
+        let indexes = catalog.indexes.iter().map(|e| IndexMeta::from_entry(e, &path)).collect::<Result<_, _>>()?;
+        Ok(IndexCatalog { indexes })
+    }
+
+    /// Reads the database's catalog and its indexes.
+    pub fn read(dir: &Path) -> Result<IndexCatalog, IndexError> {
+        let catalog = Catalog::read(dir)?;
+        Self::from_catalog(dir, &catalog)
     }
 
     pub fn find(&self, table: &str, name: &str) -> Result<&IndexMeta, IndexError> {
@@ -66,26 +108,4 @@ impl IndexCatalog {
             IndexError::UnknownIndex { table: table.into(), name: name.into(), known: if known.is_empty() { "(none)".into() } else { known.join(", ") } }
         })
     }
-
-    pub fn write_atomic(&self, dir: &Path) -> Result<(), IndexError> {
-        let bytes = serde_json::to_vec_pretty(self).map_err(|e| IndexError::InvalidArgument(format!("serializing the index catalog: {e}")))?;
-        write_file_atomic(dir, INDEX_CATALOG_FILE_NAME, &bytes)
-    }
-}
-
-/// tmp + fsync + rename + fsync(dir).
-pub fn write_file_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), IndexError> {
-    let tmp = dir.join(format!("{name}.tmp"));
-    let path = dir.join(name);
-    let result = (|| {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(|e| IndexError::file("creating", &tmp, e))?;
-        f.write_all(bytes).map_err(|e| IndexError::file("writing", &tmp, e))?;
-        f.sync_all().map_err(|e| IndexError::file("syncing", &tmp, e))?;
-        fs::rename(&tmp, &path).map_err(|e| IndexError::file("renaming to", &path, e))?;
-        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| IndexError::file("syncing directory", dir, e))
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
 }

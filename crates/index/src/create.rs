@@ -1,16 +1,20 @@
 //! `index create`: read every heap page of the table (sequential, large reads), take each
 //! row's key and locator, sort, and bulk build the tree; then register it in the index
-//! catalog. The tree file is written under a temporary name and renamed once complete.
+//! catalog (`catalog.json`), all under the database lock. The tree file is listed as
+//! unreferenced in the catalog before it is created (`O_EXCL|O_NOFOLLOW`), and referenced by
+//! the commit that adds the index.
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use flashscan_storage::page::header::read_u16;
 use flashscan_storage::page::heap_page::slot_offset;
 use flashscan_storage::page::row_codec::RowLayout;
-use flashscan_storage::{verify_page, Database, PAGE_SIZE_BYTES};
+use flashscan_storage::load::lock_database;
+use flashscan_storage::orphans::sweep_unreferenced;
+use flashscan_storage::{verify_page, Catalog, Database, PAGE_SIZE_BYTES};
 
 use crate::btree::{BuildOptions, TreeBuilder};
 use crate::catalog::{IndexCatalog, IndexMeta};
@@ -34,11 +38,19 @@ pub fn index_file_name(table: &str, name: &str) -> String {
     format!("index_{}_{}.fsbt", table.to_ascii_lowercase(), name.to_ascii_lowercase())
 }
 
+/// Builds the index and commits it into the catalog, all under the database lock: two
+/// creates at once run one after the other, and neither is lost.
 pub fn create_index(dir: &Path, request: &CreateIndex) -> Result<IndexMeta, IndexError> {
     let started = Instant::now();
     if request.name.is_empty() || !request.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
         return Err(IndexError::InvalidArgument(format!("index name {:?}: use letters, digits and _", request.name)));
     }
+    IndexCatalog::refuse_legacy(dir)?;
+    // Refuse a directory that is not a database before putting a lock file in it.
+    Database::open(dir)?;
+    let _lock = lock_database(dir)?;
+    let mut catalog = Catalog::read(dir)?;
+    sweep_unreferenced(dir, &mut catalog)?;
     let db = Database::open(dir)?;
     let table = db.table(&request.table)?.clone();
     if table.format != "heap" {
@@ -48,8 +60,7 @@ pub fn create_index(dir: &Path, request: &CreateIndex) -> Result<IndexMeta, Inde
         )));
     }
     let schema = KeySchema::new(&table, &request.columns)?;
-    let mut catalog = IndexCatalog::read(dir)?;
-    if catalog.find(&table.name, &request.name).is_ok() {
+    if IndexCatalog::from_catalog(dir, &catalog)?.find(&table.name, &request.name).is_ok() {
         return Err(IndexError::IndexExists { table: table.name.clone(), name: request.name.clone() });
     }
 
@@ -57,25 +68,37 @@ pub fn create_index(dir: &Path, request: &CreateIndex) -> Result<IndexMeta, Inde
     entries.sort_unstable();
 
     let file_name = index_file_name(&table.name, &request.name);
+    debug_assert!(flashscan_storage::fs_safe::is_generated_file_name(&file_name));
     let path = dir.join(&file_name);
-    let tmp: PathBuf = dir.join(format!("{file_name}.tmp"));
+    if std::fs::symlink_metadata(&path).is_ok() {
+        return Err(IndexError::InvalidArgument(format!("{} already exists and no index lists it; flashscan never overwrites a file it did not create: move it away", path.display())));
+    }
+    // The file is listed as unreferenced before it exists: a crash while building leaves it
+    // for the next writer's sweep.
+    let mut intent = catalog.clone();
+    intent.unreferenced_files.push(file_name.clone());
+    intent.write_atomic(dir)?;
     let kw = schema.key_width_bytes();
     let options = request.build_options.unwrap_or_else(|| BuildOptions::full(kw));
+    let mut created = false;
     let result = (|| {
-        let mut builder = TreeBuilder::create(&tmp, kw, options)?;
+        let mut builder = TreeBuilder::create(&path, kw, options)?;
+        created = true;
         let mut key = vec![0u8; kw];
         for (words, locator) in &entries {
             words_to_bytes(words, schema.column_count(), &mut key);
             builder.push(&key, *locator)?;
         }
         let tree = builder.finish()?;
-        fs::rename(&tmp, &path).map_err(|e| IndexError::file("renaming to", &path, e))?;
         Ok(tree)
     })();
     let tree = match result {
         Ok(t) => t,
         Err(e) => {
-            let _ = fs::remove_file(&tmp);
+            if created {
+                let _ = fs::remove_file(&path);
+            }
+            let _ = catalog.write_atomic(dir);
             return Err(e);
         }
     };
@@ -89,8 +112,25 @@ pub fn create_index(dir: &Path, request: &CreateIndex) -> Result<IndexMeta, Inde
         table_load_lsn: table.load_lsn,
         build_seconds: started.elapsed().as_secs_f64(),
     };
-    catalog.indexes.push(meta.clone());
-    catalog.write_atomic(dir)?;
+    catalog.indexes.push(meta.to_entry()?);
+    if let Err(e) = catalog.write_atomic(dir) {
+        let _ = fs::remove_file(&path);
+        return Err(e.into());
+    }
+    Ok(meta)
+}
+
+/// `index drop`: the index leaves the catalog (atomic commit, under the lock), then its
+/// file is removed (a crash in between leaves it listed for the next sweep).
+pub fn drop_index(dir: &Path, table: &str, name: &str) -> Result<IndexMeta, IndexError> {
+    IndexCatalog::refuse_legacy(dir)?;
+    Database::open(dir)?;
+    let _lock = lock_database(dir)?;
+    let mut catalog = Catalog::read(dir)?;
+    let meta = IndexCatalog::from_catalog(dir, &catalog)?.find(table, name)?.clone();
+    catalog.indexes.retain(|i| !(i.table == meta.table && i.name == meta.name));
+    catalog.unreferenced_files.push(meta.file.clone());
+    catalog.commit_and_sweep(dir)?;
     Ok(meta)
 }
 

@@ -139,9 +139,14 @@ fn parse_value(s: &str, t: ColumnType) -> Result<i64, String> {
         },
         ColumnType::Date32 => {
             if let Ok(days) = s.parse::<i64>() {
+                // A Date32 column holds i32 days: a key past that can match nothing and
+                // would compare as a different date once narrowed.
+                if i32::try_from(days).is_err() {
+                    return Err(format!("{s:?} days is outside the dates a date column holds ({} to {})", i32::MIN, i32::MAX));
+                }
                 return Ok(days);
             }
-            parse_date(s).ok_or_else(|| format!("{s:?} is not a date (YYYY-MM-DD)"))
+            parse_date(s).ok_or_else(|| format!("{s:?} is not a calendar date (YYYY-MM-DD, year {DATE_YEAR_MIN} to {DATE_YEAR_MAX}, a day the month has)"))
         }
         ColumnType::Decimal { scale, .. } => parse_decimal(s, scale).ok_or_else(|| format!("{s:?} is not a decimal with {scale} digits after the point")),
         // Timestamps and times as their integer units.
@@ -176,13 +181,28 @@ fn parse_decimal(s: &str, scale: i8) -> Option<i64> {
     Some(if neg { -v } else { v })
 }
 
-/// Days since 1970-01-01 (Howard Hinnant's days_from_civil).
+/// Years a date key may name: four digits, as `YYYY-MM-DD` (and far inside Date32's range,
+/// so the day arithmetic below cannot overflow).
+const DATE_YEAR_MIN: i64 = 0;
+const DATE_YEAR_MAX: i64 = 9999;
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+/// Days since 1970-01-01 (Howard Hinnant's days_from_civil), for a date the calendar has:
+/// 2024-02-30 is refused, not read as March 1.
 fn parse_date(s: &str) -> Option<i64> {
     let mut it = s.split('-');
     let y: i64 = it.next()?.parse().ok()?;
     let m: i64 = it.next()?.parse().ok()?;
     let d: i64 = it.next()?.parse().ok()?;
-    if it.next().is_some() || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+    if it.next().is_some() || !(DATE_YEAR_MIN..=DATE_YEAR_MAX).contains(&y) || !(1..=12).contains(&m) || !(1..=days_in_month(y, m)).contains(&d) {
         return None;
     }
     let y = if m <= 2 { y - 1 } else { y };
@@ -225,6 +245,10 @@ mod tests {
             assert_eq!(format_date(parse_date(s).unwrap()), s);
         }
         assert_eq!(parse_date("1970-01-02"), Some(1));
+        assert_eq!(parse_date("2024-02-29"), Some(19782));
+        for past_the_calendar in ["2023-02-29", "2024-02-30", "2024-04-31", "2024-13-01", "2024-00-10", "10000-01-01", "-1-01-01", "9223372036854775807-01-01"] {
+            assert_eq!(parse_date(past_the_calendar), None, "{past_the_calendar}");
+        }
         assert_eq!(parse_decimal("12.34", 2), Some(1234));
         assert_eq!(parse_decimal("-0.5", 2), Some(-50));
         assert_eq!(parse_decimal("1.234", 2), None);

@@ -7,7 +7,7 @@
 //!
 //! - [`key`]: order-preserving key encoding; [`locator`]: row locators;
 //! - [`btree`]: node format, bulk build, seeks and ranges;
-//! - [`create`]: `index create` (scan, sort, build, register); [`catalog`]: `indexes.json`;
+//! - [`create`]: `index create` (scan, sort, build, register); [`catalog`]: the indexes in `catalog.json`;
 //! - [`table_files`]: the `FileSet` of a table and its index; [`heap_rows`]: a row by slot;
 //! - [`lookup`]: sessions, plans, the fetch loop, stats;
 //! - [`persisted_stats`]: buffer counters kept across commands;
@@ -27,9 +27,10 @@ pub mod lookup;
 pub mod persisted_stats;
 pub mod synth;
 pub mod table_files;
+pub mod verify;
 
 pub use catalog::{IndexCatalog, IndexMeta};
-pub use create::{create_index, CreateIndex};
+pub use create::{create_index, drop_index, CreateIndex};
 pub use error::IndexError;
 pub use key::KeySchema;
 pub use locator::RowLocator;

@@ -4,7 +4,7 @@
 //! tables of the I/O cost article. Written as one data file plus a catalog entry, through
 //! the storage crate's public page builder and catalog.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -50,9 +50,12 @@ pub fn write_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, IndexError
     if spec.rows_per_page == 0 || spec.rows_per_page > ROWS_PER_PAGE_MAX {
         return Err(IndexError::InvalidArgument(format!("rows per page {} out of range 1..={ROWS_PER_PAGE_MAX}", spec.rows_per_page)));
     }
-    fs::create_dir_all(dir).map_err(|e| IndexError::file("creating", dir, e))?;
-    let mut catalog = if Catalog::exists(dir) { Catalog::read(dir)? } else { Catalog::default() };
-    let old_files: Vec<String> = catalog.tables.get(&spec.name).map(|t| t.files.iter().map(|f| f.path.clone()).collect()).unwrap_or_default();
+    if !flashscan_storage::load::valid_table_name(&spec.name) {
+        return Err(IndexError::InvalidArgument(format!("table name {:?}: use letters, digits and _", spec.name)));
+    }
+    let (_lock, _) = flashscan_storage::load::create_or_open_database_dir(dir)?;
+    let mut catalog = Catalog::read(dir)?;
+    flashscan_storage::orphans::sweep_unreferenced(dir, &mut catalog)?;
     catalog.generation += 1;
     let file_id = catalog.next_file_id;
     catalog.next_file_id += 1;
@@ -68,7 +71,14 @@ pub fn write_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, IndexError
     if let Some(seed) = spec.shuffle_seed {
         ids.shuffle(&mut rand::rngs::SmallRng::seed_from_u64(seed));
     }
-    let file = OpenOptions::new().write(true).create(true).truncate(true).open(&path).map_err(|e| IndexError::file("creating", &path, e))?;
+    // Listed as unreferenced before it exists: a crash while writing leaves it for the sweep.
+    if fs::symlink_metadata(&path).is_ok() {
+        return Err(IndexError::InvalidArgument(format!("{} already exists; flashscan never overwrites a file it did not create", path.display())));
+    }
+    let mut intent = catalog.clone();
+    intent.unreferenced_files.push(file_name.clone());
+    intent.write_atomic(dir)?;
+    let file = flashscan_storage::fs_safe::create_new(&path).map_err(|e| IndexError::file("creating", &path, e))?;
     let mut out = BufWriter::with_capacity(1 << 20, file);
     let mut builder = HeapPageBuilder::new(cols.len() as u16);
     let mut row = Vec::with_capacity(PAGE_SIZE_BYTES);
@@ -130,11 +140,9 @@ pub fn write_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, IndexError
         source: format!("synthetic rows_per_page={} rows={}", spec.rows_per_page, spec.row_count),
         load_lsn: lsn,
     };
+    catalog.remove_table(&spec.name);
     catalog.tables.insert(spec.name.clone(), table.clone());
-    catalog.write_atomic(dir)?;
-    for old in old_files {
-        let _ = fs::remove_file(dir.join(old));
-    }
+    catalog.commit_and_sweep(dir)?;
     Ok(table)
 }
 

@@ -2,22 +2,27 @@
 //!
 //! `catalog.json` is one header line followed by the body:
 //! `{"magic":"flashscan-catalog","format_version":1,"body_bytes":N,"body_crc32c":C}\n<body JSON>`.
-//! It is replaced by writing `catalog.json.tmp`, fsync, rename over `catalog.json`, fsync of
-//! the directory: a reader sees the old catalog or the new one, never a mix.
+//! It is replaced by `fs_safe::replace_file_atomic` (a unique `O_EXCL|O_NOFOLLOW` temporary,
+//! fsync, rename over `catalog.json`, fsync of the directory): a reader sees the old catalog
+//! or the new one, never a mix. Every path in it is checked on read (`fs_safe`): a catalog
+//! pointing outside the database and its declared volumes is refused as a whole.
+//!
+//! Besides the tables it holds the indexes (`indexes`, since they share the tables' lock and
+//! checksum), the declared volumes, and `unreferenced_files`: files flashscan created that no
+//! table or index references (yet or any more), which the next writer removes under the lock.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::column::{ColumnType, DECIMAL_PRECISION_MAX};
 use crate::error::StorageError;
+use crate::fs_safe::DatabaseRoots;
 use crate::table_meta::TableMeta;
 
 pub const CATALOG_FILE_NAME: &str = "catalog.json";
-pub const CATALOG_TMP_FILE_NAME: &str = "catalog.json.tmp";
 pub const CATALOG_MAGIC: &str = "flashscan-catalog";
 pub const CATALOG_FORMAT_VERSION: u32 = 1;
 
@@ -39,6 +44,37 @@ pub struct Catalog {
     /// The next LSN to stamp on loaded pages.
     pub next_lsn: u64,
     pub tables: BTreeMap<String, TableMeta>,
+    /// Absolute directories outside the database that hold some of its data files; each
+    /// carries the `.flashscan-volume` marker. Paths in the catalog point only here or into
+    /// the database directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<String>,
+    /// The B+tree indexes (`flashscan index create`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<IndexEntry>,
+    /// Files flashscan created that nothing references: those a commit left behind
+    /// (a dropped or replaced table's, a dropped index's) and those a write in progress is
+    /// about to create (listed before they exist, so a crash leaves them named here). The
+    /// next writer removes them under the lock; nothing else is ever swept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreferenced_files: Vec<String>,
+}
+
+/// One B+tree index in the catalog.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    pub name: String,
+    pub table: String,
+    pub columns: Vec<String>,
+    /// The index file: a file name in the database directory.
+    pub file: String,
+    /// The tree's shape (root, height, counts) as the index crate writes it; storage keeps
+    /// it opaque, the index crate checks it against the file's meta node on open.
+    pub tree: serde_json::Value,
+    pub size_bytes: u64,
+    /// The table's load LSN when the index was built: a reload makes the index stale.
+    pub table_load_lsn: u64,
+    pub build_seconds: f64,
 }
 
 impl Catalog {
@@ -56,16 +92,14 @@ impl Catalog {
         if !dir.is_dir() {
             return Err(StorageError::NotADatabase { dir: dir.to_path_buf() });
         }
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(StorageError::NotADatabase { dir: dir.to_path_buf() }),
-            Err(e) => return Err(StorageError::io("reading catalog", &path, e)),
+        let Some(bytes) = crate::fs_safe::read_capped(&path, crate::fs_safe::SMALL_FILE_BYTES_MAX)? else {
+            return Err(StorageError::NotADatabase { dir: dir.to_path_buf() });
         };
         let corrupt = |reason: String| StorageError::CatalogCorrupt { path: path.clone(), reason };
         let newline = bytes.iter().position(|&b| b == b'\n').ok_or_else(|| corrupt("no header line".into()))?;
-        let header: CatalogHeader = serde_json::from_slice(&bytes[..newline]).map_err(|e| corrupt(format!("header: {e}")))?;
+        let header: CatalogHeader = serde_json::from_slice(&bytes[..newline]).map_err(|e| corrupt(format!("header: {}", json_error_place(&e))))?;
         if header.magic != CATALOG_MAGIC {
-            return Err(corrupt(format!("magic {:?}", header.magic)));
+            return Err(corrupt("bad magic: not a flashscan catalog".into()));
         }
         if header.format_version != CATALOG_FORMAT_VERSION {
             return Err(corrupt(format!("format version {} (this build reads {CATALOG_FORMAT_VERSION})", header.format_version)));
@@ -78,11 +112,107 @@ impl Catalog {
         if crc != header.body_crc32c {
             return Err(corrupt(format!("checksum {crc:#010x}, header says {:#010x}", header.body_crc32c)));
         }
-        let catalog: Catalog = serde_json::from_slice(body).map_err(|e| corrupt(format!("body: {e}")))?;
+        let catalog: Catalog = serde_json::from_slice(body).map_err(|e| corrupt(format!("body: {}", json_error_place(&e))))?;
         for (name, table) in &catalog.tables {
             check_table(table).map_err(|reason| corrupt(format!("table {name:?}: {reason}")))?;
         }
+        catalog.check_paths(dir)?;
         Ok(catalog)
+    }
+
+    /// Where this catalog's paths may point (the database directory and the declared
+    /// volumes, each checked).
+    pub fn roots(&self, dir: &Path) -> Result<DatabaseRoots, StorageError> {
+        DatabaseRoots::new(dir, &self.volumes, &Self::path(dir))
+    }
+
+    /// Every path the catalog holds is confined (`fs_safe`), every run and row group lies in
+    /// one of its table's files, and every index names a table that exists.
+    fn check_paths(&self, dir: &Path) -> Result<(), StorageError> {
+        let roots = self.roots(dir)?;
+        let catalog_path = Self::path(dir);
+        for (name, table) in &self.tables {
+            let mut paths: HashSet<&str> = HashSet::new();
+            for (i, f) in table.files.iter().enumerate() {
+                roots.confine(&f.path, &|| format!("table {name:?} file {i}"), &catalog_path)?;
+                paths.insert(f.path.as_str());
+            }
+            for p in &table.partitions {
+                let places = p.runs.iter().map(|r| &r.file).chain(p.row_groups.iter().map(|g| &g.file));
+                for file in places {
+                    if !paths.contains(file.as_str()) {
+                        return Err(StorageError::PathOutsideDatabase {
+                            catalog: catalog_path.clone(),
+                            entry: format!("table {name:?} partition {}", p.index),
+                            path: file.clone(),
+                            reason: "a run or row group names a file the table does not list".into(),
+                        });
+                    }
+                }
+            }
+        }
+        for (i, index) in self.indexes.iter().enumerate() {
+            roots.confine(&index.file, &|| format!("index {i} ({:?} on {:?})", index.name, index.table), &catalog_path)?;
+            if !self.tables.contains_key(&index.table) {
+                return Err(StorageError::CatalogCorrupt { path: catalog_path, reason: format!("index {:?} is on table {:?}, which does not exist", index.name, index.table) });
+            }
+        }
+        for (i, f) in self.unreferenced_files.iter().enumerate() {
+            roots.confine(f, &|| format!("unreferenced file {i}"), &catalog_path)?;
+        }
+        Ok(())
+    }
+
+    /// The indexes on `table`.
+    pub fn indexes_on<'a>(&'a self, table: &'a str) -> impl Iterator<Item = &'a IndexEntry> + 'a {
+        self.indexes.iter().filter(move |i| i.table == table)
+    }
+
+    /// Takes `table` and its indexes out of this catalog, listing their files as
+    /// unreferenced (removed after the commit by `commit_and_sweep`).
+    pub fn remove_table(&mut self, table: &str) -> Option<TableMeta> {
+        let removed = self.tables.remove(table)?;
+        self.unreferenced_files.extend(removed.files.iter().map(|f| f.path.clone()));
+        let (gone, kept): (Vec<IndexEntry>, Vec<IndexEntry>) = std::mem::take(&mut self.indexes).into_iter().partition(|i| i.table == table);
+        self.indexes = kept;
+        self.unreferenced_files.extend(gone.into_iter().map(|i| i.file));
+        Some(removed)
+    }
+
+    /// Writes this catalog, then removes the files it lists as unreferenced (only confined
+    /// paths with names flashscan generates), then writes it once more without them. A crash
+    /// in between leaves them listed for the next writer. Call under the database lock.
+    pub fn commit_and_sweep(&mut self, dir: &Path) -> Result<SweepReport, StorageError> {
+        self.write_atomic(dir)?;
+        let report = self.sweep(dir)?;
+        if report.removed_count > 0 || report.missing_count > 0 {
+            self.write_atomic(dir)?;
+        }
+        Ok(report)
+    }
+
+    /// Removes the unreferenced files (see `commit_and_sweep`); keeps listed those it could
+    /// not remove, and drops from the list the refused ones (never ours to delete).
+    fn sweep(&mut self, dir: &Path) -> Result<SweepReport, StorageError> {
+        let roots = self.roots(dir)?;
+        let catalog_path = Self::path(dir);
+        let referenced: HashSet<String> =
+            self.tables.values().flat_map(|t| t.files.iter().map(|f| f.path.clone())).chain(self.indexes.iter().map(|i| i.file.clone())).collect();
+        let mut report = SweepReport::default();
+        let mut kept = Vec::new();
+        for f in std::mem::take(&mut self.unreferenced_files) {
+            if referenced.contains(&f) {
+                continue;
+            }
+            match roots.remove_generated(&f, &|| "unreferenced file".to_string(), &catalog_path) {
+                Ok(true) => report.removed_count += 1,
+                Ok(false) => report.missing_count += 1,
+                Err(StorageError::Io { .. }) => kept.push(f),
+                Err(_) => report.refused_count += 1,
+            }
+        }
+        self.unreferenced_files = kept;
+        Ok(report)
     }
 
     /// Replaces `dir/catalog.json` atomically with this catalog.
@@ -98,20 +228,30 @@ impl Catalog {
         bytes.push(b'\n');
         bytes.extend_from_slice(&body);
 
-        let tmp = dir.join(CATALOG_TMP_FILE_NAME);
-        let result = (|| {
-            let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(&tmp).map_err(|e| StorageError::io("creating", &tmp, e))?;
-            f.write_all(&bytes).map_err(|e| StorageError::io("writing", &tmp, e))?;
-            f.sync_all().map_err(|e| StorageError::io("syncing", &tmp, e))?;
-            let path = Self::path(dir);
-            fs::rename(&tmp, &path).map_err(|e| StorageError::io("renaming catalog to", &path, e))?;
-            sync_dir(dir)
-        })();
-        if result.is_err() {
-            let _ = fs::remove_file(&tmp);
-        }
-        result
+        crate::fs_safe::replace_file_atomic(dir, CATALOG_FILE_NAME, &bytes)
     }
+}
+
+/// Where JSON failed to parse, without the parser's message (which can quote the file's
+/// strings): error messages never echo bytes of a file that may not be ours.
+fn json_error_place(e: &serde_json::Error) -> String {
+    let kind = match e.classify() {
+        serde_json::error::Category::Io => "unreadable",
+        serde_json::error::Category::Syntax => "not valid JSON",
+        serde_json::error::Category::Data => "a field has the wrong type or is missing",
+        serde_json::error::Category::Eof => "cut short",
+    };
+    format!("{kind} at line {} column {}", e.line(), e.column())
+}
+
+/// What a sweep of unreferenced files did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SweepReport {
+    pub removed_count: usize,
+    /// Listed but already gone (a crash after the remove, before the catalog rewrite).
+    pub missing_count: usize,
+    /// Listed but refused: not a name flashscan generates, or not a regular file.
+    pub refused_count: usize,
 }
 
 /// What the JSON types alone do not rule out but the readers rely on: a column type Arrow
@@ -126,6 +266,24 @@ fn check_table(table: &TableMeta) -> Result<(), String> {
     total("partition row counts", table.partitions.iter().map(|p| p.row_count))?;
     total("row group row counts", table.partitions.iter().flat_map(|p| &p.row_groups).map(|g| g.row_count))?;
     total("run page counts", table.partitions.iter().flat_map(|p| &p.runs).map(|r| u64::from(r.page_count)))?;
+    // Offsets and lengths from disk: checked arithmetic, and every run and row group inside
+    // its file's recorded size, so no reader computes an end past 2^64 or sizes a buffer
+    // from a length the file cannot hold (readers check the file's real length too).
+    let file_sizes: BTreeMap<&str, u64> = table.files.iter().map(|f| (f.path.as_str(), f.size_bytes)).collect();
+    for p in &table.partitions {
+        for r in &p.runs {
+            let end = u64::from(r.page_count).checked_mul(crate::PAGE_SIZE_BYTES as u64).and_then(|n| n.checked_add(r.offset_bytes));
+            if end.is_none_or(|end| file_sizes.get(r.file.as_str()).is_some_and(|&size| end > size)) {
+                return Err(format!("partition {}: a run at offset {} of {} pages ends past its file", p.index, r.offset_bytes, r.page_count));
+            }
+        }
+        for g in &p.row_groups {
+            let end = g.offset_bytes.checked_add(g.total_bytes);
+            if g.metadata_bytes > g.total_bytes || end.is_none_or(|end| file_sizes.get(g.file.as_str()).is_some_and(|&size| end > size)) {
+                return Err(format!("partition {}: the row group at offset {} ({} bytes, {} of metadata) does not fit its file", p.index, g.offset_bytes, g.total_bytes, g.metadata_bytes));
+            }
+        }
+    }
     for column in &table.columns {
         if let ColumnType::Decimal { precision, scale } = column.column_type {
             if !(1..=DECIMAL_PRECISION_MAX).contains(&precision) || i16::from(scale) > i16::from(precision) {
@@ -139,11 +297,7 @@ fn check_table(table: &TableMeta) -> Result<(), String> {
     Ok(())
 }
 
-/// fsync of a directory, so a rename or a new file in it survives a crash.
-pub fn sync_dir(dir: &Path) -> Result<(), StorageError> {
-    let d = File::open(dir).map_err(|e| StorageError::io("opening directory", dir, e))?;
-    d.sync_all().map_err(|e| StorageError::io("syncing directory", dir, e))
-}
+pub use crate::fs_safe::sync_dir;
 
 #[cfg(test)]
 mod tests {

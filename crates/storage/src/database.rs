@@ -52,8 +52,11 @@ impl Database {
         self.resolve(&run.file)
     }
 
-    /// A catalog path (relative to the database directory, or absolute) on disk.
+    /// A catalog path (a file name in the database directory, or absolute in a declared
+    /// volume) on disk. `Catalog::read` refused the catalog unless every path in it is
+    /// confined (`fs_safe`), so this join cannot leave the database and its volumes.
     pub fn resolve(&self, catalog_path: &str) -> PathBuf {
+        debug_assert!(self.catalog.roots(&self.dir).is_ok_and(|r| r.confine(catalog_path, &String::new, Path::new("")).is_ok()));
         // join keeps an absolute path as is: files on other volumes are stored absolute.
         self.dir.join(catalog_path)
     }

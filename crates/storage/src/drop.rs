@@ -1,6 +1,7 @@
-//! `DROP TABLE`: the table leaves the catalog (atomic commit), then its data files are
-//! removed. A crash between the two leaves unreferenced files, never a table with missing
-//! files; only files the catalog lists for this table are touched.
+//! `DROP TABLE`: the table and its indexes leave the catalog (atomic commit) and their files
+//! are listed as unreferenced; then those files are removed (`Catalog::commit_and_sweep`:
+//! confined paths with names flashscan generates only). A crash between the two leaves the
+//! files listed for the next writer's sweep, never a table with missing files.
 
 use std::path::Path;
 
@@ -23,14 +24,10 @@ pub fn drop_table(db_dir: &Path, table_name: &str) -> Result<DropReport, Storage
     let db = Database::open(db_dir)?;
     let table = db.table(table_name)?.clone();
     let mut next: Catalog = db.catalog().clone();
-    next.tables.remove(&table.name);
+    crate::orphans::sweep_unreferenced(db_dir, &mut next)?;
+    let index_bytes: u64 = next.indexes_on(&table.name).map(|i| i.size_bytes).sum();
+    next.remove_table(&table.name);
     next.generation += 1;
-    next.write_atomic(db_dir)?;
-    let mut files_removed = 0;
-    for f in &table.files {
-        if std::fs::remove_file(db.resolve(&f.path)).is_ok() {
-            files_removed += 1;
-        }
-    }
-    Ok(DropReport { table: table.name, files_removed, bytes_freed: table.size_bytes })
+    let sweep = next.commit_and_sweep(db_dir)?;
+    Ok(DropReport { table: table.name, files_removed: sweep.removed_count, bytes_freed: table.size_bytes + index_bytes })
 }

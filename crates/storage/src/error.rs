@@ -19,6 +19,15 @@ pub enum StorageError {
     #[error("catalog {path} is damaged ({reason}); restore it from a backup or reload the database")]
     CatalogCorrupt { path: PathBuf, reason: String },
 
+    #[error("catalog {catalog}: {entry} points at {path:?}, which flashscan refuses ({reason}); the catalog was edited or copied from elsewhere: restore it from a backup or reload the database")]
+    PathOutsideDatabase { catalog: PathBuf, entry: String, path: String, reason: String },
+
+    #[error("{path} {reason}")]
+    UnsafeFile { path: PathBuf, reason: String },
+
+    #[error("another flashscan command holds the lock {path}; wait for it to finish")]
+    Locked { path: PathBuf },
+
     #[error("unknown table {name:?}; tables in this database: {known}")]
     UnknownTable { name: String, known: String },
 

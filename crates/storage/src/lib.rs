@@ -16,6 +16,7 @@ pub mod database;
 pub mod drop;
 pub mod error;
 pub mod export;
+pub mod fs_safe;
 pub mod heap_decoder;
 pub mod heap_reader;
 pub mod load;
@@ -25,6 +26,7 @@ pub mod partitioning;
 pub mod placement;
 pub mod rebuild;
 pub mod table_meta;
+pub mod verify;
 
 pub use catalog::Catalog;
 pub use column::{ColumnDef, ColumnType};

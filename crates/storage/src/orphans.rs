@@ -1,35 +1,24 @@
-//! Data files an interrupted load or rebuild left behind (killed mid-write: the catalog
-//! never saw them). Every data file name carries the catalog generation that was about to
-//! commit it (`TABLE.pNNN.fN.gGEN.dat`); a file whose generation is above the committed
-//! catalog's can only come from a write that never committed, so it is removed, under the
-//! database lock, before the next load or rebuild. Files of any other name are never touched.
+//! Files an interrupted or finished write left unreferenced. Writers list the files they are
+//! about to create in the catalog's `unreferenced_files` before creating them, and a commit
+//! that drops or replaces a table or an index lists that one's files there; so after a
+//! kill -9 at any moment, every file flashscan made and nothing references is named in the
+//! catalog. The sweep, under the database lock before every write, removes exactly those:
+//! confined paths (the database directory and its declared volumes) whose names follow the
+//! grammar flashscan generates (`fs_safe::is_generated_file_name`). It never lists a
+//! directory, so a user's file that merely looks like a data file is never touched.
 
 use std::path::Path;
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, SweepReport};
+use crate::error::StorageError;
 
-/// The generation in a data file name `….g<GEN>.dat`, if it is one of ours.
-fn generation_of(name: &str) -> Option<u64> {
-    let stem = name.strip_suffix(".dat")?;
-    let (_, generation) = stem.rsplit_once(".g")?;
-    if !stem.contains(".p") || generation.is_empty() || !generation.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
+/// Removes the catalog's unreferenced files and commits the catalog without them. Call
+/// under the database lock.
+pub fn sweep_unreferenced(db_dir: &Path, catalog: &mut Catalog) -> Result<SweepReport, StorageError> {
+    if catalog.unreferenced_files.is_empty() {
+        return Ok(SweepReport::default());
     }
-    generation.parse().ok()
-}
-
-/// Removes, from `db_dir`, data files of generations the catalog never committed.
-/// Returns the names removed.
-pub fn remove_orphans(db_dir: &Path, catalog: &Catalog) -> Vec<String> {
-    let mut removed = Vec::new();
-    let Ok(entries) = std::fs::read_dir(db_dir) else { return removed };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if generation_of(&name).is_some_and(|g| g > catalog.generation) && std::fs::remove_file(entry.path()).is_ok() {
-            removed.push(name);
-        }
-    }
-    removed
+    catalog.commit_and_sweep(db_dir)
 }
 
 #[cfg(test)]
@@ -37,20 +26,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_our_names_of_uncommitted_generations_go() {
-        assert_eq!(generation_of("lineitem.p000.f0.g6.dat"), Some(6));
-        assert_eq!(generation_of("lineitem__cs.p012.f1.g17.dat"), Some(17));
-        assert_eq!(generation_of("notes.g6.dat"), None);
-        assert_eq!(generation_of("lineitem.p000.f0.g6.dat.bak"), None);
-        assert_eq!(generation_of("lineitem.p000.f0.gx.dat"), None);
+    fn only_listed_generated_names_go() {
         let dir = tempfile::tempdir().unwrap();
-        for name in ["t.p000.f0.g1.dat", "t.p000.f0.g2.dat", "t.p001.f0.g3.dat", "mine.dat", "catalog.json"] {
+        for name in ["t.p000.f0.g1.dat", "t.p000.f0.g2.dat", "t.p001.f0.g3.dat", "mine.dat"] {
             std::fs::write(dir.path().join(name), b"x").unwrap();
         }
-        let catalog = Catalog { generation: 2, ..Catalog::default() };
-        assert_eq!(remove_orphans(dir.path(), &catalog), vec!["t.p001.f0.g3.dat".to_string()]);
+        let mut catalog = Catalog { generation: 2, unreferenced_files: vec!["t.p001.f0.g3.dat".into(), "mine.dat".into(), "t.p009.f0.g3.dat".into()], ..Catalog::default() };
+        let report = sweep_unreferenced(dir.path(), &mut catalog).unwrap();
+        assert_eq!(report, SweepReport { removed_count: 1, missing_count: 1, refused_count: 1 });
+        assert!(catalog.unreferenced_files.is_empty());
         let mut left: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         left.sort();
         assert_eq!(left, vec!["catalog.json", "mine.dat", "t.p000.f0.g1.dat", "t.p000.f0.g2.dat"]);
+        assert!(Catalog::read(dir.path()).unwrap().unreferenced_files.is_empty());
     }
 }

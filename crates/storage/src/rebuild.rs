@@ -21,7 +21,7 @@ use crate::database::Database;
 use crate::error::StorageError;
 use crate::heap_reader::read_partition;
 use crate::load::batch_encoder::PagesMessage;
-use crate::load::{commit_table, lock_database, CatalogStep};
+use crate::load::{abandon_intent, commit_table, lock_database, CatalogStep};
 use crate::load::partition_writer::{PartitionWriter, WritePlan, WrittenTable};
 use crate::page::page_encoder::{HeapFormat, PageEncoder};
 use crate::page::Lsn;
@@ -113,12 +113,12 @@ fn table_volumes(db_dir: &Path, paths: impl Iterator<Item = String>) -> Vec<Path
 /// Rebuilds `table_name` in `db_dir` into `target` and commits it.
 pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, options: &RebuildOptions) -> Result<RebuildReport, StorageError> {
     let started = Instant::now();
-    let db = Database::open(db_dir)?;
+    Database::open(db_dir)?;
     let _lock = lock_database(db_dir)?;
     // Re-read under the lock: another writer may have committed since `open`.
-    let db = Database::open(db.dir())?;
-    let catalog: Catalog = db.catalog().clone();
-    crate::orphans::remove_orphans(db_dir, &catalog);
+    let mut catalog: Catalog = Catalog::read(db_dir)?;
+    crate::orphans::sweep_unreferenced(db_dir, &mut catalog)?;
+    let db = Database::open(db_dir)?;
     let old = db.table(table_name)?.clone();
     if let Some(rows) = options.row_group_rows {
         if rows == 0 || rows > ROW_GROUP_ROWS_MAX {
@@ -162,6 +162,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         fault_after_pages: options.fault_after_pages,
     });
 
+    let catalog = crate::load::commit_intent(db_dir, &catalog, &writer.planned_paths()?)?;
     let projection: Vec<usize> = (0..old.columns.len()).collect();
     let result = match target {
         RebuildTarget::Heap(format) => write_heap(&db, &old, format, &projection, &mut writer, options),
@@ -174,12 +175,12 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     let written = match result {
         Ok(w) => w,
         Err(e) => {
-            writer.remove_created();
+            abandon_intent(db_dir, &catalog, &mut writer);
             return Err(e);
         }
     };
     if written.row_count != old.row_count {
-        writer.remove_created();
+        abandon_intent(db_dir, &catalog, &mut writer);
         return Err(StorageError::Worker(format!("rebuild wrote {} rows, the table has {}; the old table is kept", written.row_count, old.row_count)));
     }
 
@@ -205,7 +206,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         new_page_count: table.page_count(),
         seconds: 0.0,
     };
-    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, replaced.as_ref(), &mut writer)?;
+    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer)?;
     Ok(RebuildReport { seconds: started.elapsed().as_secs_f64(), ..report })
 }
 

@@ -3,7 +3,7 @@
 //! upper level is built from the first keys of the level below, until one node remains:
 //! the root. Node 0 is written last: the meta node describing the finished tree.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -55,7 +55,8 @@ impl TreeBuilder {
                 options.leaf_entries_max, options.inner_entries_max
             )));
         }
-        let file = OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(|e| IndexError::file("creating", path, e))?;
+        // O_EXCL|O_NOFOLLOW: a file or link already at the name is never written through.
+        let file = flashscan_storage::fs_safe::create_new(path).map_err(|e| IndexError::file("creating", path, e))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
         // Node 0 (meta) is filled in at the end.
         out.write_all(&[0u8; NODE_SIZE_BYTES]).map_err(|e| IndexError::file("writing", path, e))?;

@@ -30,13 +30,10 @@ pub fn ensure_lookup_table(dir: &Path, row_count: u64) -> Result<(), IndexError>
     let spec = SynthSpec { name: LOOKUP_TABLE.into(), rows_per_page: 20, row_count, shuffle_seed: Some(7) };
     let table = ensure_table(dir, &spec)?;
     let catalog = IndexCatalog::read(dir)?;
-    let fresh = catalog.find(LOOKUP_TABLE, LOOKUP_INDEX).map(|i| i.table_load_lsn == table.load_lsn).unwrap_or(false);
-    if !fresh {
-        let mut catalog = catalog;
-        if let Some(old) = catalog.indexes.iter().position(|i| i.table == LOOKUP_TABLE && i.name == LOOKUP_INDEX) {
-            let removed = catalog.indexes.remove(old);
-            let _ = std::fs::remove_file(dir.join(&removed.file));
-            catalog.write_atomic(dir)?;
+    let found = catalog.find(LOOKUP_TABLE, LOOKUP_INDEX).ok().map(|i| i.table_load_lsn == table.load_lsn);
+    if found != Some(true) {
+        if found.is_some() {
+            crate::create::drop_index(dir, LOOKUP_TABLE, LOOKUP_INDEX)?;
         }
         create_index(dir, &CreateIndex { table: LOOKUP_TABLE.into(), name: LOOKUP_INDEX.into(), columns: vec!["id".into()], build_options: None })?;
     }

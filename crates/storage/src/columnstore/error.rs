@@ -48,7 +48,8 @@ impl fmt::Display for Location {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ColumnStoreError {
-    #[error("{location}: bad magic in {what}: found {found:02x?}")]
+    // `found` is not printed: an error message never quotes bytes of a file that may not be ours.
+    #[error("{location}: bad magic in {what}: these bytes are not flashscan column store data")]
     BadMagic { location: Location, what: &'static str, found: Vec<u8> },
 
     #[error("{location}: unsupported {what} format version {version} (this build reads {supported})")]

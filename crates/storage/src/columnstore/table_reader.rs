@@ -15,6 +15,12 @@ use crate::table_meta::{PartitionMeta, RowGroupMeta, TableMeta};
 
 /// Reads `length` bytes at `offset` of `path`, or says the file is too short.
 fn read_at(file: &File, path: &Path, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
+    // The length comes from the catalog: check it against the file before allocating.
+    let file_bytes = file.metadata().map_err(|e| StorageError::io("checking", path, e))?.len();
+    let end = offset.checked_add(length);
+    if end.is_none_or(|end| end > file_bytes) {
+        return Err(StorageError::FileTruncated { file: path.to_path_buf(), expected_bytes: end.unwrap_or(u64::MAX), actual_bytes: file_bytes });
+    }
     let mut bytes = vec![0u8; length as usize];
     read_exact_at(file, path, &mut bytes, offset)?;
     Ok(bytes)

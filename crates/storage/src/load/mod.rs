@@ -15,7 +15,7 @@ pub mod source;
 pub mod tpch;
 
 use std::collections::VecDeque;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,6 +42,10 @@ const BATCHES_IN_FLIGHT_PER_ENCODER: usize = 2;
 /// Page messages in flight to the writer (x 128 KB each).
 const PAGE_MESSAGES_IN_FLIGHT: usize = 64;
 pub const VOLUME_COUNT_MAX: usize = 64;
+/// Load threads: each encoder holds an open 8 KB page per partition (up to 1024 = 8 MB)
+/// and its own batches in flight, so 256 threads is already GBs; more than the cores of any
+/// machine this runs on gains nothing.
+pub const LOAD_THREADS_MAX: usize = 256;
 const LOCK_FILE_NAME: &str = "flashscan.lock";
 
 /// Counters a progress bar can poll while a load runs.
@@ -94,43 +98,158 @@ pub struct LoadReport {
 
 /// Makes `dir` a database if it is missing or empty; accepts an existing database;
 /// refuses any other directory (flashscan never writes among files it did not create).
-pub fn create_or_open_database_dir(dir: &Path) -> Result<(), StorageError> {
+/// Returns the lock (held from before the emptiness check, so two first loads into one new
+/// directory do not race) and whether this call created the directory.
+pub fn create_or_open_database_dir(dir: &Path) -> Result<(DatabaseLock, bool), StorageError> {
+    let mut created = false;
+    match std::fs::symlink_metadata(dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                std::fs::create_dir_all(parent).map_err(|e| StorageError::io("creating database directory", parent, e))?;
+            }
+            match std::fs::create_dir(dir) {
+                Ok(()) => created = true,
+                // Another first load made it a moment ago: the lock below orders the two.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(StorageError::io("creating database directory", dir, e)),
+            }
+        }
+        Err(e) => return Err(StorageError::io("checking", dir, e)),
+    }
+    if !dir.is_dir() {
+        return Err(StorageError::ForeignDirectory { dir: dir.to_path_buf() });
+    }
+    // Checked before the lock file is created (a foreign directory gets nothing written
+    // into it), and again under the lock (another first load may have begun meanwhile).
+    let is_ours_or_empty = || -> Result<bool, StorageError> {
+        if Catalog::exists(dir) {
+            return Ok(true);
+        }
+        let entries = std::fs::read_dir(dir).map_err(|e| StorageError::io("listing", dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| StorageError::io("listing", dir, e))?;
+            // The lock, and the temporary of a first catalog another load is writing.
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name != LOCK_FILE_NAME && !name.starts_with(&format!(".{}.tmp-", crate::catalog::CATALOG_FILE_NAME)) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    };
+    if !is_ours_or_empty()? {
+        return Err(StorageError::ForeignDirectory { dir: dir.to_path_buf() });
+    }
+    let lock = lock_database(dir)?;
     if Catalog::exists(dir) {
-        return Ok(());
+        return Ok((lock, created));
     }
-    if dir.exists() {
-        if !dir.is_dir() {
-            return Err(StorageError::ForeignDirectory { dir: dir.to_path_buf() });
-        }
-        let mut entries = std::fs::read_dir(dir).map_err(|e| StorageError::io("listing", dir, e))?;
-        if entries.next().is_some() {
-            return Err(StorageError::ForeignDirectory { dir: dir.to_path_buf() });
-        }
-    } else {
-        std::fs::create_dir_all(dir).map_err(|e| StorageError::io("creating database directory", dir, e))?;
+    if !is_ours_or_empty()? {
+        return Err(StorageError::ForeignDirectory { dir: dir.to_path_buf() });
     }
-    let catalog = Catalog { generation: 0, next_file_id: 1, next_lsn: 1, tables: Default::default() };
-    catalog.write_atomic(dir)
+    let catalog = Catalog { generation: 0, next_file_id: 1, next_lsn: 1, ..Catalog::default() };
+    catalog.write_atomic(dir)?;
+    Ok((lock, created))
 }
 
-/// An exclusive lock on the database for the duration of a load (flock, released when
-/// the process exits, so a crash never leaves it held).
-pub(crate) struct DatabaseLock {
+/// Undoes `create_or_open_database_dir` for a directory this load created and left without
+/// a table: removes the files flashscan put there (catalog, lock) and the directory.
+fn remove_new_database_dir(dir: &Path) {
+    let catalog_is_empty = Catalog::read(dir).is_ok_and(|c| c.tables.is_empty() && c.indexes.is_empty());
+    if catalog_is_empty {
+        let _ = std::fs::remove_file(Catalog::path(dir));
+        let _ = std::fs::remove_file(dir.join(LOCK_FILE_NAME));
+        // remove_dir fails unless empty: anything else put there stays.
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// An exclusive lock on the database for the duration of a write (flock, released when
+/// the process exits, so a crash never leaves it held). Writers wait for each other.
+pub struct DatabaseLock {
     _file: File,
 }
 
-pub(crate) fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
+/// Takes the database's write lock, waiting for another writer to finish. The lock file is
+/// opened without following links (`fs_safe::open_lock_file`), in a directory that must be
+/// a directory and not a link.
+pub fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
+    crate::fs_safe::check_real_dir(dir)?;
     let path = dir.join(LOCK_FILE_NAME);
-    let file = OpenOptions::new().write(true).create(true).truncate(false).open(&path).map_err(|e| StorageError::io("opening lock", &path, e))?;
-    // SAFETY: flock on a descriptor we own.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        return Err(StorageError::InvalidArgument(format!("another load is running on {} (lock {} is held)", dir.display(), path.display())));
+    let file = crate::fs_safe::open_lock_file(&path)?;
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(DatabaseLock { _file: file });
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(StorageError::io("locking", &path, e));
+        }
     }
-    Ok(DatabaseLock { _file: file })
+}
+
+/// Declares `volumes` (canonical directories outside the database) in `catalog`: each must
+/// be a real directory; the `.flashscan-volume` marker is created in it if missing.
+fn declare_volumes(catalog: &mut Catalog, db_dir: &Path, volumes: &[PathBuf]) -> Result<(), StorageError> {
+    for v in volumes {
+        if partition_writer::same_dir(v, db_dir) {
+            continue;
+        }
+        crate::fs_safe::check_real_dir(v)?;
+        let marker = v.join(crate::fs_safe::VOLUME_MARKER_FILE_NAME);
+        match crate::fs_safe::create_new(&marker) {
+            Ok(f) => {
+                f.sync_all().map_err(|e| StorageError::io("syncing", &marker, e))?;
+                crate::fs_safe::sync_dir(v)?;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let m = std::fs::symlink_metadata(&marker).map_err(|e| StorageError::io("checking", &marker, e))?;
+                if !m.file_type().is_file() {
+                    return Err(StorageError::UnsafeFile { path: marker, reason: "is not a regular file: remove it".into() });
+                }
+            }
+            Err(e) => return Err(StorageError::io("creating volume marker", &marker, e)),
+        }
+        let declared = v.to_string_lossy().into_owned();
+        if !catalog.volumes.contains(&declared) {
+            catalog.volumes.push(declared);
+        }
+    }
+    Ok(())
+}
+
+/// The write ahead of creating files: the planned files, which must not exist, are listed
+/// as unreferenced in the catalog (committed), so a crash while writing leaves them named
+/// for the next sweep. Returns the catalog as committed.
+pub(crate) fn commit_intent(db_dir: &Path, catalog: &Catalog, planned: &[(PathBuf, String)]) -> Result<Catalog, StorageError> {
+    for (path, _) in planned {
+        if std::fs::symlink_metadata(path).is_ok() {
+            return Err(StorageError::InvalidArgument(format!("{} already exists; flashscan never overwrites a file it did not create: move it away", path.display())));
+        }
+    }
+    let mut next = catalog.clone();
+    next.unreferenced_files.extend(planned.iter().map(|(_, c)| c.clone()));
+    next.write_atomic(db_dir)?;
+    Ok(next)
+}
+
+/// After a failed write: the created files are removed (only those), and the catalog is
+/// committed again without the intent. Best effort: a failure leaves the intent for the sweep.
+pub(crate) fn abandon_intent(db_dir: &Path, intent: &Catalog, writer: &mut PartitionWriter) {
+    writer.remove_created();
+    let planned: std::collections::HashSet<String> = writer.planned_paths().map(|p| p.into_iter().map(|(_, c)| c).collect()).unwrap_or_default();
+    let mut back = intent.clone();
+    back.unreferenced_files.retain(|f| !planned.contains(f));
+    let _ = back.write_atomic(db_dir);
 }
 
 fn validate_options(options: &LoadOptions) -> Result<(), StorageError> {
+    if options.threads == 0 || options.threads > LOAD_THREADS_MAX {
+        return Err(StorageError::InvalidArgument(format!("--threads {} out of range: use 1 to {LOAD_THREADS_MAX}", options.threads)));
+    }
     if options.partition_count == 0 || options.partition_count > PARTITION_COUNT_MAX {
         return Err(StorageError::InvalidArgument(format!("--partitions {} out of range: use 1 to {PARTITION_COUNT_MAX}", options.partition_count)));
     }
@@ -158,17 +277,10 @@ pub fn valid_table_name(name: &str) -> bool {
 pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> Result<LoadReport, StorageError> {
     let started = Instant::now();
     validate_options(options)?;
-    create_or_open_database_dir(db_dir)?;
-    let _lock = lock_database(db_dir)?;
-    let catalog = Catalog::read(db_dir)?;
-    crate::orphans::remove_orphans(db_dir, &catalog);
+    // Everything the source and flags decide is checked before the directory is made.
     let name = source.name.to_ascii_lowercase();
     if !valid_table_name(&name) {
         return Err(StorageError::InvalidArgument(format!("table name {:?}: use letters, digits and _ (pass --table NAME)", source.name)));
-    }
-    let old_table = catalog.tables.get(&name).cloned();
-    if old_table.is_some() && !options.replace {
-        return Err(StorageError::TableExists { name });
     }
     let columns: Vec<ColumnDef> = source
         .schema
@@ -187,7 +299,37 @@ pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> 
             known: columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", "),
         })?,
     };
-    let volumes = if options.volumes.is_empty() { vec![db_dir.to_path_buf()] } else { options.volumes.clone() };
+    let (lock, created_dir) = create_or_open_database_dir(db_dir)?;
+    let result = load_locked(db_dir, source, options, name, columns, partition_by, started);
+    if result.is_err() && created_dir {
+        // Still under the lock, so a second first load waiting for it finds no half state.
+        remove_new_database_dir(db_dir);
+    }
+    drop(lock);
+    result
+}
+
+/// `load_table` once the flags and the source's schema are checked and the lock is held.
+fn load_locked(
+    db_dir: &Path,
+    source: TableSource,
+    options: &LoadOptions,
+    name: String,
+    columns: Vec<ColumnDef>,
+    partition_by: usize,
+    started: Instant,
+) -> Result<LoadReport, StorageError> {
+    let mut catalog = Catalog::read(db_dir)?;
+    crate::orphans::sweep_unreferenced(db_dir, &mut catalog)?;
+    if catalog.tables.contains_key(&name) && !options.replace {
+        return Err(StorageError::TableExists { name });
+    }
+    let volumes = if options.volumes.is_empty() {
+        vec![db_dir.to_path_buf()]
+    } else {
+        options.volumes.iter().map(|v| v.canonicalize().map_err(|e| StorageError::io("resolving volume", v, e))).collect::<Result<Vec<_>, _>>()?
+    };
+    declare_volumes(&mut catalog, db_dir, &volumes)?;
     let generation = catalog.generation + 1;
     let lsn = Lsn(catalog.next_lsn);
     let file_ids_needed = options.partition_count as u64 * volumes.len() as u64;
@@ -209,11 +351,12 @@ pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> 
         fault_after_pages: options.fault_after_pages,
     });
 
+    let catalog = commit_intent(db_dir, &catalog, &writer.planned_paths()?)?;
     let result = run_pipeline(source.parts, &name, &columns, partition_by, options, &mut writer).and_then(|()| writer.finish());
     let written = match result {
         Ok(w) => w,
         Err(e) => {
-            writer.remove_created();
+            abandon_intent(db_dir, &catalog, &mut writer);
             return Err(e);
         }
     };
@@ -240,7 +383,7 @@ pub fn load_table(db_dir: &Path, source: TableSource, options: &LoadOptions) -> 
         file_count: table.files.len(),
         seconds: 0.0,
     };
-    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, old_table.as_ref(), &mut writer)?;
+    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer)?;
     Ok(LoadReport { seconds: started.elapsed().as_secs_f64(), ..report })
 }
 
@@ -252,32 +395,27 @@ pub(crate) struct CatalogStep {
     pub lsn: Lsn,
 }
 
-/// Commits `table` (whose files `writer` wrote) into the catalog atomically, then removes
-/// the files of the table it replaces (`replaced`), which the commit left unreferenced.
+/// Commits `table` (whose files `writer` wrote) into the catalog atomically; a table of the
+/// same name is replaced, and its files and indexes become unreferenced and are removed
+/// after the commit. `catalog` is the one `commit_intent` wrote (listing the planned files).
 /// If the commit fails, the new files are removed and the old catalog stays. Loads and
 /// rebuilds both end here.
-pub(crate) fn commit_table(
-    db_dir: &Path,
-    catalog: &Catalog,
-    table: TableMeta,
-    step: CatalogStep,
-    replaced: Option<&TableMeta>,
-    writer: &mut PartitionWriter,
-) -> Result<(), StorageError> {
+pub(crate) fn commit_table(db_dir: &Path, catalog: &Catalog, table: TableMeta, step: CatalogStep, writer: &mut PartitionWriter) -> Result<(), StorageError> {
     let mut next = catalog.clone();
+    let planned: std::collections::HashSet<String> = writer.planned_paths()?.into_iter().map(|(_, c)| c).collect();
+    next.unreferenced_files.retain(|f| !planned.contains(f));
     next.generation = step.generation;
     next.next_file_id = step.next_file_id;
     next.next_lsn = step.lsn.0 + 1;
+    next.remove_table(&table.name);
     next.tables.insert(table.name.clone(), table);
     if let Err(e) = next.write_atomic(db_dir) {
-        writer.remove_created();
+        abandon_intent(db_dir, catalog, writer);
         return Err(e);
     }
-    // The catalog lists only files flashscan created, so removing them is safe. `join`
-    // keeps an absolute path (a file on another volume) as it is.
-    for f in replaced.iter().flat_map(|r| r.files.iter()) {
-        let _ = std::fs::remove_file(db_dir.join(&f.path));
-    }
+    // Committed: a failure to remove the replaced files leaves them listed for the next
+    // writer's sweep, and is not the load's failure.
+    let _ = crate::orphans::sweep_unreferenced(db_dir, &mut next);
     Ok(())
 }
 

@@ -3,7 +3,7 @@
 //! growing files in large preallocated steps. It remembers every file it created so a
 //! failed load can remove exactly those, and nothing else.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -232,19 +232,37 @@ impl PartitionWriter {
         Ok(())
     }
 
-    fn create_file(&mut self, partition: u32, slot: u32) -> Result<DataFile, StorageError> {
+    /// The path and catalog path of the file of `partition` on volume `slot`. The name
+    /// follows `fs_safe::is_generated_file_name`.
+    fn file_paths(&self, partition: u32, slot: u32) -> Result<(PathBuf, String), StorageError> {
         let volume = &self.plan.volumes[slot as usize];
-        let inside_db = same_dir(volume, &self.plan.db_dir);
         let name = format!("{}.p{:03}.f{}.g{}.dat", self.plan.table_name, partition, slot, self.plan.generation);
-        let (path, catalog_path) = if inside_db {
-            (self.plan.db_dir.join(&name), name)
-        } else {
-            let name = format!("{}.{}", self.plan.external_prefix, name);
-            let abs = std::path::absolute(volume.join(&name)).map_err(|e| StorageError::io("resolving", volume.join(&name), e))?;
-            (abs.clone(), abs.to_string_lossy().into_owned())
-        };
-        // create_new: never overwrite a file, ours or anyone's.
-        let file = OpenOptions::new().write(true).create_new(true).open(&path).map_err(|e| {
+        if same_dir(volume, &self.plan.db_dir) {
+            return Ok((self.plan.db_dir.join(&name), name));
+        }
+        let name = format!("{}.{}", self.plan.external_prefix, name);
+        let abs = std::path::absolute(volume.join(&name)).map_err(|e| StorageError::io("resolving", volume.join(&name), e))?;
+        debug_assert!(crate::fs_safe::is_generated_file_name(&name));
+        Ok((abs.clone(), abs.to_string_lossy().into_owned()))
+    }
+
+    /// Every file this writer may create (path, catalog path), for the intent the catalog
+    /// records before any is created.
+    pub fn planned_paths(&self) -> Result<Vec<(PathBuf, String)>, StorageError> {
+        let mut planned = Vec::with_capacity(self.partitions.len() * self.plan.volumes.len());
+        for p in 0..self.plan.partition_count {
+            for slot in 0..self.plan.volumes.len() as u32 {
+                planned.push(self.file_paths(p, slot)?);
+            }
+        }
+        Ok(planned)
+    }
+
+    fn create_file(&mut self, partition: u32, slot: u32) -> Result<DataFile, StorageError> {
+        let volume = self.plan.volumes[slot as usize].to_string_lossy().into_owned();
+        let (path, catalog_path) = self.file_paths(partition, slot)?;
+        // O_EXCL|O_NOFOLLOW: never overwrite a file, ours or anyone's, nor write through a link.
+        let file = crate::fs_safe::create_new(&path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 StorageError::InvalidArgument(format!("{} already exists; flashscan never overwrites a file it did not create (is another load running?)", path.display()))
             } else {
@@ -255,7 +273,7 @@ impl PartitionWriter {
         Ok(DataFile {
             path,
             catalog_path,
-            volume: volume.to_string_lossy().into_owned(),
+            volume,
             file_id: self.plan.first_file_id + partition * self.plan.volumes.len() as u32 + slot,
             file,
             buffer: Vec::with_capacity(self.buffer_bytes),
@@ -327,7 +345,7 @@ impl PartitionWriter {
     }
 }
 
-fn same_dir(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_dir(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(x), Ok(y)) => x == y,
         _ => a == b,
