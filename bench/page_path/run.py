@@ -52,6 +52,9 @@ def main():
                 results[(name, who)].append((j["elapsed_s"], j["cpu_s"], j.get("mb_per_s"), j.get("efficiency")))
                 answers.setdefault(name, {})[who] = j["result"]
         print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+    print("Medians, and in brackets the fastest round (on a shared machine the minimum is the")
+    print("figure least disturbed by other work).")
+    print()
     print(f"| case | before elapsed s | after elapsed s | after/before | before CPU s | after CPU s | after/before CPU | same answer |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, _ in cases:
@@ -60,7 +63,12 @@ def main():
         be, fe = statistics.median(x[0] for x in b), statistics.median(x[0] for x in f)
         bc, fc = statistics.median(x[1] for x in b), statistics.median(x[1] for x in f)
         same = answers[name]["before"] == answers[name]["after"]
-        print(f"| {name} | {be:.3f} | {fe:.3f} | {fe / be:.3f} | {bc:.3f} | {fc:.3f} | {fc / bc:.3f} | {same} |")
+        bem, fem = min(x[0] for x in b), min(x[0] for x in f)
+        bcm, fcm = min(x[1] for x in b), min(x[1] for x in f)
+        print(
+            f"| {name} | {be:.3f} ({bem:.3f}) | {fe:.3f} ({fem:.3f}) | {fe / be:.3f} ({fem / bem:.3f}) "
+            f"| {bc:.3f} ({bcm:.3f}) | {fc:.3f} ({fcm:.3f}) | {fc / bc:.3f} ({fcm / bcm:.3f}) | {same} |"
+        )
     print()
     print("raw per round (elapsed_s, cpu_s, mb_per_s, efficiency):")
     for k, v in results.items():

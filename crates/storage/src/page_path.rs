@@ -21,11 +21,18 @@ pub struct FileReader {
 impl FileReader {
     /// Opens `paths` (buffered, one read at a time: the plain pread these tools used).
     pub fn open(paths: &[PathBuf]) -> Result<FileReader, StorageError> {
+        Self::open_sized(paths, READ_BYTES_MAX)
+    }
+
+    /// Like `open`, with reads of at most `io_size_bytes` (a small metadata read need not
+    /// set up a 1 MB buffer).
+    pub fn open_sized(paths: &[PathBuf], io_size_bytes: usize) -> Result<FileReader, StorageError> {
+        let io_size_bytes = io_size_bytes.clamp(4096, READ_BYTES_MAX);
         for p in paths {
             // The error users have always seen for a missing data file.
             std::fs::metadata(p).map_err(|e| StorageError::io("opening data file", p, e))?;
         }
-        let config = StreamConfig { depth: 1, io_size_bytes: READ_BYTES_MAX, direct: false, engine_kind: EngineKind::Psync, single_thread: true };
+        let config = StreamConfig { depth: 1, io_size_bytes, direct: false, engine_kind: EngineKind::Psync, single_thread: true };
         let stream = ScanStream::open(BufferPool::global(), paths, None, config, &mut |_| {})?;
         Ok(FileReader { stream, paths: paths.to_vec() })
     }
@@ -51,7 +58,8 @@ impl FileReader {
             let actual = std::fs::metadata(&file.path).map(|m| m.len()).unwrap_or(file.size_bytes);
             return Err(StorageError::FileTruncated { file: file.path.clone(), expected_bytes: end, actual_bytes: actual });
         }
-        let step = ((READ_BYTES_MAX as u64 / align_bytes.max(1)) * align_bytes.max(1)).max(1);
+        let io = self.stream.slot_size_bytes() as u64;
+        let step = ((io / align_bytes.max(1)) * align_bytes.max(1)).max(1);
         let mut at = offset_bytes;
         let mut next = || {
             if at >= end {

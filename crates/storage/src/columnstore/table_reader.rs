@@ -18,7 +18,7 @@ use crate::table_meta::{PartitionMeta, RowGroupMeta, TableMeta};
 pub fn read_row_group_metadata(db_dir: &Path, table: &TableMeta, row_group: &RowGroupMeta) -> Result<Vec<u8>, StorageError> {
     // join keeps an absolute path (a file on another volume) as it is.
     let path = db_dir.join(&row_group.file);
-    let mut reader = FileReader::open(std::slice::from_ref(&path))?;
+    let mut reader = FileReader::open_sized(std::slice::from_ref(&path), row_group.metadata_bytes as usize)?;
     let bytes = reader.read(0, row_group.offset_bytes, row_group.metadata_bytes)?;
     let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
     check_against_catalog(&reader, table, row_group, &path)?;
