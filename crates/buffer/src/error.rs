@@ -18,6 +18,16 @@ pub enum BufferError {
     PinnedOnClear { pinned_count: u32 },
     #[error("reading page {page} of file {file_index}: {source}")]
     Io { file_index: u32, page: u64, #[source] source: IoError },
+    #[error("{path}: {what}")]
+    File { path: std::path::PathBuf, what: String },
+    #[error("page {page} of file {file_index} carries LSN {lsn} but no write-ahead log is attached to the buffer pool: attach one (set_wal_rule) before writing logged pages")]
+    NoLog { file_index: u32, page: u64, lsn: u64 },
+    #[error("the log could not be flushed to LSN {lsn} before writing pages (the WAL rule): {reason}")]
+    LogFlush { lsn: u64, reason: String },
+    #[error("writing page {page} of {path}: {source}")]
+    Write { path: std::path::PathBuf, page: u64, #[source] source: IoError },
+    #[error("I/O: {0}")]
+    Engine(#[from] IoError),
     #[error("page {page} of file {file_index}: {what}")]
     ShortRead { file_index: u32, page: u64, what: String },
 }

@@ -30,6 +30,14 @@ pub struct FrameMeta {
     pub state: AtomicU8,
     /// Set while a scan ring owns the frame: the clock leaves it to the ring.
     pub ring_owned: AtomicBool,
+    /// Changed in memory and not yet written: the clock and `clear` leave it alone; only
+    /// `write_dirty` (after the WAL rule) makes it clean again.
+    pub dirty: AtomicBool,
+    /// The LSN of the last log record that changed the page (0: not logged).
+    pub page_lsn: AtomicU64,
+    /// Bumped on every change, so a writer knows whether the bytes it wrote are still the
+    /// latest (a page changed again while being written stays dirty).
+    pub dirty_epoch: AtomicU64,
     key_file_index: AtomicU32,
     key_page_number: AtomicU64,
 }
@@ -42,6 +50,9 @@ impl FrameMeta {
             referenced: AtomicBool::new(false),
             state: AtomicU8::new(STATE_FREE),
             ring_owned: AtomicBool::new(false),
+            dirty: AtomicBool::new(false),
+            page_lsn: AtomicU64::new(0),
+            dirty_epoch: AtomicU64::new(0),
             key_file_index: AtomicU32::new(u32::MAX),
             key_page_number: AtomicU64::new(u64::MAX),
         }
@@ -59,6 +70,11 @@ impl FrameMeta {
         debug_assert!(self.pin_count.load(Ordering::Relaxed) >= 1, "set_key on an unclaimed frame");
         self.key_file_index.store(key.file_index, Ordering::Release);
         self.key_page_number.store(key.page_number, Ordering::Release);
+    }
+
+    #[inline]
+    pub fn is_dirty(&self) -> bool {
+        self.dirty.load(Ordering::Acquire)
     }
 
     #[inline]

@@ -40,6 +40,68 @@ impl<'a> PageGuard<'a> {
     }
 }
 
+impl<'a> PageGuard<'a> {
+    /// The same page, latched exclusive for a change (the pin is kept throughout, so the
+    /// frame cannot change pages; other readers finish before the latch is granted).
+    pub fn into_mut(mut self) -> PageGuardMut<'a> {
+        let pool = self.pool;
+        let frame = self.frame;
+        let key = self.key;
+        drop(self.latch.take());
+        // Keep the pin: the guard below takes it over.
+        std::mem::forget(self);
+        let latch = pool.frame_meta(frame).latch.write();
+        debug_assert_eq!(pool.frame_meta(frame).key(), key, "a pinned frame changed pages");
+        PageGuardMut { pool, frame, key, latch: Some(latch), changed: false }
+    }
+}
+
+/// A page pinned and latched exclusive: its bytes may change, and `mark_dirty` records
+/// the change (with the LSN of the log record describing it) before the guard drops.
+pub struct PageGuardMut<'a> {
+    pool: &'a BufferPool,
+    frame: u32,
+    key: PageKey,
+    latch: Option<RwLockWriteGuard<'a, ()>>,
+    /// `data_mut` was called: the guard must be marked dirty before it drops.
+    changed: bool,
+}
+
+impl<'a> PageGuardMut<'a> {
+    pub fn key(&self) -> PageKey {
+        self.key
+    }
+
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: exclusive latch held.
+        unsafe { self.pool.memory().frame(self.frame) }
+    }
+
+    /// The bytes, to change. Call `mark_dirty` after.
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        debug_assert!(self.latch.is_some());
+        self.changed = true;
+        // SAFETY: exclusive latch held.
+        unsafe { self.pool.memory().frame_mut(self.frame) }
+    }
+
+    /// Records the change: the page is dirty (never evicted until written) and carries
+    /// `lsn`, the end of the log record that describes the change (the WAL rule: it is
+    /// written only after the log is durable that far). `Lsn::ZERO` for unlogged changes.
+    pub fn mark_dirty(&mut self, lsn: crate::lsn::Lsn) {
+        self.pool.mark_dirty(self.frame, self.key, lsn);
+        self.changed = false;
+    }
+}
+
+impl Drop for PageGuardMut<'_> {
+    fn drop(&mut self) {
+        debug_assert!(!self.changed || std::thread::panicking(), "page {:?} changed and dropped without mark_dirty", self.key);
+        drop(self.latch.take());
+        self.pool.frame_meta(self.frame).unpin();
+    }
+}
+
 impl Drop for PageGuard<'_> {
     fn drop(&mut self) {
         drop(self.latch.take());

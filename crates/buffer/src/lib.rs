@@ -18,11 +18,24 @@
 //! - [`page_table`]: key → frame, sharded;
 //! - [`counters`]: the pool's counters and their snapshot;
 //! - [`guard`]: `PageGuard` (a pinned, shared-latched page) and `LoadTicket` (a miss);
-//! - [`pool`]: lookup, miss handling, clock eviction, clear;
-//! - [`ring`]: scan rings.
+//! - [`pool`]: lookup, miss handling, clock eviction, clear, the process's pool;
+//! - [`ring`]: scan rings of 8 KB frames (page-at-a-time scans through the pool);
+//! - [`file_registry`]: one id per table or index file for the whole process;
+//! - [`lsn`]: log sequence numbers and the WAL rule's hook;
+//! - [`dirty`]: dirty pages (sorted set, overlay on scans, `write_dirty` after the WAL rule);
+//! - [`page_reader`]: the random path's request queue (lookups, index seeks);
+//! - [`stream`]: the streaming path (scan read-ahead into extent rings).
+//!
+//! This crate is the one place table and index pages are read: nothing above it opens a
+//! table or index file to read it with its own pread (see docs/architecture.md).
 
 pub mod counters;
+pub mod dirty;
 pub mod error;
+pub mod file_registry;
+pub mod lsn;
+pub mod page_reader;
+pub mod stream;
 pub mod frame;
 pub mod frame_memory;
 pub mod guard;
@@ -34,7 +47,11 @@ pub mod ring;
 
 pub use counters::{BufferCounters, BufferCountersSnapshot};
 pub use error::BufferError;
-pub use guard::{Fetch, LoadTicket, PageGuard};
+pub use dirty::{DirtyWriteFigures, DirtyWriteOptions};
+pub use guard::{Fetch, LoadTicket, PageGuard, PageGuardMut};
+pub use lsn::{Lsn, WalRule};
+pub use page_reader::PageReader;
+pub use stream::{Extent, ScanStream, StreamConfig, StreamStats};
 pub use limits::{FRAME_SIZE_BYTES, POOL_FRAMES_MIN};
 pub use page_key::PageKey;
 pub use pool::BufferPool;

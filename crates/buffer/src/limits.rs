@@ -15,7 +15,18 @@ pub const CLOCK_TURNS_MAX: u32 = 3;
 /// A scan ring holds at least this many frames (one read-ahead batch and the page in use).
 pub const RING_FRAMES_MIN: u32 = 4;
 
+/// Neighbouring dirty pages written as one request at most (256 KB: large enough for the
+/// device's sequential rate, small enough to keep `max_outstanding_writes` meaningful).
+pub const WRITE_PAGES_MAX: u32 = 32;
+/// Bound on writes in flight for `write_dirty` (SQL Server's "max async IO" tops at 255;
+/// the I/O layer's queue depth bounds us).
+pub const WRITE_OUTSTANDING_MAX: u32 = 1024;
+/// Bound on one streaming read (a scan extent or a column store segment piece).
+pub const STREAM_IO_SIZE_BYTES_MAX: usize = flashscan_io::limits::IO_SIZE_BYTES_MAX;
+
 const _: () = assert!(FRAME_SIZE_BYTES % FRAME_ALIGN_BYTES == 0);
+const _: () = assert!(WRITE_OUTSTANDING_MAX <= flashscan_io::limits::QUEUE_DEPTH_MAX);
+const _: () = assert!(WRITE_PAGES_MAX as usize * FRAME_SIZE_BYTES <= flashscan_io::limits::IO_SIZE_BYTES_MAX);
 const _: () = assert!(FRAME_ALIGN_BYTES.is_power_of_two());
 const _: () = assert!(PAGE_TABLE_SHARD_COUNT.is_power_of_two());
 const _: () = assert!(POOL_BYTES_MAX / (FRAME_SIZE_BYTES as u64) <= u32::MAX as u64);

@@ -1,15 +1,20 @@
 //! The pool: page requests (hit or miss), claiming frames (free list, then the clock),
-//! reading a page synchronously through an I/O engine, and clearing.
+//! reading a page synchronously through the random path's request queue, dirty pages
+//! (the set sorted by file and offset, the WAL rule before they are written), and clearing.
 
-use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use flashscan_io::{IoCompletion, IoEngine, IoOp, IoRequest};
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use crate::counters::{BufferCounters, BufferCountersSnapshot};
 use crate::error::BufferError;
+use crate::file_registry::FileRegistry;
+use crate::lsn::WalRule;
+use crate::page_reader::PageReader;
 use crate::frame::{FrameMeta, STATE_FAILED, STATE_FREE, STATE_LOADING, STATE_VALID};
 use crate::frame_memory::FrameMemory;
 use crate::guard::{Fetch, LoadTicket, PageGuard};
@@ -17,10 +22,11 @@ use crate::limits::{CLOCK_TURNS_MAX, FRAME_SIZE_BYTES, POOL_BYTES_MAX, POOL_FRAM
 use crate::page_key::PageKey;
 use crate::page_table::PageTable;
 
-thread_local! {
-    /// Completions of `read_page`, reused so a synchronous read allocates nothing.
-    static COMPLETIONS: RefCell<Vec<IoCompletion>> = RefCell::new(Vec::with_capacity(4));
-}
+/// The process's pool (see `global`), sized once.
+static GLOBAL_POOL: OnceLock<BufferPool> = OnceLock::new();
+/// Budget of the process's pool when nobody sized it: enough for index paths and the
+/// dirty pages of a session; scans stream past it through their own extent rings.
+pub const GLOBAL_POOL_BYTES_DEFAULT: u64 = 256 << 20;
 
 pub struct BufferPool {
     memory: FrameMemory,
@@ -30,6 +36,13 @@ pub struct BufferPool {
     free_frames: Mutex<Vec<u32>>,
     clock_hand: AtomicU64,
     counters: BufferCounters,
+    files: FileRegistry,
+    /// Every dirty page, in (file, page) order: what the checkpoint writes, in file order.
+    dirty_pages: Mutex<BTreeSet<PageKey>>,
+    /// `dirty_pages.len()`, read without the lock on every scan extent (the fast path:
+    /// nothing dirty, nothing to overlay).
+    dirty_count: AtomicU64,
+    wal_rule: RwLock<Option<Arc<dyn WalRule>>>,
 }
 
 impl BufferPool {
@@ -62,7 +75,57 @@ impl BufferPool {
             free_frames: Mutex::new(free),
             clock_hand: AtomicU64::new(0),
             counters: BufferCounters::default(),
+            files: FileRegistry::default(),
+            dirty_pages: Mutex::new(BTreeSet::new()),
+            dirty_count: AtomicU64::new(0),
+            wal_rule: RwLock::new(None),
         })
+    }
+
+    /// The process's one pool: every scan, lookup and writer of the process reads and
+    /// dirties pages here, so they see each other's pages. Sized by `init_global` if that
+    /// ran first, else `GLOBAL_POOL_BYTES_DEFAULT`.
+    pub fn global() -> &'static BufferPool {
+        GLOBAL_POOL.get_or_init(|| match BufferPool::new(GLOBAL_POOL_BYTES_DEFAULT) {
+            Ok(pool) => pool,
+            Err(e) => panic!("the default buffer pool of {GLOBAL_POOL_BYTES_DEFAULT} bytes cannot be allocated: {e}"),
+        })
+    }
+
+    /// Sizes the process's pool (once, before first use); the pool if it already exists
+    /// with this budget, else an error saying what it holds.
+    pub fn init_global(budget_bytes: u64) -> Result<&'static BufferPool, BufferError> {
+        if GLOBAL_POOL.get().is_none() {
+            let pool = BufferPool::new(budget_bytes)?;
+            let _ = GLOBAL_POOL.set(pool);
+        }
+        let pool = Self::global();
+        let want_frames = budget_bytes / crate::limits::FRAME_SIZE_BYTES as u64;
+        if pool.frame_count() as u64 != want_frames {
+            return Err(BufferError::File {
+                path: PathBuf::from("<buffer pool>"),
+                what: format!("already sized at {} bytes, cannot become {budget_bytes} bytes", pool.budget_bytes()),
+            });
+        }
+        Ok(pool)
+    }
+
+    /// The id under which pages of the file at `path` live in this pool (see
+    /// `file_registry`). A file replaced since it was last seen gets a new id, and the
+    /// clean pages of its old one are dropped.
+    pub fn register_file(&self, path: &Path) -> Result<u32, BufferError> {
+        let registered = self.files.register(path, &|id| self.has_dirty_pages_in(id))?;
+        if let Some(old) = registered.replaced {
+            // Stale pages of the old file: unreachable now, free their frames (a pinned
+            // one stays until its reader is done, then ages out by the clock).
+            let _ = self.clear_matching(|k| k.file_index == old);
+        }
+        Ok(registered.id)
+    }
+
+    /// The canonical path of a file id.
+    pub fn file_path(&self, file_id: u32) -> Option<PathBuf> {
+        self.files.path(file_id)
     }
 
     pub fn frame_count(&self) -> u32 {
@@ -126,6 +189,23 @@ impl BufferPool {
     /// Frames with at least one pin.
     pub fn pinned_count(&self) -> u32 {
         self.frames.iter().filter(|m| m.pins() > 0).count() as u32
+    }
+
+    pub(crate) fn dirty_set(&self) -> parking_lot::MutexGuard<'_, BTreeSet<PageKey>> {
+        self.dirty_pages.lock()
+    }
+
+    pub(crate) fn dirty_count_cell(&self) -> &AtomicU64 {
+        &self.dirty_count
+    }
+
+    pub(crate) fn wal_rule_cell(&self) -> &RwLock<Option<Arc<dyn WalRule>>> {
+        &self.wal_rule
+    }
+
+    /// After the pool wrote a file: its new change time is the pool's own doing.
+    pub(crate) fn note_written(&self, file_id: u32) {
+        self.files.wrote(file_id);
     }
 
     pub(crate) fn memory(&self) -> &FrameMemory {
@@ -214,11 +294,12 @@ impl BufferPool {
         Some(PageGuard { pool: self, frame, key, latch: Some(latch) })
     }
 
-    /// One synchronous 8 KB read through `engine` on a miss; `verify` sees the bytes before
-    /// any other reader may. The engine must be idle (its slot 0 is used).
-    pub fn read_page<E: From<BufferError>>(
+    /// The random path: the page, pinned, from memory or by one synchronous 8 KB read
+    /// through `reader` on a miss; `verify` sees the bytes before any other reader may.
+    /// The reader must be idle.
+    pub fn read_page<T, E: From<BufferError>>(
         &self,
-        engine: &mut dyn IoEngine,
+        reader: &mut PageReader<T>,
         key: PageKey,
         verify: impl FnOnce(&[u8]) -> Result<(), E>,
     ) -> Result<PageGuard<'_>, E> {
@@ -226,31 +307,18 @@ impl BufferPool {
             Fetch::Hit(guard) => return Ok(guard),
             Fetch::Miss(ticket) => ticket,
         };
-        assert_eq!(engine.in_flight(), 0, "read_page needs an idle engine");
-        let request = IoRequest {
-            op: IoOp::Read,
-            file_index: key.file_index,
-            offset_bytes: key.offset_bytes(),
-            length_bytes: FRAME_SIZE_BYTES as u32,
-            slot: 0,
-            user_data: 0,
-        };
         let io_error = |source| BufferError::Io { file_index: key.file_index, page: key.page_number, source };
-        let started = Instant::now();
-        engine.queue(request).map_err(io_error)?;
-        let completion = COMPLETIONS.with(|c| -> Result<IoCompletion, BufferError> {
-            let mut out = c.borrow_mut();
-            out.clear();
-            while out.is_empty() {
-                engine.reap(1, &mut out).map_err(io_error)?;
-            }
-            debug_assert_eq!(out.len(), 1);
-            Ok(out[0])
+        let local = reader.local_index(key.file_index).ok_or_else(|| BufferError::File {
+            path: self.file_path(key.file_index).unwrap_or_default(),
+            what: format!("file id {} is not open in this reader", key.file_index),
         })?;
+        let started = Instant::now();
+        reader
+            .queue_mut()
+            .read_one(local, key.offset_bytes(), FRAME_SIZE_BYTES as u32, |bytes| ticket.buffer_mut().copy_from_slice(&bytes[..FRAME_SIZE_BYTES]))
+            .map_err(io_error)?;
         self.counters.io_wait(started.elapsed().as_nanos() as u64);
         self.counters.read(FRAME_SIZE_BYTES as u64);
-        completion.expect_full(engine.files()).map_err(io_error)?;
-        ticket.buffer_mut().copy_from_slice(&engine.slot(0)[..FRAME_SIZE_BYTES]);
         ticket.complete(verify)
     }
 
@@ -346,6 +414,12 @@ impl BufferPool {
                 if shard.get(&key) != Some(&frame) || !meta.try_claim() {
                     return false;
                 }
+                // Dirty pages leave only after they are written (`write_dirty`). The flag
+                // changes only under a pin, and we hold the only one: stable here.
+                if meta.is_dirty() {
+                    meta.unpin();
+                    return false;
+                }
                 shard.remove(&key);
                 drop(shard);
                 meta.state.store(STATE_FREE, Ordering::Release);
@@ -409,7 +483,8 @@ impl BufferPool {
                 continue;
             }
             let state = meta.state();
-            if state == STATE_VALID && !matches(meta.key()) {
+            if state == STATE_VALID && (!matches(meta.key()) || meta.is_dirty()) {
+                // A dirty page is the only copy of its changes: clearing never drops it.
                 continue;
             }
             match state {

@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use flashscan_buffer::{BufferError, BufferPool, Fetch, PageKey, FRAME_SIZE_BYTES};
-use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, IoEngine, OpenMode};
+use flashscan_buffer::PageReader;
+use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, OpenMode};
 use rand::{Rng, SeedableRng};
 
 #[derive(Debug)]
@@ -69,18 +70,22 @@ fn fixture(page_count: u64, corrupt_page: Option<u64>) -> Fixture {
     Fixture { _dir: dir, files: Arc::new(files) }
 }
 
-fn engine(files: &Arc<FileSet>) -> Box<dyn IoEngine> {
-    open_engine(EngineKind::Psync, files.clone(), EngineConfig::for_depth(1, FRAME_SIZE_BYTES), &mut |_| {}).unwrap()
+/// The random path's reader over the fixture's file (pool file id 0 in a fresh pool).
+fn engine(pool: &BufferPool, files: &Arc<FileSet>) -> PageReader {
+    let engine = open_engine(EngineKind::Psync, files.clone(), EngineConfig::for_depth(1, FRAME_SIZE_BYTES), &mut |_| {}).unwrap();
+    let reader = PageReader::new(pool, engine).unwrap();
+    assert_eq!(reader.file_id(0), 0);
+    reader
 }
 
 #[test]
 fn hits_misses_and_reads_are_counted() {
     let fx = fixture(8, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
+    let mut engine = engine(&pool, &fx.files);
     for round in 0..3 {
         for p in 0..8 {
-            let g = pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+            let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
             check(g.data(), p);
             assert_eq!(g.key(), PageKey::new(0, p), "round {round}");
         }
@@ -97,11 +102,11 @@ fn hits_misses_and_reads_are_counted() {
 #[test]
 fn budget_is_never_exceeded_and_the_clock_evicts() {
     let fx = fixture(200, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
+    let mut engine = engine(&pool, &fx.files);
     assert_eq!(pool.budget_bytes(), 16 * FRAME_SIZE_BYTES as u64);
     for p in 0..200 {
-        let g = pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+        let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
         check(g.data(), p);
         assert!(pool.resident_count() <= 16);
     }
@@ -113,11 +118,11 @@ fn budget_is_never_exceeded_and_the_clock_evicts() {
 #[test]
 fn pinned_pages_are_never_evicted() {
     let fx = fixture(300, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
-    let pinned: Vec<_> = (0..10).map(|p| pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap()).collect();
+    let mut engine = engine(&pool, &fx.files);
+    let pinned: Vec<_> = (0..10).map(|p| pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap()).collect();
     for p in 10..300 {
-        let g = pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+        let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
         check(g.data(), p);
     }
     for (p, g) in pinned.iter().enumerate() {
@@ -132,22 +137,22 @@ fn pinned_pages_are_never_evicted() {
 #[test]
 fn every_frame_pinned_is_an_error_not_a_hang() {
     let fx = fixture(20, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
-    let pinned: Vec<_> = (0..16).map(|p| pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap()).collect();
-    let r = pool.read_page(engine.as_mut(), PageKey::new(0, 17), verify(17));
+    let mut engine = engine(&pool, &fx.files);
+    let pinned: Vec<_> = (0..16).map(|p| pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap()).collect();
+    let r = pool.read_page(&mut engine, PageKey::new(0, 17), verify(17));
     assert!(matches!(r, Err(TestError::Buffer(BufferError::AllPinned { frame_count: 16 }))));
     drop(pinned);
-    assert!(pool.read_page(engine.as_mut(), PageKey::new(0, 17), verify(17)).is_ok());
+    assert!(pool.read_page(&mut engine, PageKey::new(0, 17), verify(17)).is_ok());
 }
 
 #[test]
 fn verification_failure_surfaces_and_leaves_no_page_behind() {
     let fx = fixture(8, Some(5));
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
+    let mut engine = engine(&pool, &fx.files);
     for _ in 0..2 {
-        let r = pool.read_page(engine.as_mut(), PageKey::new(0, 5), verify(5));
+        let r = pool.read_page(&mut engine, PageKey::new(0, 5), verify(5));
         assert!(matches!(r, Err(TestError::Torn { page: 5, at: 100 })), "{:?}", r.err());
         assert!(!pool.contains(PageKey::new(0, 5)));
     }
@@ -156,7 +161,7 @@ fn verification_failure_surfaces_and_leaves_no_page_behind() {
     // The frame the failed loads used is reusable.
     for p in 0..8 {
         if p != 5 {
-            check(pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap().data(), p);
+            check(pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap().data(), p);
         }
     }
 }
@@ -164,10 +169,10 @@ fn verification_failure_surfaces_and_leaves_no_page_behind() {
 #[test]
 fn read_errors_surface() {
     let fx = fixture(4, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
+    let mut engine = engine(&pool, &fx.files);
     // Past the end of the file: a short read.
-    let r = pool.read_page(engine.as_mut(), PageKey::new(0, 10), verify(10));
+    let r = pool.read_page(&mut engine, PageKey::new(0, 10), verify(10));
     assert!(matches!(r, Err(TestError::Buffer(BufferError::Io { .. }))), "{:?}", r.err());
     assert!(!pool.contains(PageKey::new(0, 10)));
 }
@@ -175,23 +180,23 @@ fn read_errors_surface() {
 #[test]
 fn abandoned_load_lets_the_next_reader_retry() {
     let fx = fixture(4, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
+    let mut engine = engine(&pool, &fx.files);
     match pool.fetch(PageKey::new(0, 2)).unwrap() {
         Fetch::Miss(ticket) => drop(ticket),
         Fetch::Hit(_) => panic!("empty pool hit"),
     }
     assert!(!pool.contains(PageKey::new(0, 2)));
-    check(pool.read_page(engine.as_mut(), PageKey::new(0, 2), verify(2)).unwrap().data(), 2);
+    check(pool.read_page(&mut engine, PageKey::new(0, 2), verify(2)).unwrap().data(), 2);
 }
 
 #[test]
 fn scan_ring_keeps_the_warm_set() {
     let fx = fixture(500, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(64).unwrap();
+    let mut engine = engine(&pool, &fx.files);
     for p in 0..40 {
-        pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+        pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
     }
     {
         let mut ring = pool.ring(8).unwrap();
@@ -214,7 +219,7 @@ fn scan_ring_keeps_the_warm_set() {
     }
     let before = pool.snapshot();
     for p in 0..40 {
-        pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+        pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
     }
     assert_eq!(pool.snapshot().since(&before).misses_count, 0);
 }
@@ -222,18 +227,18 @@ fn scan_ring_keeps_the_warm_set() {
 #[test]
 fn clear_empties_an_unpinned_pool() {
     let fx = fixture(20, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(32).unwrap();
+    let mut engine = engine(&pool, &fx.files);
     for p in 0..20 {
-        pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+        pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
     }
-    let g = pool.read_page(engine.as_mut(), PageKey::new(0, 3), verify(3)).unwrap();
+    let g = pool.read_page(&mut engine, PageKey::new(0, 3), verify(3)).unwrap();
     assert!(matches!(pool.clear(), Err(BufferError::PinnedOnClear { pinned_count: 1 })));
     drop(g);
     pool.clear().unwrap();
     assert_eq!(pool.resident_count(), 0);
     for p in 0..20 {
-        check(pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap().data(), p);
+        check(pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap().data(), p);
     }
 }
 
@@ -261,13 +266,13 @@ fn concurrent_readers_see_no_torn_pages() {
             let pool = pool.clone();
             let files = fx.files.clone();
             std::thread::spawn(move || {
-                let mut engine = engine(&files);
+                let mut engine = engine(&pool, &files);
                 let mut rng = rand::rngs::SmallRng::seed_from_u64(t);
                 let mut held = Vec::new();
                 for i in 0..3000 {
                     // Hot pages (0..16) are shared by every thread, so loads collide.
                     let p = if i % 3 == 0 { rng.gen_range(0..16) } else { rng.gen_range(0..page_count) };
-                    let g = pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+                    let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
                     check(g.data(), p);
                     held.push((p, g));
                     if held.len() > 3 {
@@ -305,9 +310,9 @@ fn one_read_per_page_under_contention() {
             let files = fx.files.clone();
             let barrier = barrier.clone();
             std::thread::spawn(move || {
-                let mut engine = engine(&files);
+                let mut engine = engine(&pool, &files);
                 barrier.wait();
-                let g = pool.read_page(engine.as_mut(), PageKey::new(0, 1), verify(1)).unwrap();
+                let g = pool.read_page(&mut engine, PageKey::new(0, 1), verify(1)).unwrap();
                 check(g.data(), 1);
             })
         })
@@ -333,11 +338,11 @@ proptest::proptest! {
     #[test]
     fn random_request_sequences(pages in proptest::collection::vec((0u64..64, proptest::bool::ANY), 1..300)) {
         let fx = fixture(64, None);
-        let mut engine = engine(&fx.files);
         let pool = BufferPool::with_frames(16).unwrap();
+        let mut engine = engine(&pool, &fx.files);
         let mut held = Vec::new();
         for (p, hold) in pages {
-            let g = pool.read_page(engine.as_mut(), PageKey::new(0, p), verify(p)).unwrap();
+            let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
             check(g.data(), p);
             if hold && held.len() < 8 {
                 held.push((p, g));
@@ -354,9 +359,9 @@ proptest::proptest! {
 #[test]
 fn install_skips_pages_present_or_loading() {
     let fx = fixture(8, None);
-    let mut engine = engine(&fx.files);
     let pool = BufferPool::with_frames(16).unwrap();
-    let held = pool.read_page(engine.as_mut(), PageKey::new(0, 1), verify(1)).unwrap();
+    let mut engine = engine(&pool, &fx.files);
+    let held = pool.read_page(&mut engine, PageKey::new(0, 1), verify(1)).unwrap();
     // Present: skipped without waiting (the wrong bytes are never looked at).
     pool.install(PageKey::new(0, 1), &page_bytes(2), verify(1)).unwrap();
     check(held.data(), 1);
@@ -371,6 +376,6 @@ fn install_skips_pages_present_or_loading() {
     // Absent: installed, and a later request hits.
     pool.install(PageKey::new(0, 4), &page_bytes(4), verify(4)).unwrap();
     let before = pool.snapshot();
-    check(pool.read_page(engine.as_mut(), PageKey::new(0, 4), verify(4)).unwrap().data(), 4);
+    check(pool.read_page(&mut engine, PageKey::new(0, 4), verify(4)).unwrap().data(), 4);
     assert_eq!(pool.snapshot().since(&before).hits_count, 1);
 }

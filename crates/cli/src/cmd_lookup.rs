@@ -124,10 +124,12 @@ pub fn run(args: LookupArgs) -> anyhow::Result<()> {
     };
     let pool_bytes = parse_size_bytes(&args.buffer_pool).ok_or_else(|| bad_input(format!("--buffer-pool {:?}: give a size like 512MB or 4GB", args.buffer_pool)))?;
     let engine = EngineKind::parse(&args.engine).ok_or_else(|| bad_input(format!("--engine {:?}: use auto, uring or psync", args.engine)))?;
-    let pool = BufferPool::new(pool_bytes).map_err(|e| bad_input(e.to_string()))?;
+    // The process's one pool, at the size asked: the lookup's pages and any other page
+    // path of this process (key sampling, a dirty page) meet in it.
+    let pool = BufferPool::init_global(pool_bytes).map_err(|e| bad_input(e.to_string()))?;
     let options = LookupOptions { prefetch_from_rows: args.prefetch_from, depth: args.depth, io_size_bytes, direct: args.cold, engine, single_thread_engine: true };
     let mut notice = |m: &str| eprintln!("flashscan: {m}");
-    let mut session = LookupSession::open(&args.db, &args.table, &args.index, &pool, options, &mut notice).map_err(index_error)?;
+    let mut session = LookupSession::open(&args.db, &args.table, &args.index, pool, options, &mut notice).map_err(index_error)?;
     let keys: Vec<Vec<u8>> = match args.random {
         Some(n) => session.tree.sample_keys(n, args.seed).map_err(index_error)?,
         None => args.keys.iter().map(|k| session.schema.parse_key(k)).collect::<Result<_, _>>().map_err(index_error)?,

@@ -33,6 +33,19 @@ pub enum ExecError {
     Arrow(#[from] arrow::error::ArrowError),
     #[error("a scan worker panicked: {0}")]
     WorkerPanic(String),
+    /// The buffer pool (the page path) refused: a file it cannot resolve, a pool error.
+    #[error(transparent)]
+    Buffer(flashscan_buffer::BufferError),
+}
+
+impl From<flashscan_buffer::BufferError> for ExecError {
+    fn from(e: flashscan_buffer::BufferError) -> Self {
+        match e {
+            // I/O through the pool reads as I/O, with the same messages as before.
+            flashscan_buffer::BufferError::Engine(io) => ExecError::Io(io),
+            other => ExecError::Buffer(other),
+        }
+    }
 }
 
 impl ExecError {
@@ -49,7 +62,8 @@ impl ExecError {
             | ExecError::InvalidOption(_)
             | ExecError::Storage(_) => true,
             ExecError::StorageLayer(e) => e.is_user_input(),
-            ExecError::Arrow(_) | ExecError::WorkerPanic(_) | ExecError::Stopped => false,
+            ExecError::Buffer(flashscan_buffer::BufferError::File { .. }) => true,
+            ExecError::Arrow(_) | ExecError::WorkerPanic(_) | ExecError::Stopped | ExecError::Buffer(_) => false,
         }
     }
 }

@@ -366,7 +366,7 @@ fn open_worker<W: ChunkWork>(
         }
     };
     let engine = open_engine(engine_kind, Arc::new(files), engine_config, &mut notice)?;
-    Ok((ReadAhead::new(engine), make_work(worker)?))
+    Ok((ReadAhead::new(engine)?, make_work(worker)?))
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

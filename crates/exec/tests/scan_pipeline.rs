@@ -157,7 +157,7 @@ fn sim_reader(table: &ToyTable, plan: FaultPlan, depth: u32, io_size_bytes: usiz
     let paths = flashscan_exec::source::distinct_paths(&table.runs);
     let files = Arc::new(FileSet::open(&paths, OpenMode { direct: false, write: false }).unwrap());
     let engine: Box<dyn IoEngine> = Box::new(SimEngine::new(files, EngineConfig::for_depth(depth, io_size_bytes), plan).unwrap());
-    ReadAhead::new(engine)
+    ReadAhead::new(engine).unwrap()
 }
 
 fn all_chunks(table: &ToyTable, io_size_bytes: usize) -> Vec<Chunk> {

@@ -4,9 +4,8 @@
 //! unreferenced in the catalog before it is created (`O_EXCL|O_NOFOLLOW`), and referenced by
 //! the commit that adds the index.
 
-use std::fs::{self, File};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::fs;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use flashscan_storage::page::header::read_u16;
@@ -138,17 +137,30 @@ pub fn drop_index(dir: &Path, table: &str, name: &str) -> Result<IndexMeta, Inde
 fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: &KeySchema) -> Result<Vec<(KeyWords, RowLocator)>, IndexError> {
     let layout = RowLayout::new(&table.columns);
     let mut entries = Vec::with_capacity(table.row_count as usize);
-    let mut buf = vec![0u8; SCAN_READ_PAGES * PAGE_SIZE_BYTES];
+    // Read through the pool's streaming path (in order, 1 MB at a time), so an index is
+    // built from the table as the pool sees it.
+    let mut paths: Vec<PathBuf> = Vec::new();
     for partition in &table.partitions {
         for run in &partition.runs {
             let path = db.file_path(run);
-            let file = File::open(&path).map_err(|e| IndexError::file("opening", &path, e))?;
-            let mut done = 0usize;
-            while done < run.page_count as usize {
-                let n = (run.page_count as usize - done).min(SCAN_READ_PAGES);
-                let offset = run.offset_bytes + (done * PAGE_SIZE_BYTES) as u64;
-                let chunk = &mut buf[..n * PAGE_SIZE_BYTES];
-                file.read_exact_at(chunk, offset).map_err(|e| IndexError::file("reading", &path, e))?;
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+    }
+    if paths.is_empty() {
+        return Ok(entries);
+    }
+    let mut reader = flashscan_storage::page_path::FileReader::open(&paths)?;
+    for partition in &table.partitions {
+        for run in &partition.runs {
+            let path = db.file_path(run);
+            let file_index = reader.file_index(&path).unwrap_or(0);
+            let length = run.page_count as u64 * PAGE_SIZE_BYTES as u64;
+            debug_assert!(SCAN_READ_PAGES * PAGE_SIZE_BYTES <= flashscan_storage::page_path::READ_BYTES_MAX);
+            let mut visit = |offset: u64, chunk: &[u8]| -> Result<(), IndexError> {
+                let done = ((offset - run.offset_bytes) / PAGE_SIZE_BYTES as u64) as usize;
+                let n = chunk.len() / PAGE_SIZE_BYTES;
                 for p in 0..n {
                     let page = &chunk[p * PAGE_SIZE_BYTES..(p + 1) * PAGE_SIZE_BYTES];
                     let page_id = run.first_page_id + (done + p) as u64;
@@ -177,8 +189,20 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
                         entries.push((words, RowLocator { page_id, partition: partition.index, slot }));
                     }
                 }
-                done += n;
+                Ok(())
+            };
+            // The reader speaks storage errors; ours (a compressed page) is kept aside.
+            let mut failed: Option<IndexError> = None;
+            let read = reader.for_each_extent(file_index, run.offset_bytes, length, PAGE_SIZE_BYTES as u64, &mut |offset, chunk| {
+                visit(offset, chunk).map_err(|e| {
+                    failed = Some(e);
+                    flashscan_storage::StorageError::InvalidArgument("index build stopped".into())
+                })
+            });
+            if let Some(e) = failed {
+                return Err(e);
             }
+            read?;
         }
     }
     Ok(entries)

@@ -11,6 +11,7 @@ use flashscan_buffer::BufferPool;
 use flashscan_index::btree::{BTree, BuildOptions, TreeBuilder};
 use flashscan_index::key::encode_part;
 use flashscan_index::{IndexError, RowLocator};
+use flashscan_buffer::PageReader;
 use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, IoEngine, OpenMode};
 use proptest::prelude::*;
 
@@ -65,26 +66,28 @@ proptest! {
         }
         let options = if tiny { BuildOptions { leaf_entries_max: leaf, inner_entries_max: inner } } else { BuildOptions::full(8) };
         build(&path, &entries, 8, options);
-        let (_files, mut engine) = open(&path);
+        let (_files, engine) = open(&path);
         let pool = BufferPool::with_frames(64).unwrap();
-        let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+        let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
+        let file_id = reader.file_id(0);
+        let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
         prop_assert_eq!(tree.meta.entry_count, raw.len() as u64);
         let mut out = Vec::new();
         for k in -205i64..205 {
             out.clear();
             let kb = key_bytes(&[k]);
-            tree.seek(&pool, engine.as_mut(), &kb, &mut out).unwrap();
+            tree.seek(&pool, &mut reader, &kb, &mut out).unwrap();
             let expected = entries.get(&kb).cloned().unwrap_or_default();
             prop_assert_eq!(&out, &expected, "key {}", k);
         }
         for (lo, len) in ranges {
             out.clear();
             let (lo_b, hi_b) = (key_bytes(&[lo]), key_bytes(&[lo + len]));
-            tree.range(&pool, engine.as_mut(), &lo_b, &hi_b, &mut out).unwrap();
+            tree.range(&pool, &mut reader, &lo_b, &hi_b, &mut out).unwrap();
             prop_assert_eq!(&out, &oracle_range(&entries, &lo_b, &hi_b), "range {}..={}", lo, lo + len);
         }
         out.clear();
-        tree.range(&pool, engine.as_mut(), &[], &[], &mut out).unwrap();
+        tree.range(&pool, &mut reader, &[], &[], &mut out).unwrap();
         prop_assert_eq!(out.len(), raw.len());
         prop_assert_eq!(pool.pinned_count(), 0);
     }
@@ -101,21 +104,23 @@ proptest! {
             v.sort();
         }
         build(&path, &entries, 16, BuildOptions { leaf_entries_max: 4, inner_entries_max: 3 });
-        let (_files, mut engine) = open(&path);
+        let (_files, engine) = open(&path);
         let pool = BufferPool::with_frames(32).unwrap();
-        let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+        let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
+        let file_id = reader.file_id(0);
+        let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
         let mut out = Vec::new();
         for a in -1i64..21 {
             out.clear();
             let prefix = key_bytes(&[a]);
-            tree.seek(&pool, engine.as_mut(), &prefix, &mut out).unwrap();
+            tree.seek(&pool, &mut reader, &prefix, &mut out).unwrap();
             let expected: Vec<RowLocator> = entries.iter().filter(|(k, _)| k[..8] == prefix[..]).flat_map(|(_, v)| v.iter().copied()).collect();
             prop_assert_eq!(&out, &expected, "prefix {}", a);
         }
         for ((a, b), locs) in entries.iter().map(|(k, v)| ((k.clone(), ()), v)).map(|((k, _), v)| ((k[..8].to_vec(), k[8..].to_vec()), v)) {
             out.clear();
             let full = [a, b].concat();
-            tree.seek(&pool, engine.as_mut(), &full, &mut out).unwrap();
+            tree.seek(&pool, &mut reader, &full, &mut out).unwrap();
             prop_assert_eq!(&out, locs);
         }
     }
@@ -130,17 +135,19 @@ fn deep_tree_with_many_keys() {
         entries.insert(key_bytes(&[i * 3]), vec![loc(i as u64)]);
     }
     build(&path, &entries, 8, BuildOptions::full(8));
-    let (_files, mut engine) = open(&path);
+    let (_files, engine) = open(&path);
     let pool = BufferPool::with_frames(16).unwrap();
-    let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+    let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
+    let file_id = reader.file_id(0);
+    let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
     assert_eq!(tree.meta.height, 3, "200k keys in 339-entry leaves under 509-entry inner nodes need two inner levels");
     let mut out = Vec::new();
     for i in (0..200_000i64).step_by(997) {
         out.clear();
-        tree.seek(&pool, engine.as_mut(), &key_bytes(&[i * 3]), &mut out).unwrap();
+        tree.seek(&pool, &mut reader, &key_bytes(&[i * 3]), &mut out).unwrap();
         assert_eq!(out, vec![loc(i as u64)]);
         out.clear();
-        tree.seek(&pool, engine.as_mut(), &key_bytes(&[i * 3 + 1]), &mut out).unwrap();
+        tree.seek(&pool, &mut reader, &key_bytes(&[i * 3 + 1]), &mut out).unwrap();
         assert!(out.is_empty());
     }
     let sample = tree.sample_keys(500, 7).unwrap();
@@ -175,17 +182,19 @@ fn damaged_node_is_a_checksum_error() {
     f.seek(SeekFrom::Start(3 * 8192 + 4000)).unwrap();
     f.write_all(&[0xAB]).unwrap();
     drop(f);
-    let (_files, mut engine) = open(&path);
+    let (_files, engine) = open(&path);
     let pool = BufferPool::with_frames(16).unwrap();
-    let tree = BTree::open(&pool, engine.as_mut(), 0, &path).unwrap();
+    let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
+    let file_id = reader.file_id(0);
+    let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
     let mut out = Vec::new();
     // Leaf 3 holds entries 3 * 339 - 339 .. : key 800 is in it.
-    let r = tree.seek(&pool, engine.as_mut(), &key_bytes(&[800]), &mut out);
+    let r = tree.seek(&pool, &mut reader, &key_bytes(&[800]), &mut out);
     assert!(matches!(r, Err(IndexError::NodeChecksum { node: 3, .. })), "{r:?}");
     assert_eq!(pool.snapshot().verify_failures_count, 1);
     // Other leaves still answer.
     out.clear();
-    tree.seek(&pool, engine.as_mut(), &key_bytes(&[10]), &mut out).unwrap();
+    tree.seek(&pool, &mut reader, &key_bytes(&[10]), &mut out).unwrap();
     assert_eq!(out, vec![loc(10)]);
 }
 
@@ -214,11 +223,13 @@ fn small_tree(path: &Path) -> BTreeMap<Vec<u8>, Vec<RowLocator>> {
 }
 
 fn seek_all(path: &Path) -> Result<usize, IndexError> {
-    let (_files, mut engine) = open(path);
+    let (_files, engine) = open(path);
     let pool = BufferPool::with_frames(16).unwrap();
-    let tree = BTree::open(&pool, engine.as_mut(), 0, path)?;
+    let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
+    let file_id = reader.file_id(0);
+    let tree = BTree::open(&pool, &mut reader, file_id, path)?;
     let mut out = Vec::new();
-    tree.range(&pool, engine.as_mut(), &key_bytes(&[2]), &[], &mut out)
+    tree.range(&pool, &mut reader, &key_bytes(&[2]), &[], &mut out)
 }
 
 /// Found by fuzz/btree_seek: a re-checksummed leaf whose keys are out of order tripped a

@@ -11,6 +11,8 @@
 //! - [`psync`]: portable pread/pwrite, inline at depth 1 and on a thread pool above it;
 //! - [`null`]: completes every request at once, to measure the harness's own overhead;
 //! - [`sim`]: injects errors, short reads and latency, for tests of the layers above;
+//! - [`request_queue`]: slots, typed completions and drain-on-drop over any engine: the
+//!   only way the layers above issue I/O (no caller keeps its own slot loop);
 //! - [`buffer_arena`]: the aligned memory every request reads into or writes from;
 //! - [`file_set`]: files over one or more directories (volumes), O_DIRECT alignment;
 //! - [`file_stats`]: per-file counters, the `dm_io_virtual_file_stats` of flashscan.
@@ -23,6 +25,7 @@ pub mod file_stats;
 pub mod limits;
 pub mod null;
 pub mod psync;
+pub mod request_queue;
 pub mod sim;
 pub mod uring;
 
@@ -31,3 +34,4 @@ pub use engine::{open_engine, EngineConfig, EngineKind, IoCompletion, IoEngine, 
 pub use error::IoError;
 pub use file_set::{FileSet, OpenFile, OpenMode};
 pub use file_stats::{FileStats, FileStatsSnapshot};
+pub use request_queue::{Completed, QueueStats, RequestQueue};

@@ -190,6 +190,11 @@ impl IoEngine for PsyncEngine {
 
 impl Drop for PsyncEngine {
     fn drop(&mut self) {
+        debug_assert!(
+            self.in_flight.count == 0 || std::thread::panicking(),
+            "{NAME} engine dropped with {} I/Os in flight: drain it first (RequestQueue does)",
+            self.in_flight.count
+        );
         // Closing the job channel ends the workers; join them before the arena is freed,
         // since a worker may still be writing into a slot.
         self.jobs = None;

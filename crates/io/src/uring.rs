@@ -232,3 +232,15 @@ impl IoEngine for UringEngine {
         Ok(())
     }
 }
+
+impl Drop for UringEngine {
+    fn drop(&mut self) {
+        // A slot in flight is memory the kernel (or a worker) may still write: dropping the
+        // engine then frees it under the device's feet. `RequestQueue` drains on drop.
+        debug_assert!(
+            self.in_flight.count == 0 || std::thread::panicking(),
+            "{NAME} engine dropped with {} I/Os in flight: drain it first (RequestQueue does)",
+            self.in_flight.count
+        );
+    }
+}

@@ -78,13 +78,23 @@ pub enum StorageError {
 
     #[error("load worker failed: {0}")]
     Worker(String),
+
+    /// Reading pages through the buffer pool (the one page path) failed.
+    #[error("{0}")]
+    PagePath(#[from] flashscan_buffer::BufferError),
+}
+
+impl From<flashscan_io::IoError> for StorageError {
+    fn from(e: flashscan_io::IoError) -> Self {
+        StorageError::PagePath(flashscan_buffer::BufferError::Engine(e))
+    }
 }
 
 impl StorageError {
     /// True when the cause is what the user gave (a path, a name, a flag, a damaged or full
     /// file) and the user can fix it; the CLI exits 2 for these and 1 for the rest.
     pub fn is_user_input(&self) -> bool {
-        !matches!(self, StorageError::Io { .. } | StorageError::Worker(_))
+        !matches!(self, StorageError::Io { .. } | StorageError::Worker(_) | StorageError::PagePath(_))
     }
 
     pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> StorageError {

@@ -1,19 +1,16 @@
-//! A plain reader of a table's pages (pread, one run at a time): for tools, tests and
-//! checks. Column store tables are read through `columnstore::table_reader`. Scans at device speed live in flashscan-exec; this one favours simplicity.
-
-use std::fs::File;
-use std::os::unix::fs::FileExt;
+//! A plain reader of a table's pages (one 1 MB read at a time, in order, through the
+//! buffer pool's streaming path — `page_path`): for tools, tests and checks. Column store
+//! tables are read through `columnstore::table_reader`. Scans at device speed live in
+//! flashscan-exec; this one favours simplicity.
 
 use arrow::array::RecordBatch;
 
 use crate::database::Database;
 use crate::error::StorageError;
 use crate::heap_decoder::HeapDecoder;
+use crate::page_path::FileReader;
 use crate::page::PAGE_SIZE_BYTES;
 use crate::table_meta::{PartitionMeta, TableMeta};
-
-/// Pages read per call: 1 MB.
-const READ_PAGES_MAX: usize = 128;
 
 /// Checks every data file of the table exists and is as long as the catalog says.
 pub fn check_files(db: &Database, table: &TableMeta) -> Result<(), StorageError> {
@@ -41,42 +38,35 @@ pub fn read_partition(
         return crate::columnstore::table_reader::read_partition_row_groups(db, table, partition, projection, on_batch);
     }
     let mut decoder = HeapDecoder::try_new(table, projection)?;
-    let mut buf = vec![0u8; READ_PAGES_MAX * PAGE_SIZE_BYTES];
+    let mut paths: Vec<std::path::PathBuf> = Vec::new();
     for run in &partition.runs {
         let path = db.file_path(run);
-        let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
-        let mut done = 0u32;
-        while done < run.page_count {
-            let n = (run.page_count - done).min(READ_PAGES_MAX as u32) as usize;
-            let offset = run.offset_bytes + done as u64 * PAGE_SIZE_BYTES as u64;
-            let bytes = &mut buf[..n * PAGE_SIZE_BYTES];
-            read_exact_at(&file, &path, bytes, offset)?;
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mut reader = FileReader::open(&paths)?;
+    for run in &partition.runs {
+        let path = db.file_path(run);
+        let file_index = reader.file_index(&path).unwrap_or(0);
+        let length = run.page_count as u64 * PAGE_SIZE_BYTES as u64;
+        reader.for_each_extent(file_index, run.offset_bytes, length, PAGE_SIZE_BYTES as u64, &mut |offset, bytes| {
+            let first_page = (offset - run.offset_bytes) / PAGE_SIZE_BYTES as u64;
             for (i, page) in bytes.chunks_exact(PAGE_SIZE_BYTES).enumerate() {
                 let page_offset = offset + (i * PAGE_SIZE_BYTES) as u64;
-                decoder.push_page(page, run.first_page_id + done as u64 + i as u64, &path, page_offset)?;
+                decoder.push_page(page, run.first_page_id + first_page + i as u64, &path, page_offset)?;
             }
-            done += n as u32;
             if decoder.rows_buffered() >= 64 * 1024 {
                 on_batch(decoder.finish())?;
             }
-        }
+            Ok(())
+        })?;
     }
     if decoder.rows_buffered() > 0 {
         on_batch(decoder.finish())?;
-    }
-    Ok(())
-}
-
-/// Fills `bytes` from `offset` of `file`, or says the file is too short.
-pub(crate) fn read_exact_at(file: &File, path: &std::path::Path, bytes: &mut [u8], offset: u64) -> Result<(), StorageError> {
-    let mut filled = 0;
-    while filled < bytes.len() {
-        let got = file.read_at(&mut bytes[filled..], offset + filled as u64).map_err(|e| StorageError::io("reading", path, e))?;
-        if got == 0 {
-            let actual = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-            return Err(StorageError::FileTruncated { file: path.to_path_buf(), expected_bytes: offset + bytes.len() as u64, actual_bytes: actual });
-        }
-        filled += got;
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ pub mod heap_reader;
 pub mod load;
 pub mod orphans;
 pub mod page;
+pub mod page_path;
 pub mod partitioning;
 pub mod placement;
 pub mod rebuild;

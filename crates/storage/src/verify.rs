@@ -20,7 +20,7 @@ use crate::columnstore::RowGroupReader;
 use crate::database::Database;
 use crate::error::StorageError;
 use crate::heap_decoder::HeapDecoder;
-use crate::heap_reader::read_exact_at;
+use crate::page_path::FileReader;
 use crate::page::PAGE_SIZE_BYTES;
 use crate::table_meta::TableMeta;
 
@@ -98,6 +98,18 @@ pub fn verify_table(db: &Database, table: &TableMeta, report: &mut VerifyReport)
     } else {
         verify_heap(db, table, report);
     }
+}
+
+/// Reads `bytes.len()` bytes at `offset_bytes` of `path` through the page path (the one way
+/// table files are read), after `open` checked the file is no link.
+fn read_exact_at(_file: &File, path: &Path, bytes: &mut [u8], offset_bytes: u64) -> Result<(), StorageError> {
+    let mut reader = FileReader::open_sized(&[path.to_path_buf()], bytes.len())?;
+    let read = reader.read(0, offset_bytes, bytes.len() as u64)?;
+    if read.len() != bytes.len() {
+        return Err(StorageError::FileTruncated { file: path.to_path_buf(), expected_bytes: offset_bytes.saturating_add(bytes.len() as u64), actual_bytes: offset_bytes.saturating_add(read.len() as u64) });
+    }
+    bytes.copy_from_slice(&read);
+    Ok(())
 }
 
 fn open(path: &Path) -> Result<File, StorageError> {

@@ -65,7 +65,7 @@ fn types_batch(rows: usize, seed: u64) -> RecordBatch {
     let u: UInt64Array = (0..rows)
         .map(|i| if null(&mut mix, i) { None } else { Some([0, u64::MAX, 1 << 63, (1 << 63) - 1, 1].get(i).copied().unwrap_or_else(|| mix.next())) })
         .collect();
-    let mut i64_column = |mix: &mut Mix| -> Vec<Option<i64>> { (0..rows).map(|i| if null(mix, i) { None } else { Some(pick(mix, i)) }).collect() };
+    let i64_column = |mix: &mut Mix| -> Vec<Option<i64>> { (0..rows).map(|i| if null(mix, i) { None } else { Some(pick(mix, i)) }).collect() };
     let ts_s = TimestampSecondArray::from(i64_column(&mut mix));
     let ts_ms = TimestampMillisecondArray::from(i64_column(&mut mix)).with_timezone("UTC");
     let ts_us = TimestampMicrosecondArray::from(i64_column(&mut mix)).with_timezone("UTC");

@@ -304,10 +304,17 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
         let counted = measuring && now < end;
         for c in &completions {
             if c.result != Ok(c.length_bytes) {
-                return Err(WorkbenchError::Run(match c.expect_full(engine.files()) {
+                let error = match c.expect_full(engine.files()) {
                     Err(e) => e,
                     Ok(()) => flashscan_io::IoError::InvalidRequest("incomplete transfer".into()),
-                }));
+                };
+                // The rest still in flight must land before the buffers go away (engines
+                // assert it on drop).
+                let mut sink = Vec::new();
+                while engine.in_flight() > 0 && engine.reap(1, &mut sink).is_ok() {
+                    sink.clear();
+                }
+                return Err(WorkbenchError::Run(error));
             }
             free_slots.push(c.slot);
             if counted {

@@ -2,12 +2,9 @@
 //! leaves rightwards to the upper bound. Nodes are verified (checksum, node number, level)
 //! on their way into the pool.
 
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use flashscan_buffer::{BufferPool, PageGuard, PageKey};
-use flashscan_io::IoEngine;
+use flashscan_buffer::{BufferPool, PageGuard, PageKey, PageReader};
 use rand::SeedableRng;
 
 use super::node::{self, NodeHeader, NodeView, TreeMeta, NODE_KIND_INNER, NODE_KIND_LEAF, NODE_SIZE_BYTES, SIBLING_NONE};
@@ -15,7 +12,7 @@ use crate::error::IndexError;
 use crate::locator::RowLocator;
 
 pub struct BTree {
-    /// The index file's place in the `FileSet` the pool's keys refer to.
+    /// The index file's pool file id (what its pages' keys carry).
     pub file_index: u32,
     pub path: PathBuf,
     pub meta: TreeMeta,
@@ -23,19 +20,19 @@ pub struct BTree {
 
 impl BTree {
     /// Reads the meta node (through the pool) and checks it.
-    pub fn open(pool: &BufferPool, engine: &mut dyn IoEngine, file_index: u32, path: &Path) -> Result<BTree, IndexError> {
-        let guard = pool.read_page(engine, PageKey::new(file_index, 0), |b| TreeMeta::read(b, path).map(drop))?;
+    pub fn open<T>(pool: &BufferPool, reader: &mut PageReader<T>, file_index: u32, path: &Path) -> Result<BTree, IndexError> {
+        let guard = pool.read_page(reader, PageKey::new(file_index, 0), |b| TreeMeta::read(b, path).map(drop))?;
         let meta = TreeMeta::read(guard.data(), path)?;
         Ok(BTree { file_index, path: path.to_path_buf(), meta })
     }
 
-    fn node<'p>(&self, pool: &'p BufferPool, engine: &mut dyn IoEngine, number: u64, level: u16) -> Result<(PageGuard<'p>, NodeHeader), IndexError> {
+    fn node<'p, T>(&self, pool: &'p BufferPool, reader: &mut PageReader<T>, number: u64, level: u16) -> Result<(PageGuard<'p>, NodeHeader), IndexError> {
         let corrupt = |reason: String| IndexError::NodeCorrupt { path: self.path.clone(), node: number, reason };
         if number == 0 || number >= self.meta.node_count {
             return Err(corrupt(format!("node number out of range 1..{}", self.meta.node_count)));
         }
         let kw = self.meta.key_width_bytes as usize;
-        let guard = pool.read_page(engine, PageKey::new(self.file_index, number), |b| node::verify(b, number, kw, &self.path).map(drop))?;
+        let guard = pool.read_page(reader, PageKey::new(self.file_index, number), |b| node::verify(b, number, kw, &self.path).map(drop))?;
         let header = node::read_header(guard.data());
         if header.level != level {
             return Err(corrupt(format!("at level {} where the path expects level {level}", header.level)));
@@ -52,7 +49,7 @@ impl BTree {
     /// Appends the locators of every entry with `lo <= key` and `key[..hi.len()] <= hi`
     /// (bounds may be key prefixes; an empty `hi` means no upper bound), in key order.
     /// Returns how many were appended.
-    pub fn range(&self, pool: &BufferPool, engine: &mut dyn IoEngine, lo: &[u8], hi: &[u8], out: &mut Vec<RowLocator>) -> Result<usize, IndexError> {
+    pub fn range<T>(&self, pool: &BufferPool, reader: &mut PageReader<T>, lo: &[u8], hi: &[u8], out: &mut Vec<RowLocator>) -> Result<usize, IndexError> {
         let kw = self.meta.key_width_bytes as usize;
         if lo.len() > kw || hi.len() > kw {
             return Err(IndexError::InvalidArgument(format!("bound of {} / {} bytes for a {kw}-byte key", lo.len(), hi.len())));
@@ -61,7 +58,7 @@ impl BTree {
         let mut number = self.meta.root_node;
         let mut level = self.meta.height - 1;
         while level > 0 {
-            let (guard, header) = self.node(pool, engine, number, level)?;
+            let (guard, header) = self.node(pool, reader, number, level)?;
             let view = NodeView::new(guard.data(), header);
             // The child whose key range may hold `lo`: the last separator strictly below it
             // (duplicates of `lo` may end the child before the first separator equal to it).
@@ -78,7 +75,7 @@ impl BTree {
             if leaves_visited > self.meta.leaf_count {
                 return Err(IndexError::NodeCorrupt { path: self.path.clone(), node: number, reason: "leaf chain longer than the leaf count (a cycle)".into() });
             }
-            let (guard, header) = self.node(pool, engine, number, 0)?;
+            let (guard, header) = self.node(pool, reader, number, 0)?;
             let view = NodeView::new(guard.data(), header);
             let start = if first { view.lower_bound(lo) } else { 0 };
             first = false;
@@ -107,20 +104,21 @@ impl BTree {
     }
 
     /// Every locator stored under exactly `key` (or under a key starting with it).
-    pub fn seek(&self, pool: &BufferPool, engine: &mut dyn IoEngine, key: &[u8], out: &mut Vec<RowLocator>) -> Result<usize, IndexError> {
-        self.range(pool, engine, key, key, out)
+    pub fn seek<T>(&self, pool: &BufferPool, reader: &mut PageReader<T>, key: &[u8], out: &mut Vec<RowLocator>) -> Result<usize, IndexError> {
+        self.range(pool, reader, key, key, out)
     }
 
-    /// `count` distinct entries' keys drawn uniformly (so every key exists), read straight
-    /// from the file, not through the pool: choosing keys is not part of a measured lookup.
+    /// `count` distinct entries' keys drawn uniformly (so every key exists), read through
+    /// the pool's streaming path, uncached (a dirty node would still be seen): choosing
+    /// keys is not part of a measured lookup, so it must not warm the pool.
     pub fn sample_keys(&self, count: usize, seed: u64) -> Result<Vec<Vec<u8>>, IndexError> {
         if self.meta.entry_count == 0 {
             return Ok(Vec::new());
         }
-        let file = File::open(&self.path).map_err(|e| IndexError::file("opening", &self.path, e))?;
+        let mut file = flashscan_storage::page_path::FileReader::open(std::slice::from_ref(&self.path))?;
         let kw = self.meta.key_width_bytes as usize;
         let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
-        let mut node_bytes = vec![0u8; NODE_SIZE_BYTES];
+        let mut node_bytes: Vec<u8> = Vec::new();
         let mut cached_leaf = u64::MAX;
         // Distinct entries (so N keys find N rows on a unique index), at most all of them.
         let count = count.min(self.meta.entry_count as usize);
@@ -134,7 +132,7 @@ impl BTree {
             let leaf = self.meta.first_leaf_node + ordinal / self.meta.leaf_entries as u64;
             let pos = (ordinal % self.meta.leaf_entries as u64) as usize;
             if leaf != cached_leaf {
-                file.read_exact_at(&mut node_bytes, leaf * NODE_SIZE_BYTES as u64).map_err(|e| IndexError::file("reading", &self.path, e))?;
+                node_bytes = file.read(0, leaf * NODE_SIZE_BYTES as u64, NODE_SIZE_BYTES as u64)?;
                 node::verify(&node_bytes, leaf, kw, &self.path)?;
                 cached_leaf = leaf;
             }

@@ -5,8 +5,8 @@
 
 use std::path::Path;
 
-use flashscan_buffer::{BufferPool, Fetch, LoadTicket, PageKey};
-use flashscan_io::{open_engine, EngineConfig, EngineKind, IoEngine, IoOp, IoRequest};
+use flashscan_buffer::{BufferPool, Fetch, LoadTicket, PageKey, PageReader};
+use flashscan_io::{open_engine, EngineConfig, EngineKind};
 use flashscan_storage::page::header::{read_u16, OFFSET_ROW_COUNT};
 use flashscan_storage::page::heap_page::slot_offset;
 use flashscan_storage::{verify_page, Database, TableMeta, PAGE_SIZE_BYTES};
@@ -88,8 +88,8 @@ struct ScanTarget<'a> {
 }
 
 impl<'a> ScanTarget<'a> {
-    fn open(db: &Database, table: &'a TableMeta) -> Result<ScanTarget<'a>, IndexError> {
-        let files = TableFiles::open(db, table, &[], true)?;
+    fn open(db: &Database, table: &'a TableMeta, pool: &BufferPool) -> Result<ScanTarget<'a>, IndexError> {
+        let files = TableFiles::open(db, table, &[], true, pool)?;
         let mut keys = Vec::new();
         for p in &table.partitions {
             for run in &p.runs {
@@ -111,17 +111,29 @@ impl<'a> ScanTarget<'a> {
         Ok(())
     }
 
-    /// Every page read from the files in runs of 32 pages, 4 reads in flight.
-    fn scan_disk(&self, pool: &BufferPool, engine: &mut dyn IoEngine, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
-        let mut slot_pages: Vec<Vec<(PageKey, u64, LoadTicket<'_>)>> = (0..SCAN_DEPTH).map(|_| Vec::new()).collect();
-        let mut free: Vec<u32> = (0..SCAN_DEPTH).collect();
-        let mut completions = Vec::new();
+    /// The random path's reader over this table's files (O_DIRECT, 4 reads of 32 pages).
+    fn reader<'p>(&self, pool: &'p BufferPool) -> Result<PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, IndexError> {
+        let config = EngineConfig::for_depth(SCAN_DEPTH, SCAN_READ_PAGES as usize * PAGE_SIZE_BYTES).on_one_thread();
+        let engine = open_engine(EngineKind::Auto, self.files.files.clone(), config, &mut |_| {})?;
+        Ok(PageReader::new(pool, engine)?)
+    }
+
+    /// Every page read from the files in runs of 32 pages, 4 reads in flight, each read
+    /// carrying the load tickets of the pages it fills.
+    fn scan_disk<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
+        let result = self.scan_disk_inner(pool, reader, op, acc);
+        if result.is_err() {
+            reader.drain();
+        }
+        result
+    }
+
+    fn scan_disk_inner<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
         let mut next = 0usize;
-        let mut in_flight = 0;
         loop {
-            while next < self.keys.len() && !free.is_empty() {
-                let slot = free[free.len() - 1];
+            while next < self.keys.len() && reader.has_free_slot() {
                 let (first_key, _) = self.keys[next];
+                let mut wanted = Vec::new();
                 let mut n = 0u32;
                 while n < SCAN_READ_PAGES && next < self.keys.len() {
                     let (key, id) = self.keys[next];
@@ -130,35 +142,31 @@ impl<'a> ScanTarget<'a> {
                     }
                     match pool.fetch(key)? {
                         Fetch::Hit(g) => scan_page(g.data(), op, acc),
-                        Fetch::Miss(t) => slot_pages[slot as usize].push((key, id, t)),
+                        Fetch::Miss(t) => wanted.push((key, id, t)),
                     }
                     next += 1;
                     n += 1;
                 }
-                if slot_pages[slot as usize].is_empty() {
+                if wanted.is_empty() {
                     continue;
                 }
-                free.pop();
-                engine.queue(IoRequest { op: IoOp::Read, file_index: first_key.file_index, offset_bytes: first_key.offset_bytes(), length_bytes: n * PAGE_SIZE_BYTES as u32, slot, user_data: 0 })?;
-                in_flight += 1;
+                reader.queue_read(first_key.file_index, first_key.offset_bytes(), n * PAGE_SIZE_BYTES as u32, wanted)?;
             }
-            if in_flight == 0 {
-                return Ok(());
-            }
-            completions.clear();
-            engine.reap(1, &mut completions)?;
-            for c in &completions {
-                in_flight -= 1;
-                c.expect_full(engine.files())?;
-                pool.counters().read(c.length_bytes as u64);
-                for (key, id, ticket) in slot_pages[c.slot as usize].drain(..) {
-                    let at = (key.offset_bytes() - c.offset_bytes) as usize;
-                    let bytes = &engine.slot(c.slot)[at..at + PAGE_SIZE_BYTES];
-                    let path = self.files.path(key.file_index);
-                    let guard = ticket.complete_from(bytes, |b| verify_page(b, id, path, key.offset_bytes()).map(drop).map_err(IndexError::from))?;
+            let files = &self.files;
+            let done = reader.complete_next(|c| -> Result<(), IndexError> {
+                let bytes = c.result?;
+                pool.counters().read(c.completion.length_bytes as u64);
+                for (key, id, ticket) in c.tag {
+                    let at = (key.offset_bytes() - c.completion.offset_bytes) as usize;
+                    let path = files.path(key.file_index);
+                    let guard = ticket.complete_from(&bytes[at..at + PAGE_SIZE_BYTES], |b| verify_page(b, id, path, key.offset_bytes()).map(drop).map_err(IndexError::from))?;
                     scan_page(guard.data(), op, acc);
                 }
-                free.push(c.slot);
+                Ok(())
+            })?;
+            match done {
+                Some(r) => r?,
+                None => return Ok(()),
             }
         }
     }
@@ -181,14 +189,15 @@ pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -
         ensure_table(dir, &spec)?;
         let db = Database::open(dir)?;
         let table = db.table(&spec.name)?.clone();
-        let target = ScanTarget::open(&db, &table)?;
-        let pages = target.keys.len() as u64;
-        let mut engine = open_engine(EngineKind::Auto, target.files.files.clone(), EngineConfig::for_depth(SCAN_DEPTH, SCAN_READ_PAGES as usize * PAGE_SIZE_BYTES).on_one_thread(), &mut |_| {})?;
+        let pages = table.partitions.iter().flat_map(|p| &p.runs).map(|r| r.page_count as u64).sum::<u64>();
         let pool = BufferPool::with_frames((pages as u32).saturating_add(256))?;
+        let target = ScanTarget::open(&db, &table, &pool)?;
+        debug_assert_eq!(target.keys.len() as u64, pages);
+        let mut reader = target.reader(&pool)?;
 
         let mut acc = Acc::default();
         let cpu = process_cpu_ns();
-        target.scan_disk(&pool, engine.as_mut(), ScanOp::Needle, &mut acc)?;
+        target.scan_disk(&pool, &mut reader, ScanOp::Needle, &mut acc)?;
         let disk_ns = process_cpu_ns() - cpu;
         debug_assert_eq!(acc.rows, spec.row_count);
 
@@ -209,8 +218,11 @@ pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -
             // Eviction: the same cold disk scan through a pool an eighth the table's size,
             // so nearly every page read evicts one; the difference per eviction is its cost.
             let small = BufferPool::with_frames(((pages / 8) as u32).max(SCAN_DEPTH * SCAN_READ_PAGES * 2))?;
+            // Page keys name files by the pool's ids: the small pool gets its own.
+            let small_target = ScanTarget::open(&db, &table, &small)?;
+            let mut small_reader = small_target.reader(&small)?;
             let cpu = process_cpu_ns();
-            target.scan_disk(&small, engine.as_mut(), ScanOp::Needle, &mut Acc::default())?;
+            small_target.scan_disk(&small, &mut small_reader, ScanOp::Needle, &mut Acc::default())?;
             let small_ns = process_cpu_ns() - cpu;
             let evictions = small.snapshot().evictions_count;
             if n == 1 && evictions > 0 {

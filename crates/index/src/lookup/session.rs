@@ -4,11 +4,11 @@
 use std::path::Path;
 use std::time::Instant;
 
-use flashscan_buffer::BufferPool;
-use flashscan_io::{open_engine, EngineConfig, EngineKind, IoCompletion, IoEngine};
+use flashscan_buffer::{BufferPool, LoadTicket, PageReader};
+use flashscan_io::{open_engine, EngineConfig, EngineKind};
 use flashscan_storage::{Database, TableMeta};
 
-use super::plan::ReadPlan;
+use super::plan::{PageGroup, ReadPlan};
 use super::stats::LookupStats;
 use crate::btree::BTree;
 use crate::catalog::{IndexCatalog, IndexMeta};
@@ -65,10 +65,15 @@ pub enum KeyQuery {
     Range { lo: Vec<u8>, hi: Vec<u8> },
 }
 
+/// What a heap read in flight carries: its unit, and the wanted pages with the load
+/// tickets the read fills.
+pub(super) type FetchTag<'p> = (usize, Vec<(PageGroup, LoadTicket<'p>)>);
+
 pub struct LookupSession<'p> {
     pub(super) pool: &'p BufferPool,
     pub(super) files: TableFiles,
-    pub(super) engine: Box<dyn IoEngine>,
+    /// The random path: index nodes one at a time, heap pages in windows of tagged reads.
+    pub(super) reader: PageReader<FetchTag<'p>>,
     pub tree: BTree,
     pub table: TableMeta,
     pub schema: KeySchema,
@@ -76,7 +81,6 @@ pub struct LookupSession<'p> {
     pub(super) options: LookupOptions,
     pub(super) locators: Vec<RowLocator>,
     pub(super) plan: ReadPlan,
-    pub(super) completions: Vec<IoCompletion>,
 }
 
 impl<'p> LookupSession<'p> {
@@ -94,21 +98,22 @@ impl<'p> LookupSession<'p> {
         }
         let schema = KeySchema::new(&table, &index.columns)?;
         let index_path = db.resolve(&index.file);
-        let files = TableFiles::open(&db, &table, std::slice::from_ref(&index_path), options.direct)?;
+        let files = TableFiles::open(&db, &table, std::slice::from_ref(&index_path), options.direct, pool)?;
         let mut config = EngineConfig::for_depth(options.depth, options.io_size_bytes as usize);
         if options.single_thread_engine {
             // Completions are reaped only inside our own io_uring_enter: less CPU per read.
             config = config.on_one_thread();
         }
-        let mut engine = open_engine(options.engine, files.files.clone(), config, notice)?;
-        let tree = BTree::open(pool, engine.as_mut(), files.extra_file_indexes[0], &index_path)?;
+        let engine = open_engine(options.engine, files.files.clone(), config, notice)?;
+        let mut reader = PageReader::new(pool, engine)?;
+        let tree = BTree::open(pool, &mut reader, files.extra_file_indexes[0], &index_path)?;
         if tree.meta != index.tree {
             return Err(IndexError::CatalogCorrupt { path: IndexCatalog::path(dir), reason: format!("index {} does not match its file {}", index.name, index_path.display()) });
         }
         Ok(LookupSession {
             pool,
             files,
-            engine,
+            reader,
             tree,
             table,
             schema,
@@ -116,12 +121,11 @@ impl<'p> LookupSession<'p> {
             options,
             locators: Vec::new(),
             plan: ReadPlan::default(),
-            completions: Vec::with_capacity(LOOKUP_DEPTH_MAX as usize),
         })
     }
 
     pub fn engine_name(&self) -> &'static str {
-        self.engine.name()
+        self.reader.engine_name()
     }
 
     pub fn options(&self) -> LookupOptions {
@@ -147,12 +151,12 @@ impl<'p> LookupSession<'p> {
                 sorted.sort_unstable();
                 sorted.dedup();
                 for key in &sorted {
-                    self.tree.seek(self.pool, self.engine.as_mut(), key, &mut self.locators)?;
+                    self.tree.seek(self.pool, &mut self.reader, key, &mut self.locators)?;
                 }
                 keys.len() as u64
             }
             KeyQuery::Range { lo, hi } => {
-                self.tree.range(self.pool, self.engine.as_mut(), lo, hi, &mut self.locators)?;
+                self.tree.range(self.pool, &mut self.reader, lo, hi, &mut self.locators)?;
                 1
             }
         };
@@ -162,14 +166,15 @@ impl<'p> LookupSession<'p> {
         let depth = if prefetch { self.options.depth } else { 1 };
         let fetched = self.fetch_units(depth, sink);
         if fetched.is_err() {
-            self.drain_in_flight();
+            // What is still in flight is waited for; its tickets abandon their loads.
+            self.reader.drain();
         }
         let (rows_count, heap_reads_count, io_wait_ns) = fetched?;
         debug_assert_eq!(rows_count, self.locators.len() as u64);
         let buffer = self.pool.snapshot().since(&buffer_before);
         Ok(LookupStats {
             mode: if prefetch { "prefetch" } else { "sync" }.into(),
-            engine: self.engine.name().into(),
+            engine: self.reader.engine_name().into(),
             keys_count,
             rows_count,
             heap_pages_count: self.plan.pages.len() as u64,
@@ -188,19 +193,8 @@ impl<'p> LookupSession<'p> {
     /// Drops the table's heap pages from the pool (the index stays): the next run reads
     /// every heap page from the files — from the device when the session is O_DIRECT.
     pub fn clear_heap_pages(&self) -> Result<u32, IndexError> {
-        let index_file = self.tree.file_index;
-        Ok(self.pool.clear_matching(|k| k.file_index != index_file)?)
-    }
-
-    /// After a failure mid-batch: collect what is still in flight so the engine is idle
-    /// (its slots free) for the next lookup.
-    fn drain_in_flight(&mut self) {
-        while self.engine.in_flight() > 0 {
-            self.completions.clear();
-            if self.engine.reap(1, &mut self.completions).is_err() {
-                break;
-            }
-        }
-        self.completions.clear();
+        // Only this table's data files: the pool is shared with the rest of the process.
+        let files = &self.files;
+        Ok(self.pool.clear_matching(|k| files.data_file_id(k.file_index).is_some())?)
     }
 }

@@ -1,8 +1,8 @@
-//! A plain reader of a column store table's row groups (pread, one row group at a time):
-//! for rebuilds, tools, tests and checks. The scan at device speed, which reads only the
+//! A plain reader of a column store table's row groups (one row group at a time, read in
+//! 1 MB extents through the buffer pool's streaming path — `page_path`): for rebuilds,
+//! tools, tests and checks. The scan at device speed, which reads only the
 //! needed columns, lives in flashscan-exec (`columnstore_source`).
 
-use std::fs::File;
 use std::path::Path;
 
 use arrow::array::RecordBatch;
@@ -10,29 +10,16 @@ use arrow::array::RecordBatch;
 use super::row_group::RowGroupReader;
 use crate::database::Database;
 use crate::error::StorageError;
-use crate::heap_reader::read_exact_at;
+use crate::page_path::FileReader;
 use crate::table_meta::{PartitionMeta, RowGroupMeta, TableMeta};
-
-/// Reads `length` bytes at `offset` of `path`, or says the file is too short.
-fn read_at(file: &File, path: &Path, offset: u64, length: u64) -> Result<Vec<u8>, StorageError> {
-    // The length comes from the catalog: check it against the file before allocating.
-    let file_bytes = file.metadata().map_err(|e| StorageError::io("checking", path, e))?.len();
-    let end = offset.checked_add(length);
-    if end.is_none_or(|end| end > file_bytes) {
-        return Err(StorageError::FileTruncated { file: path.to_path_buf(), expected_bytes: end.unwrap_or(u64::MAX), actual_bytes: file_bytes });
-    }
-    let mut bytes = vec![0u8; length as usize];
-    read_exact_at(file, path, &mut bytes, offset)?;
-    Ok(bytes)
-}
 
 /// Reads a row group's metadata (header, directory, names) and checks it opens (checksum)
 /// and agrees with the catalog. Returns the bytes, for `RowGroupReader::open`.
 pub fn read_row_group_metadata(db_dir: &Path, table: &TableMeta, row_group: &RowGroupMeta) -> Result<Vec<u8>, StorageError> {
     // join keeps an absolute path (a file on another volume) as it is.
     let path = db_dir.join(&row_group.file);
-    let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
-    let bytes = read_at(&file, &path, row_group.offset_bytes, row_group.metadata_bytes)?;
+    let mut reader = FileReader::open_sized(std::slice::from_ref(&path), row_group.metadata_bytes as usize)?;
+    let bytes = reader.read(0, row_group.offset_bytes, row_group.metadata_bytes)?;
     let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
     check_against_catalog(&reader, table, row_group, &path)?;
     Ok(bytes)
@@ -78,10 +65,21 @@ pub fn read_partition_row_groups(
             return Err(StorageError::InvalidArgument(format!("column {column} out of range: table {} has {}", table.name, table.columns.len())));
         }
     }
+    let mut paths: Vec<std::path::PathBuf> = Vec::new();
     for row_group in &partition.row_groups {
         let path = db.resolve(&row_group.file);
-        let file = File::open(&path).map_err(|e| StorageError::io("opening data file", &path, e))?;
-        let bytes = read_at(&file, &path, row_group.offset_bytes, row_group.total_bytes)?;
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    if paths.is_empty() {
+        return Ok(());
+    }
+    let mut reader = FileReader::open(&paths)?;
+    for row_group in &partition.row_groups {
+        let path = db.resolve(&row_group.file);
+        let file_index = reader.file_index(&path).unwrap_or(0);
+        let bytes = reader.read(file_index, row_group.offset_bytes, row_group.total_bytes)?;
         let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
         check_against_catalog(&reader, table, row_group, &path)?;
         on_batch(reader.read_columns(projection)?)?;
