@@ -106,6 +106,9 @@ pub fn expand_glob(pattern: &Path) -> Result<Vec<PathBuf>, StorageError> {
     if dir.to_string_lossy().contains(['*', '?']) {
         return Err(StorageError::InvalidArgument(format!("{}: wildcards work in the file name only", pattern.display())));
     }
+    if !dir.is_dir() {
+        return Err(StorageError::InvalidArgument(format!("{}: {} is not a directory", pattern.display(), dir.display())));
+    }
     let mut out = Vec::new();
     for entry in std::fs::read_dir(&dir).map_err(|e| StorageError::io("listing", &dir, e))? {
         let entry = entry.map_err(|e| StorageError::io("listing", &dir, e))?;
