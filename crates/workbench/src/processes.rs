@@ -49,17 +49,33 @@ pub fn run_in_processes(
     let mut children = Vec::with_capacity(job.processes as usize);
     for index in 0..job.processes {
         let request = ChildRequest { job: JobFile::from_spec(&child_job(job, index), Some(targets), None), force: job.force, process_index: index };
-        let text = serde_json::to_string(&request).map_err(|e| WorkbenchError::Child { index, what: e.to_string() })?;
-        let mut child = spawn()
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| WorkbenchError::Child { index, what: format!("cannot start: {e}") })?;
-        if let Some(mut stdin) = child.stdin.take() {
-            stdin.write_all(text.as_bytes()).map_err(|e| WorkbenchError::Child { index, what: format!("cannot send the job: {e}") })?;
+        let started = serde_json::to_string(&request).map_err(|e| WorkbenchError::Child { index, what: e.to_string() }).and_then(|text| {
+            let mut child = spawn()
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .map_err(|e| WorkbenchError::Child { index, what: format!("cannot start: {e}") })?;
+            if let Some(mut stdin) = child.stdin.take() {
+                if let Err(e) = stdin.write_all(text.as_bytes()) {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(WorkbenchError::Child { index, what: format!("cannot send the job: {e}") });
+                }
+            }
+            Ok(child)
+        });
+        match started {
+            Ok(child) => children.push(child),
+            Err(e) => {
+                // Stop the children this run started already; they would measure alone.
+                for mut c in children {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                return Err(e);
+            }
         }
-        children.push(child);
     }
     let mut outcomes = Vec::with_capacity(children.len());
     let mut first_error = None;

@@ -76,7 +76,8 @@ pub struct IntervalOutcome {
     pub write_latency: LatencyHistogram,
     /// CPU time of the reporting threads during the interval.
     pub cpu: CpuTimes,
-    /// I/Os in flight over all threads when each closed the interval.
+    /// I/Os in flight over all threads at each thread's last wait of the interval (what the
+    /// device held: the queue depth when the threads keep up).
     pub outstanding_ios: u64,
     /// Threads whose part is in (the interval is complete when all are).
     pub parts_count: u32,
@@ -229,8 +230,13 @@ pub fn run_with(
             if now >= end || stop.load(Ordering::Relaxed) {
                 break;
             }
-            if let Ok(part) = interval_rx.recv_timeout((end - now).min(Duration::from_millis(20))) {
-                intervals.add(part, &mut hooks.on_interval);
+            let nap = (end - now).min(Duration::from_millis(20));
+            match interval_rx.recv_timeout(nap) {
+                Ok(part) => intervals.add(part, &mut hooks.on_interval),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                // No interval senders (no --status-interval, or every thread done): nap, never
+                // spin, or this thread takes a core from the ones doing I/O.
+                Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(nap),
             }
         }
         let process_cpu = cpu::process_cpu().since(&cpu_start);
@@ -508,6 +514,7 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
         IntervalOutcome::empty(0, start, length)
     });
     let mut interval_cpu_start = cpu_start;
+    let mut in_flight_waiting = 0u32;
 
     loop {
         while let Some(slot) = free_slots.pop() {
@@ -516,6 +523,8 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
             engine.queue(request).map_err(WorkbenchError::Run)?;
         }
         completions.clear();
+        // What the device holds while this thread waits: the interval's "outstanding I/Os".
+        in_flight_waiting = engine.in_flight();
         // Submits the refilled batch and waits for at least one, in one call where possible.
         engine.reap(1, &mut completions).map_err(WorkbenchError::Run)?;
         let now = Instant::now();
@@ -532,7 +541,7 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
                 let index = ((now - measure_start).as_nanos() / interval_ns).min(intervals_total.saturating_sub(1) as u128) as u32;
                 if index != open.index {
                     // Close the open interval and any this thread skipped (a reap longer than an interval).
-                    close_interval(ctx, open, &mut interval_cpu_start, engine.in_flight(), index, job.duration, i)?;
+                    close_interval(ctx, open, &mut interval_cpu_start, in_flight_waiting, index, job.duration, i)?;
                 }
             }
         }
@@ -581,7 +590,7 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
     out.elapsed = if measuring { last_now.min(end).saturating_duration_since(measured_from) } else { Duration::ZERO };
     if let (Some(i), Some(open)) = (interval, open_interval.as_mut()) {
         // The last interval, and empty parts for any this thread never reached.
-        close_interval(ctx, open, &mut interval_cpu_start, engine.in_flight(), intervals_total, job.duration, i)?;
+        close_interval(ctx, open, &mut interval_cpu_start, in_flight_waiting, intervals_total, job.duration, i)?;
     }
     // Let what is still in flight finish (uncounted) before the buffers go away.
     while engine.in_flight() > 0 {
