@@ -5,6 +5,11 @@ fio's CPU per I/O: (usr_cpu + sys_cpu) % × job_runtime / total I/Os, summed ove
 (numjobs > 1 gives one entry per job: no group_reporting, so nothing is averaged away).
 flashscan's: `cpu_us_per_io` from its JSON (process user + system time / I/Os, warm-up
 excluded). Usage: summarize.py RESULTS_DIR JOB...
+
+Per-second series (jobs whose fio run wrote an IOPS log, `JOB.fio.ROUND_iops.1.log`):
+fio's one-second averages against flashscan's `intervals` (`--status-interval 1`), per
+round the median and the coefficient of variation of each series; the table shows their
+medians over rounds.
 """
 import glob
 import json
@@ -33,6 +38,55 @@ def flashscan_figures(path):
     return data["iops"], data["cpu_us_per_io"]
 
 
+def fio_series(path):
+    """Per-second IOPS from fio's averaged IOPS log: `msec, value, direction, bs, offset`."""
+    values = []
+    with open(path) as f:
+        for line in f:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) >= 2:
+                values.append(float(parts[1]))
+    return values
+
+
+def flashscan_series(path):
+    with open(path) as f:
+        data = json.load(f)
+    # A last partial interval (shorter than a second) is left out, as fio's log does.
+    return [i["iops"] for i in data.get("intervals", []) if i["duration_s"] > 0.999]
+
+
+def cv(values):
+    if len(values) < 2:
+        return float("nan")
+    return statistics.pstdev(values) / statistics.mean(values)
+
+
+def series_rows(out, jobs):
+    rows = []
+    for job in jobs:
+        logs = sorted(glob.glob(f"{out}/{job}.fio.*_iops.1.log"))
+        if not logs:
+            continue
+        fio_medians, fs_medians, fio_cvs, fs_cvs, counts = [], [], [], [], []
+        for log in logs:
+            round_ = log.split(".fio.")[1].split("_iops")[0]
+            fs_path = f"{out}/{job}.flashscan.{round_}.json"
+            fio_s, fs_s = fio_series(log), flashscan_series(fs_path)
+            if not fio_s or not fs_s:
+                continue
+            fio_medians.append(statistics.median(fio_s))
+            fs_medians.append(statistics.median(fs_s))
+            fio_cvs.append(cv(fio_s))
+            fs_cvs.append(cv(fs_s))
+            counts.append((len(fio_s), len(fs_s)))
+        if fio_medians:
+            ratios = [b / a for a, b in zip(fio_medians, fs_medians) if a > 0]
+            rows.append((job, len(fio_medians), counts[0], statistics.median(fio_medians), statistics.median(fs_medians),
+                         statistics.median(ratios), statistics.median(fio_cvs), statistics.median(fs_cvs)))
+    return rows
+
+
 def main():
     out, jobs = sys.argv[1], sys.argv[2:]
     rows = []
@@ -52,6 +106,13 @@ def main():
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for job, n, fi, si, r, fc, sc, cr in rows:
         print(f"| {job} | {n} | {fi:,.0f} | {si:,.0f} | {r:.3f} | {fc:.2f} | {sc:.2f} | {cr:.3f} |")
+    series = series_rows(out, jobs)
+    if series:
+        print()
+        print("| per-second series | rounds | samples (fio, flashscan) | fio median IOPS/s | flashscan median IOPS/s | ratio (median of rounds) | fio CV | flashscan CV |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for job, n, c, fm, sm, r, fcv, scv in series:
+            print(f"| {job} | {n} | {c[0]}, {c[1]} | {fm:,.0f} | {sm:,.0f} | {r:.3f} | {fcv:.3f} | {scv:.3f} |")
 
 
 if __name__ == "__main__":

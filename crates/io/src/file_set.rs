@@ -49,7 +49,13 @@ impl FileSet {
     /// Opens `path` and appends it; returns its index. `stats` may be shared with other
     /// sets that open the same file (several threads, one set each).
     pub fn add(&mut self, path: &Path, mode: OpenMode, stats: Arc<FileStats>) -> Result<u32, IoError> {
-        let file = open_file(path, mode)?;
+        self.add_with_flags(path, mode, 0, stats)
+    }
+
+    /// [`FileSet::add`] with extra `open(2)` flags, e.g. `O_DSYNC` so that every write is
+    /// durable when it completes (the workbench's `--sync`, as a log flush is).
+    pub fn add_with_flags(&mut self, path: &Path, mode: OpenMode, extra_open_flags: i32, stats: Arc<FileStats>) -> Result<u32, IoError> {
+        let file = open_file(path, mode, extra_open_flags)?;
         let size_bytes = file
             .metadata()
             .map_err(|source| IoError::Open { path: path.to_path_buf(), source })?
@@ -87,12 +93,11 @@ impl FileSet {
     }
 }
 
-fn open_file(path: &Path, mode: OpenMode) -> Result<File, IoError> {
+fn open_file(path: &Path, mode: OpenMode, extra_open_flags: i32) -> Result<File, IoError> {
     let mut options = OpenOptions::new();
     options.read(true).write(mode.write);
-    if mode.direct {
-        options.custom_flags(libc::O_DIRECT);
-    }
+    let direct_flag = if mode.direct { libc::O_DIRECT } else { 0 };
+    options.custom_flags(direct_flag | extra_open_flags);
     match options.open(path) {
         Ok(f) => Ok(f),
         Err(e) if mode.direct && e.raw_os_error() == Some(libc::EINVAL) => {

@@ -249,13 +249,26 @@ pub struct SimEngine {
     read_count: u64,
     flush_count: u64,
     disk: Option<Arc<SimDisk>>,
+    /// Per file: opened with O_DSYNC (or O_SYNC), so each write is flushed as it completes.
+    flushes_each_write: Vec<bool>,
+    /// Flush accounting: writes made durable (completed on an O_DSYNC/O_SYNC file). Shared,
+    /// so a test can read it after the engine is gone.
+    flushed_writes: Arc<AtomicU64>,
 }
 
 impl SimEngine {
     pub fn new(files: Arc<FileSet>, config: EngineConfig, plan: FaultPlan) -> Result<SimEngine, IoError> {
         config.validate()?;
         let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
+        let flushes_each_write = files
+            .raw_fds()
+            .into_iter()
+            // SAFETY: F_GETFL on a descriptor the file set keeps open reads its status flags.
+            .map(|fd| unsafe { libc::fcntl(fd, libc::F_GETFL) } & libc::O_DSYNC == libc::O_DSYNC)
+            .collect();
         Ok(SimEngine {
+            flushes_each_write,
+            flushed_writes: Arc::new(AtomicU64::new(0)),
             raw_fds: files.raw_fds(),
             files,
             in_flight: InFlight::new(arena.slot_count()),
@@ -279,6 +292,12 @@ impl SimEngine {
     /// Flushes this engine was asked for (successful or not).
     pub fn flush_count(&self) -> u64 {
         self.flush_count
+    }
+
+    /// Writes this engine made durable so far (see `flushed_writes`); the counter lives on
+    /// after the engine is dropped.
+    pub fn flushed_writes_counter(&self) -> Arc<AtomicU64> {
+        self.flushed_writes.clone()
     }
 }
 
@@ -345,6 +364,9 @@ impl IoEngine for SimEngine {
                 if self.plan.short_read_every.is_some_and(|n| self.read_count.is_multiple_of(n)) {
                     result = result.map(|n| n / 2);
                 }
+            }
+            if r.op == IoOp::Write && result.is_ok() && self.flushes_each_write[r.file_index as usize] {
+                self.flushed_writes.fetch_add(1, Ordering::Relaxed);
             }
             out.push(self.in_flight.finish(r.slot, result, Instant::now(), &self.files));
         }

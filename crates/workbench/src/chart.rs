@@ -1,13 +1,17 @@
-//! The sweep's SVG chart: IOPS, MB/s and p99 latency against queue depth (log scale), one
-//! line per combination of pattern, direction, block size and threads.
-
-use std::path::Path;
+//! Charts as SVG text (plotters' SVG backend into a string), so the same chart is written to
+//! `--chart FILE` or inlined into the `--html` page:
+//! - a sweep's chart: IOPS, MB/s and p99 latency against the swept value (queue depth for the
+//!   IOMeter matrix, threads or processes for the one-knob sweeps), one line per combination
+//!   of the other settings;
+//! - a run's timeline (`--status-interval`): IOPS and p50/p99 latency per interval, where a
+//!   flat line shows a limit reached.
 
 use plotters::prelude::*;
 
 use crate::error::WorkbenchError;
 use crate::report::Report;
 use crate::size::format_size_bytes;
+use crate::spec::SweepAxis;
 
 const PALETTE: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -20,11 +24,21 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-/// One line of the chart: its label and (queue depth, report) points.
-fn series(reports: &[Report]) -> Vec<(String, Vec<&Report>)> {
+/// The settings a line holds fixed: everything but the swept value.
+fn line_label(r: &Report, axis: SweepAxis) -> String {
+    let base = format!("{} {} {}", r.pattern, r.rw, format_size_bytes(r.block_size_bytes as u64));
+    match axis {
+        SweepAxis::Matrix | SweepAxis::Qd => format!("{base} t{}", r.threads_count),
+        SweepAxis::Threads => format!("{base} QD{}", r.queue_depth),
+        SweepAxis::Processes => format!("{base} t{} QD{}", r.swept_value(SweepAxis::Threads), r.queue_depth),
+    }
+}
+
+/// One line of the chart: its label and its points.
+fn series(reports: &[Report], axis: SweepAxis) -> Vec<(String, Vec<&Report>)> {
     let mut out: Vec<(String, Vec<&Report>)> = Vec::new();
     for r in reports {
-        let label = format!("{} {} {} t{}", r.pattern, r.rw, format_size_bytes(r.block_size_bytes as u64), r.threads_count);
+        let label = line_label(r, axis);
         match out.iter_mut().find(|(l, _)| *l == label) {
             Some((_, points)) => points.push(r),
             None => out.push((label, vec![r])),
@@ -33,50 +47,109 @@ fn series(reports: &[Report]) -> Vec<(String, Vec<&Report>)> {
     out
 }
 
-pub fn write_chart(reports: &[Report], path: &Path) -> Result<(), WorkbenchError> {
-    let lines = series(reports);
-    let depth_max = reports.iter().map(|r| r.queue_depth).max().unwrap_or(1).max(2);
-    let root = SVGBackend::new(path, (1200, 1400)).into_drawing_area();
-    let chart_error = |e: String| WorkbenchError::Chart(format!("{}: {e}", path.display()));
-    root.fill(&WHITE).map_err(|e| chart_error(e.to_string()))?;
-    let panels = root.split_evenly((3, 1));
-    let metrics: [(&str, fn(&Report) -> f64); 3] =
-        [("IOPS", |r| r.figures.iops), ("MB/s", |r| r.figures.mb_per_s), ("p99 latency (µs)", |r| r.figures.latency_us.p99)];
-    for (panel, (name, value)) in panels.iter().zip(metrics) {
-        let y_max = reports.iter().map(value).fold(0.0f64, f64::max).max(1.0) * 1.1;
-        let mut chart = ChartBuilder::on(panel)
-            .caption(format!("{name} against queue depth"), ("sans-serif", 22))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(70)
-            .build_cartesian_2d((1u32..depth_max).log_scale(), 0.0..y_max)
-            .map_err(|e| chart_error(e.to_string()))?;
-        chart
-            .configure_mesh()
-            .x_desc("outstanding I/Os per thread")
-            .y_desc(name)
-            .draw()
-            .map_err(|e| chart_error(e.to_string()))?;
-        for (i, (label, points)) in lines.iter().enumerate() {
-            let color = PALETTE[i % PALETTE.len()];
-            let data: Vec<(u32, f64)> = points.iter().map(|r| (r.queue_depth, value(r))).collect();
+fn chart_error(e: impl std::fmt::Display) -> WorkbenchError {
+    WorkbenchError::Chart(e.to_string())
+}
+
+/// The sweep's chart as SVG text.
+pub fn sweep_svg(reports: &[Report], axis: SweepAxis) -> Result<String, WorkbenchError> {
+    let lines = series(reports, axis);
+    let x_max = reports.iter().map(|r| r.swept_value(axis)).max().unwrap_or(1).max(2);
+    let x_top = x_max + (x_max / 8).max(1);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 1100)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let panels = root.split_evenly((3, 1));
+        let metrics: [(&str, fn(&Report) -> f64); 3] =
+            [("IOPS", |r| r.figures.iops), ("MB/s", |r| r.figures.mb_per_s), ("p99 latency (µs)", |r| r.figures.latency_us.p99)];
+        for (panel, (name, value)) in panels.iter().zip(metrics) {
+            let y_max = reports.iter().map(value).fold(0.0f64, f64::max).max(1.0) * 1.1;
+            let mut chart = ChartBuilder::on(panel)
+                .caption(format!("{name} against {}", axis.label()), ("sans-serif", 20))
+                .margin(10)
+                .x_label_area_size(34)
+                .y_label_area_size(70)
+                .build_cartesian_2d((1u32..x_top).log_scale(), 0.0..y_max)
+                .map_err(chart_error)?;
+            chart.configure_mesh().x_desc(axis.label()).y_desc(name).draw().map_err(chart_error)?;
+            for (i, (label, points)) in lines.iter().enumerate() {
+                let color = PALETTE[i % PALETTE.len()];
+                let data: Vec<(u32, f64)> = points.iter().map(|r| (r.swept_value(axis), value(r))).collect();
+                chart
+                    .draw_series(LineSeries::new(data.clone(), color.stroke_width(2)))
+                    .map_err(chart_error)?
+                    .label(label.clone())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                chart.draw_series(data.into_iter().map(|(x, y)| Circle::new((x, y), 3, color.filled()))).map_err(chart_error)?;
+            }
             chart
-                .draw_series(LineSeries::new(data.clone(), color.stroke_width(2)))
-                .map_err(|e| chart_error(e.to_string()))?
-                .label(label.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-            chart
-                .draw_series(data.into_iter().map(|(x, y)| Circle::new((x, y), 3, color.filled())))
-                .map_err(|e| chart_error(e.to_string()))?;
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .draw()
+                .map_err(chart_error)?;
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperLeft)
-            .draw()
-            .map_err(|e| chart_error(e.to_string()))?;
+        root.present().map_err(chart_error)?;
     }
-    root.present().map_err(|e| chart_error(e.to_string()))?;
-    Ok(())
+    Ok(svg)
+}
+
+/// A run's timeline as SVG text: IOPS, then p50 and p99 latency, per interval.
+pub fn timeline_svg(report: &Report) -> Result<String, WorkbenchError> {
+    if report.intervals.is_empty() {
+        return Err(WorkbenchError::Spec("a timeline needs intervals: add --status-interval (e.g. --status-interval 1)".into()));
+    }
+    let t_max = report.intervals.iter().map(|i| i.t_s).fold(0.0f64, f64::max).max(0.001);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (1000, 700)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let panels = root.split_evenly((2, 1));
+        type Metric = (&'static str, fn(&crate::report::IntervalReport) -> f64);
+        let panel_metrics: [(&str, Vec<Metric>); 2] = [
+            ("IOPS per interval", vec![("IOPS", |i| i.figures.iops)]),
+            (
+                "latency per interval (µs)",
+                vec![("p50 µs", |i| i.figures.latency_us.p50), ("p99 µs", |i| i.figures.latency_us.p99)],
+            ),
+        ];
+        for (panel, (title, metrics)) in panels.iter().zip(panel_metrics) {
+            let y_max = report
+                .intervals
+                .iter()
+                .flat_map(|i| metrics.iter().map(move |(_, f)| f(i)))
+                .fold(0.0f64, f64::max)
+                .max(1.0)
+                * 1.1;
+            let mut chart = ChartBuilder::on(panel)
+                .caption(title, ("sans-serif", 20))
+                .margin(10)
+                .x_label_area_size(34)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0.0..t_max, 0.0..y_max)
+                .map_err(chart_error)?;
+            chart.configure_mesh().x_desc("seconds into the measurement").y_desc(title).draw().map_err(chart_error)?;
+            for (k, (name, f)) in metrics.iter().enumerate() {
+                let color = PALETTE[k % PALETTE.len()];
+                let data: Vec<(f64, f64)> = report.intervals.iter().map(|i| (i.t_s, f(i))).collect();
+                chart
+                    .draw_series(LineSeries::new(data.clone(), color.stroke_width(2)))
+                    .map_err(chart_error)?
+                    .label(*name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+                chart.draw_series(data.into_iter().map(|(x, y)| Circle::new((x, y), 3, color.filled()))).map_err(chart_error)?;
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::LowerRight)
+                .draw()
+                .map_err(chart_error)?;
+        }
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
 }

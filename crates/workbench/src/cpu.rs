@@ -2,7 +2,7 @@
 //! including the psync engine's workers) and for one thread (RUSAGE_THREAD). The runner
 //! reads them at the end of warm-up and at the end of the run, so warm-up is excluded.
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CpuTimes {
     pub user_us: u64,
     pub sys_us: u64,

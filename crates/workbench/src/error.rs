@@ -26,6 +26,12 @@ pub enum WorkbenchError {
     Run(IoError),
     #[error("cannot write {path}: {source}")]
     Output { path: PathBuf, source: std::io::Error },
+    /// An output name that is taken: flashscan never replaces a file it did not create.
+    #[error("{path} already exists and flashscan io never replaces a file: remove it or pick another name")]
+    OutputExists { path: PathBuf },
+    /// A child process of `--sweep processes=` failed or spoke nonsense.
+    #[error("child process {index}: {what}")]
+    Child { index: u32, what: String },
     #[error("chart: {0}")]
     Chart(String),
     #[error("thread {0} panicked")]
@@ -40,7 +46,8 @@ impl WorkbenchError {
             | WorkbenchError::ParamFile { .. }
             | WorkbenchError::ParamFileRead { .. }
             | WorkbenchError::Target { .. }
-            | WorkbenchError::Output { .. } => true,
+            | WorkbenchError::Output { .. }
+            | WorkbenchError::OutputExists { .. } => true,
             WorkbenchError::Setup(e) => matches!(
                 e,
                 IoError::Open { .. } | IoError::DirectUnsupported { .. } | IoError::InvalidRequest(_) | IoError::ArenaTooLarge { .. }

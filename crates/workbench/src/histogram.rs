@@ -7,14 +7,15 @@
 //! of itself, so p99 = 812.0 µs is exact to within ±0.8 µs.
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Buckets 0..=23 hold I/Os that took k ms (k ≤ latency < k+1); the last holds 24 ms and more.
 pub const MS_BUCKET_COUNT: usize = 25;
 /// Largest latency the histogram resolves (ten minutes); longer ones count at the top.
 const LATENCY_NS_TRACKABLE_MAX: u64 = 600 * 1_000_000_000;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(into = "HistogramRecord", try_from = "HistogramRecord")]
 pub struct LatencyHistogram {
     histogram: Histogram<u64>,
     ms_buckets: [u64; MS_BUCKET_COUNT],
@@ -31,6 +32,44 @@ pub struct LatencySummary {
     pub p99_9: f64,
     pub max: f64,
     pub mean: f64,
+}
+
+/// A histogram as plain numbers, to pass it between processes (`--sweep processes=`):
+/// every recorded (value, count) pair, so percentiles merged in the parent are exact.
+#[derive(Serialize, Deserialize)]
+struct HistogramRecord {
+    values_ns_counts: Vec<(u64, u64)>,
+    ms_buckets: Vec<u64>,
+    latency_ns_max: u64,
+    latency_ns_sum: u128,
+}
+
+impl From<LatencyHistogram> for HistogramRecord {
+    fn from(h: LatencyHistogram) -> HistogramRecord {
+        HistogramRecord {
+            values_ns_counts: h.histogram.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())).collect(),
+            ms_buckets: h.ms_buckets.to_vec(),
+            latency_ns_max: h.latency_ns_max,
+            latency_ns_sum: h.latency_ns_sum,
+        }
+    }
+}
+
+impl TryFrom<HistogramRecord> for LatencyHistogram {
+    type Error = String;
+    fn try_from(r: HistogramRecord) -> Result<LatencyHistogram, String> {
+        let mut h = LatencyHistogram::new();
+        if r.ms_buckets.len() != MS_BUCKET_COUNT {
+            return Err(format!("{} millisecond buckets, expected {MS_BUCKET_COUNT}", r.ms_buckets.len()));
+        }
+        for (value_ns, count) in r.values_ns_counts {
+            h.histogram.saturating_record_n(value_ns.clamp(1, LATENCY_NS_TRACKABLE_MAX), count);
+        }
+        h.ms_buckets.copy_from_slice(&r.ms_buckets);
+        h.latency_ns_max = r.latency_ns_max;
+        h.latency_ns_sum = r.latency_ns_sum;
+        Ok(h)
+    }
 }
 
 impl Default for LatencyHistogram {
@@ -57,6 +96,14 @@ impl LatencyHistogram {
 
     pub fn count(&self) -> u64 {
         self.histogram.len()
+    }
+
+    /// Empties the histogram, keeping its memory (a new interval starts).
+    pub fn reset(&mut self) {
+        self.histogram.reset();
+        self.ms_buckets = [0; MS_BUCKET_COUNT];
+        self.latency_ns_max = 0;
+        self.latency_ns_sum = 0;
     }
 
     pub fn merge(&mut self, other: &LatencyHistogram) {
@@ -159,6 +206,21 @@ mod tests {
         assert_eq!(p.len(), 25);
         assert!((p[0] - 25.0).abs() < 1e-9);
         assert!((p.iter().sum::<f64>() - 100.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_histogram_survives_json_exactly() {
+        let mut h = LatencyHistogram::new();
+        for ns in [1u64, 999, 12_345, 1_500_000, 30_000_000, 3_000_000_000] {
+            h.record(ns);
+        }
+        let back: LatencyHistogram = serde_json::from_str(&serde_json::to_string(&h).unwrap()).unwrap();
+        assert_eq!(back.count(), h.count());
+        assert_eq!(back.summary(), h.summary());
+        assert_eq!(back.ms_bucket_counts(), h.ms_bucket_counts());
+        h.reset();
+        assert_eq!(h.count(), 0);
+        assert_eq!(h.summary(), LatencySummary::default());
     }
 
     #[test]

@@ -3,12 +3,19 @@
 //! Data flows one way: options ([`spec`], [`param_file`], [`size`]) → test files
 //! ([`test_file`]) → measurement ([`runner`], [`histogram`], [`cpu`]) → one struct
 //! ([`report`]) → printers ([`print_table`], [`print_json`], [`print_csv`], [`chart`]).
-//! [`sweep`] runs the IOMeter matrix; [`verify`] checks that bytes land where they should.
+//! [`sweep`] runs the IOMeter matrix and the thread/process/queue-depth sweeps; [`processes`]
+//! runs one job in several OS processes; [`job_file`] saves and replays jobs; [`html`] writes
+//! the one-page report; [`output`] creates output files without replacing anything;
+//! [`verify`] checks that bytes land where they should.
 
 pub mod chart;
 pub mod cpu;
 pub mod error;
 pub mod histogram;
+pub mod html;
+pub mod job_file;
+pub mod output;
+pub mod processes;
 pub mod param_file;
 pub mod print_csv;
 pub mod print_json;
@@ -24,4 +31,4 @@ pub mod verify;
 
 pub use error::WorkbenchError;
 pub use report::{Figures, Report};
-pub use spec::{JobOptions, JobSpec, SweepSpec};
+pub use spec::{JobOptions, JobSpec, SweepAxis, SweepSpec};

@@ -9,8 +9,9 @@ use serde::Serialize;
 
 use crate::cpu::CpuTimes;
 use crate::histogram::{LatencyHistogram, LatencySummary};
-use crate::runner::{RunOutcome, ThreadOutcome};
-use crate::spec::JobSpec;
+use crate::job_file::JobFile;
+use crate::runner::{IntervalOutcome, RunOutcome, ThreadOutcome};
+use crate::spec::{JobSpec, SweepAxis};
 use crate::test_file::PreparedTarget;
 
 /// The figures reported at every level: run, target, thread.
@@ -68,9 +69,61 @@ pub struct Report {
     pub warmup_s: f64,
     pub seed: u64,
     pub cpu_count: u32,
+    /// Each write durable (O_DSYNC) before it counted.
+    pub sync: bool,
+    /// Separate processes that ran the job side by side.
+    pub processes: u32,
     #[serde(flatten)]
     pub figures: Figures,
     pub targets: Vec<TargetReport>,
+    /// Per-interval deltas with `--status-interval` (empty otherwise); they add up to the totals.
+    pub intervals: Vec<IntervalReport>,
+    /// Every setting of the run: this JSON is also a job file (`--job`).
+    pub job: JobFile,
+}
+
+/// One interval of the run: its own deltas, not running totals.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct IntervalReport {
+    /// Seconds from the start of the measured window to the end of the interval.
+    pub t_s: f64,
+    pub start_s: f64,
+    pub duration_s: f64,
+    /// I/Os in flight when the interval closed, over all threads.
+    pub outstanding_ios: u64,
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+impl IntervalReport {
+    pub fn new(interval: &IntervalOutcome, cpu_count: u32) -> IntervalReport {
+        let length_s = interval.length.as_secs_f64();
+        let per_s = |n: u64| if length_s > 0.0 { n as f64 / length_s } else { 0.0 };
+        let mut latency = interval.read_latency.clone();
+        latency.merge(&interval.write_latency);
+        let figures = Figures::from_counts(Counts {
+            reads_count: interval.reads_count,
+            writes_count: interval.writes_count,
+            bytes_read: interval.bytes_read,
+            bytes_written: interval.bytes_written,
+            read_iops: per_s(interval.reads_count),
+            write_iops: per_s(interval.writes_count),
+            bytes_per_s: per_s(interval.bytes_read + interval.bytes_written),
+            latency: &latency,
+            read_latency: &interval.read_latency,
+            write_latency: &interval.write_latency,
+            cpu: interval.cpu,
+            cpu_window_s: length_s,
+            cpu_count,
+        });
+        IntervalReport {
+            t_s: (interval.start + interval.length).as_secs_f64(),
+            start_s: interval.start.as_secs_f64(),
+            duration_s: length_s,
+            outstanding_ios: interval.outstanding_ios,
+            figures,
+        }
+    }
 }
 
 impl Figures {
@@ -200,8 +253,27 @@ impl Report {
             warmup_s: job.warmup.as_secs_f64(),
             seed: job.seed,
             cpu_count: outcome.cpu_count,
+            sync: job.sync,
+            processes: job.processes,
             figures,
             targets: target_reports,
+            intervals: outcome.intervals.iter().map(|i| IntervalReport::new(i, outcome.cpu_count)).collect(),
+            job: JobFile::from_spec(job, Some(targets), None),
+        }
+    }
+
+    /// Marks the report as a point of a sweep over `axis` (its job then replays as one).
+    pub fn in_sweep(mut self, axis: SweepAxis) -> Report {
+        self.job.sweep = Some(axis);
+        self
+    }
+
+    /// The value a sweep over `axis` varied at this point.
+    pub fn swept_value(&self, axis: SweepAxis) -> u32 {
+        match axis {
+            SweepAxis::Matrix | SweepAxis::Qd => self.queue_depth,
+            SweepAxis::Threads => self.job.targets.first().map(|t| t.threads).unwrap_or(1),
+            SweepAxis::Processes => self.processes,
         }
     }
 }
@@ -219,7 +291,7 @@ mod tests {
         ThreadOutcome {
             target_index,
             thread_index: 0,
-            engine_name: "null",
+            engine_name: "null".into(),
             reads_count: reads,
             writes_count: 0,
             bytes_read: reads * 8192,
@@ -247,5 +319,19 @@ mod tests {
         assert!((f.latency_ms_buckets[2] - 100.0 / 3.0).abs() < 1e-9);
         assert!((f.latency_us.p50 - 100.0).abs() < 0.1);
         assert!((f.latency_us.max - 2500.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn interval_figures_are_rates_over_the_interval() {
+        let mut i = IntervalOutcome::empty(3, Duration::from_millis(1500), Duration::from_millis(500));
+        for _ in 0..100 {
+            i.read_latency.record(200_000);
+        }
+        i.reads_count = 100;
+        i.bytes_read = 100 * 4096;
+        let r = IntervalReport::new(&i, 2);
+        assert!((r.t_s - 2.0).abs() < 1e-9 && (r.start_s - 1.5).abs() < 1e-9);
+        assert!((r.figures.iops - 200.0).abs() < 1e-9);
+        assert!((r.figures.latency_us.p99 - 200.0).abs() < 0.3);
     }
 }

@@ -41,7 +41,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !seconds.is_finite() || seconds < 0.0 || seconds > 1e9 {
         return Err(format!("`{text}` is not a usable duration"));
     }
-    Ok(Duration::from_secs_f64(seconds))
+    // Whole microseconds: a saved job (`duration_us`) then replays the very same duration.
+    Ok(Duration::from_micros((seconds * 1e6).round() as u64))
 }
 
 /// A comma-separated list of sizes: `8K,64K,256K`.

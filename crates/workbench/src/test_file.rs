@@ -10,7 +10,8 @@
 use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
+use std::io::Write;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
@@ -20,7 +21,7 @@ use flashscan_io::BufferArena;
 use crate::error::WorkbenchError;
 use crate::rng::FastRng;
 use crate::size::format_size_bytes;
-use crate::spec::{TargetSpec, TEST_FILE_SIZE_BYTES_DEFAULT};
+use crate::spec::{TargetSpec, TEST_FILE_SIZE_BYTES_DEFAULT, TEST_FILE_SIZE_BYTES_MAX};
 
 pub const TEST_FILE_NAME: &str = "flashscan-io.dat";
 const MARK_XATTR: &str = "user.flashscan.created";
@@ -50,6 +51,9 @@ pub struct PreparedTarget {
     pub created_now: bool,
     /// Alignment O_DIRECT needs on this file (1 when buffered).
     pub offset_align_bytes: u32,
+    /// (device, inode) of the file when its mark was checked: the runner refuses to write
+    /// if the path names another file by the time it opens it.
+    pub file_id: Option<(u64, u64)>,
 }
 
 /// Resolves and, if needed, creates every target. `progress` hears about slow steps.
@@ -100,6 +104,14 @@ fn prepare_one(
     seed: u64,
     progress: &mut dyn FnMut(&str),
 ) -> Result<PreparedTarget, WorkbenchError> {
+    if let Some(want) = size_requested {
+        if want == 0 || want > TEST_FILE_SIZE_BYTES_MAX {
+            return Err(WorkbenchError::target(
+                file,
+                format!("size {want} bytes is not a usable test file size: use 1 byte to {}", format_size_bytes(TEST_FILE_SIZE_BYTES_MAX)),
+            ));
+        }
+    }
     let existing = std::fs::metadata(file).ok();
     let mut created_now = false;
     let size_bytes = match existing {
@@ -142,14 +154,20 @@ fn prepare_one(
             round_size(want)
         }
     };
-    let ours = created_now || is_marked(file);
+    let file_id = file_mark(file);
+    let ours = file_id.is_some();
+    if created_now && !ours {
+        return Err(WorkbenchError::target(file, "the new test file lost its mark (replaced while it was created?); run again"));
+    }
     let offset_align_bytes = if needs.direct { direct_alignment(file)? } else { 1 };
     check_fits(file, size_bytes, needs, offset_align_bytes)?;
-    Ok(PreparedTarget { path: file.to_path_buf(), size_bytes, ours, created_now, offset_align_bytes })
+    Ok(PreparedTarget { path: file.to_path_buf(), size_bytes, ours, created_now, offset_align_bytes, file_id })
 }
 
+/// `bytes` rounded up to the grain; sizes past the largest test file are refused first
+/// (spec::check_job, prepare_one), so this never wraps (it saturates if it were asked).
 fn round_size(bytes: u64) -> u64 {
-    bytes.div_ceil(FILE_SIZE_GRAIN_BYTES) * FILE_SIZE_GRAIN_BYTES
+    bytes.div_ceil(FILE_SIZE_GRAIN_BYTES).saturating_mul(FILE_SIZE_GRAIN_BYTES)
 }
 
 fn direct_alignment(file: &Path) -> Result<u32, WorkbenchError> {
@@ -183,7 +201,7 @@ pub fn check_fits(file: &Path, size_bytes: u64, needs: TargetNeeds, align: u32) 
             ),
         ));
     }
-    if size_bytes < needs.offset_bytes + needs.block_size_bytes as u64 {
+    if size_bytes < needs.offset_bytes.saturating_add(needs.block_size_bytes as u64) {
         return Err(WorkbenchError::target(
             file,
             format!(
@@ -195,13 +213,54 @@ pub fn check_fits(file: &Path, size_bytes: u64, needs: TargetNeeds, align: u32) 
     Ok(())
 }
 
-/// True if flashscan created `file` (xattr, or the sidecar where xattrs are unsupported).
+/// True if flashscan created `file`. The mark lives on the file itself: the xattr
+/// `user.flashscan.created` of the resolved target, read through an open descriptor. Only
+/// where the file system has no user xattrs does a sidecar `.NAME.flashscan` count, and then
+/// only if it names this very file (device and inode), the path is not a symbolic link and
+/// the file has one link: an empty or copied sidecar planted beside a link to someone else's
+/// file forges nothing.
 pub fn is_marked(file: &Path) -> bool {
-    let Ok(c_path) = CString::new(file.as_os_str().as_bytes()) else { return false };
-    let name = CString::new(MARK_XATTR).unwrap_or_default();
-    // SAFETY: both strings are NUL-terminated; a null buffer of size 0 asks for the length.
-    let rc = unsafe { libc::getxattr(c_path.as_ptr(), name.as_ptr(), std::ptr::null_mut(), 0) };
-    rc >= 0 || sidecar_path(file).exists()
+    file_mark(file).is_some()
+}
+
+/// The (device, inode) of `file` if it carries flashscan's mark.
+pub fn file_mark(file: &Path) -> Option<(u64, u64)> {
+    // O_NONBLOCK: a FIFO planted at the path must not hang the open.
+    let handle = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC).open(file).ok()?;
+    let meta = handle.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let id = (meta.dev(), meta.ino());
+    let name = CString::new(MARK_XATTR).ok()?;
+    // SAFETY: the fd is valid while `handle` lives; a null buffer of size 0 asks for the length.
+    let rc = unsafe { libc::fgetxattr(handle.as_raw_fd(), name.as_ptr(), std::ptr::null_mut(), 0) };
+    if rc >= 0 {
+        return Some(id);
+    }
+    let errno = std::io::Error::last_os_error().raw_os_error();
+    if errno != Some(libc::ENOTSUP) {
+        // The file system keeps xattrs and this file has none: not ours, whatever lies beside it.
+        return None;
+    }
+    let link_meta = std::fs::symlink_metadata(file).ok()?;
+    if link_meta.file_type().is_symlink() || meta.nlink() != 1 {
+        return None;
+    }
+    let sidecar = sidecar_path(file);
+    let sidecar_meta = std::fs::symlink_metadata(&sidecar).ok()?;
+    if !sidecar_meta.is_file() || sidecar_meta.len() > SIDECAR_BYTES_MAX {
+        return None;
+    }
+    let text = std::fs::read_to_string(&sidecar).ok()?;
+    (text == sidecar_text(id)).then_some(id)
+}
+
+/// A sidecar longer than this is not one flashscan wrote.
+const SIDECAR_BYTES_MAX: u64 = 256;
+
+fn sidecar_text((dev, ino): (u64, u64)) -> String {
+    format!("created by flashscan io: device {dev} inode {ino}\n")
 }
 
 fn sidecar_path(file: &Path) -> PathBuf {
@@ -209,16 +268,40 @@ fn sidecar_path(file: &Path) -> PathBuf {
     file.with_file_name(format!(".{name}.flashscan"))
 }
 
-/// Marks an open file as ours: xattr, else a sidecar next to `final_path`.
+/// Marks an open file as ours: the xattr on the file, else (no user xattrs on this file
+/// system) a sidecar next to `final_path` naming the file's device and inode.
 fn mark(file: &File, final_path: &Path) -> Result<(), std::io::Error> {
-    let name = CString::new(MARK_XATTR).unwrap_or_default();
+    let name = CString::new(MARK_XATTR).map_err(std::io::Error::other)?;
     let value = b"1";
     // SAFETY: fd is valid while `file` lives; name is NUL-terminated; value is 1 byte.
     let rc = unsafe { libc::fsetxattr(file.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
     if rc == 0 {
         return Ok(());
     }
-    std::fs::write(sidecar_path(final_path), b"created by flashscan io\n")
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::ENOTSUP) {
+        return Err(e);
+    }
+    let meta = file.metadata()?;
+    let sidecar = sidecar_path(final_path);
+    // A sidecar of ours for an earlier file (a grown test file gets a new inode) is replaced;
+    // anything else at that name is left alone and the creation fails.
+    if let Ok(m) = std::fs::symlink_metadata(&sidecar) {
+        let ours = m.is_file()
+            && m.len() <= SIDECAR_BYTES_MAX
+            && std::fs::read_to_string(&sidecar).is_ok_and(|t| t.starts_with("created by flashscan io: device "));
+        if !ours {
+            return Err(std::io::Error::other(format!("{} exists and is not flashscan's: remove it", sidecar.display())));
+        }
+        std::fs::remove_file(&sidecar)?;
+    }
+    let mut out = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(&sidecar)?;
+    out.write_all(sidecar_text((meta.dev(), meta.ino())).as_bytes())?;
+    out.sync_all()
 }
 
 /// Removes the temporary file unless the creation completed.
@@ -272,10 +355,9 @@ fn create_file(file: &Path, size_bytes: u64, seed: u64, progress: &mut dyn FnMut
     let temp_path = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let open = |direct: bool| {
         let mut o = OpenOptions::new();
+        // O_EXCL (create_new) and O_NOFOLLOW: a link planted at the temporary name is refused.
         o.write(true).create_new(true);
-        if direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
+        o.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | if direct { libc::O_DIRECT } else { 0 });
         o.open(&temp_path)
     };
     let (handle, direct) = match open(true) {
@@ -404,5 +486,42 @@ mod tests {
         std::fs::write(&f, vec![0u8; 1000]).unwrap();
         let e = prepare_targets(&[spec(&f, None)], needs(false), 1, &mut |_| {}).unwrap_err();
         assert!(e.to_string().contains("too small"), "{e}");
+    }
+
+    #[test]
+    fn a_planted_sidecar_beside_a_link_forges_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.dat");
+        let content = vec![9u8; 1 << 16];
+        std::fs::write(&victim, &content).unwrap();
+        let link = dir.path().join("looks-ours.dat");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        // The old forgery: an empty sidecar next to the link, and one next to the victim.
+        std::fs::write(dir.path().join(".looks-ours.dat.flashscan"), b"").unwrap();
+        std::fs::write(dir.path().join(".victim.dat.flashscan"), b"created by flashscan io\n").unwrap();
+        assert!(!is_marked(&link) && !is_marked(&victim));
+        for path in [&link, &victim] {
+            let e = prepare_targets(&[spec(path, None)], needs(true), 1, &mut |_| {}).unwrap_err();
+            assert!(e.to_string().contains("--force"), "{e}");
+        }
+        assert_eq!(std::fs::read(&victim).unwrap(), content);
+        // A link to a file flashscan did create is fine: the mark is on the resolved target.
+        let ours = prepare_targets(&[spec(&dir.path().join("ours.dat"), Some(1 << 20))], needs(true), 1, &mut |_| {}).unwrap();
+        let link_to_ours = dir.path().join("link-to-ours.dat");
+        std::os::unix::fs::symlink(&ours[0].path, &link_to_ours).unwrap();
+        assert!(is_marked(&link_to_ours));
+        let p = prepare_targets(&[spec(&link_to_ours, None)], needs(true), 1, &mut |_| {}).unwrap();
+        assert!(p[0].ours && p[0].file_id == ours[0].file_id && p[0].file_id.is_some());
+    }
+
+    #[test]
+    fn an_absurd_size_is_refused_and_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        for size in [u64::MAX, u64::MAX - (1 << 20) + 2, (1 << 50) + 1] {
+            let e = prepare_targets(&[spec(dir.path(), Some(size))], needs(true), 1, &mut |_| {}).unwrap_err();
+            assert!(e.to_string().contains("not a usable test file size"), "{e}");
+        }
+        assert_eq!(round_size(u64::MAX), u64::MAX, "saturates, never wraps to 0");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

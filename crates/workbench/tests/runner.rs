@@ -24,6 +24,9 @@ fn job(dir: &Path, engine: EngineKind, read_write: ReadWrite, pattern: Pattern) 
         direct: true,
         force: false,
         offset_bytes: 0,
+        sync: false,
+        status_interval: None,
+        processes: 1,
     }
 }
 
