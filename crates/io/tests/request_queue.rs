@@ -78,7 +78,7 @@ fn every_request_comes_back_once_with_its_tag_and_bytes() {
 fn failed_requests_arrive_as_typed_errors_with_their_tags() {
     let dir = tempfile::tempdir().unwrap();
     let path = make_file(dir.path());
-    let plan = FaultPlan { fail_every: Some(5), short_read_every: Some(7), latency: Duration::ZERO };
+    let plan = FaultPlan { fail_every: Some(5), short_read_every: Some(7), latency: Duration::ZERO, ..FaultPlan::default() };
     let engine = SimEngine::new(files(&path, false), EngineConfig::for_depth(4, BLOCK), plan).unwrap();
     let mut queue: RequestQueue<u64> = RequestQueue::new(Box::new(engine));
     let (mut ok, mut failed) = (0, 0);
