@@ -42,7 +42,8 @@ const BATCHES_IN_FLIGHT_PER_ENCODER: usize = 2;
 /// Page messages in flight to the writer (x 128 KB each).
 const PAGE_MESSAGES_IN_FLIGHT: usize = 64;
 pub const VOLUME_COUNT_MAX: usize = 64;
-const LOCK_FILE_NAME: &str = "flashscan.lock";
+/// The database lock (flock, exclusive): loads, rebuilds, drops and `flashscan serve` take it.
+pub const LOCK_FILE_NAME: &str = "flashscan.lock";
 
 /// Counters a progress bar can poll while a load runs.
 #[derive(Debug, Default)]
