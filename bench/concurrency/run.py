@@ -296,6 +296,7 @@ def main():
     ap.add_argument("--work", default="/work/bench-data")
     ap.add_argument("--profile", default="release", choices=["release", "debug"])
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
+    ap.add_argument("--flashscan", help="a flashscan binary built with --features sql (default: build one)")
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     workloads = a.workloads.split(",")
@@ -304,7 +305,7 @@ def main():
     if os.geteuid() == 0:
         shutil.chown(a.work, "postgres")
     max_conn = max(clients) + 10
-    fs = flashscan_bin(a.profile)
+    fs = a.flashscan or flashscan_bin(a.profile)
     pg = Postgres(a.work, max_conn)
     flash, counts = prepare(fs, a.work, a.sf, pg, max_conn)
     print(f"PostgreSQL rows (lineitem part): {counts}", flush=True)
