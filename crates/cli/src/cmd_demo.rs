@@ -86,6 +86,12 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         }
     }
     print_summary(&rows);
+    #[cfg(feature = "sql")]
+    {
+        println!("\n== 5. SQL over the same tables (Apache DataFusion), and the server for other clients\n");
+        step(&exe, &["sql", &db, "select l_returnflag, l_linestatus, count(*) as lines, sum(l_quantity) as quantity from lineitem group by 1, 2 order by 1, 2"])?;
+        println!("\nserve it to psql, drivers and BI tools:  flashscan serve {db}   (then: psql -h 127.0.0.1 -p 5432 -U flashscan -d flashscan)");
+    }
     println!("\ndemo finished in {:.1} s; the database stays in {db} (remove the folder when done)", started.elapsed().as_secs_f64());
     Ok(())
 }

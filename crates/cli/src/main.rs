@@ -22,6 +22,7 @@ mod cmd_lookup;
 mod cmd_partitions;
 mod cmd_rebuild;
 mod cmd_scan;
+mod cmd_serve;
 mod cmd_sql;
 mod cmd_stats;
 mod cmd_verify;
@@ -66,6 +67,8 @@ enum Command {
     Bench(cmd_bench::BenchCommand),
     /// SQL over flashscan tables (Apache DataFusion).
     Sql(cmd_sql::SqlArgs),
+    /// Serve the database over the PostgreSQL wire protocol (psql, drivers, BI tools).
+    Serve(cmd_serve::ServeArgs),
 }
 
 fn main() {
@@ -86,6 +89,7 @@ fn main() {
         Command::Stats(a) => cmd_stats::run(a),
         Command::Verify(a) => cmd_verify::run(a),
         Command::Sql(a) => cmd_sql::run(a),
+        Command::Serve(a) => cmd_serve::run(a),
         Command::Bench(c) => cmd_bench::run(c),
     };
     if let Err(e) = result {

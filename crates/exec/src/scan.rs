@@ -261,7 +261,8 @@ fn run_workers<W: ChunkWork>(
     debug_assert!(chunks.iter().all(|c| (c.file_index as usize) < paths.len()));
     // Small floor so an empty plan still opens a valid engine.
     let slot_size_bytes = chunks.iter().map(|c| c.length_bytes as usize).max().unwrap_or(4096);
-    let file_stats: Vec<Arc<FileStats>> = paths.iter().map(|_| Arc::new(FileStats::default())).collect();
+    // Counted in the process-wide per-file counters too: a server samples them every second.
+    let file_stats: Vec<Arc<FileStats>> = paths.iter().map(|p| Arc::new(FileStats::counted_in_process(p))).collect();
 
     // Every worker opens every file and its own engine, on its own thread: the engine can
     // then take io_uring's single-issuer mode (completions handled only when the thread asks,

@@ -2,10 +2,16 @@
 //! `sys.dm_io_virtual_file_stats` of flashscan. Stall time is the sum of the latencies of
 //! the file's I/Os (time from queueing to completion), as SQL Server reports it.
 
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[derive(Debug, Default)]
 pub struct FileStats {
+    /// The process-wide counters of the same file (see [`process_file_stats`]): every I/O
+    /// counted here is counted there too, so a server's sampler sees all scans' I/O live.
+    parent: Option<Arc<FileStats>>,
     reads_count: AtomicU64,
     writes_count: AtomicU64,
     bytes_read: AtomicU64,
@@ -27,20 +33,35 @@ pub struct FileStatsSnapshot {
 }
 
 impl FileStats {
+    /// Counters of one scan's use of `path` that also add up into the process-wide
+    /// counters of `path`.
+    pub fn counted_in_process(path: &Path) -> FileStats {
+        FileStats { parent: Some(process_file_stats(path)), ..FileStats::default() }
+    }
+
     pub fn record_read(&self, bytes: u64, latency_ns: u64) {
         self.reads_count.fetch_add(1, Relaxed);
         self.bytes_read.fetch_add(bytes, Relaxed);
         self.read_stall_ns.fetch_add(latency_ns, Relaxed);
+        if let Some(p) = &self.parent {
+            p.record_read(bytes, latency_ns);
+        }
     }
 
     pub fn record_write(&self, bytes: u64, latency_ns: u64) {
         self.writes_count.fetch_add(1, Relaxed);
         self.bytes_written.fetch_add(bytes, Relaxed);
         self.write_stall_ns.fetch_add(latency_ns, Relaxed);
+        if let Some(p) = &self.parent {
+            p.record_write(bytes, latency_ns);
+        }
     }
 
     pub fn record_error(&self) {
         self.errors_count.fetch_add(1, Relaxed);
+        if let Some(p) = &self.parent {
+            p.record_error();
+        }
     }
 
     pub fn snapshot(&self) -> FileStatsSnapshot {
@@ -54,6 +75,28 @@ impl FileStats {
             errors_count: self.errors_count.load(Relaxed),
         }
     }
+}
+
+/// Every file's I/O since the process started: one counter set per path, shared by all
+/// scans. Grows by one entry per distinct file touched (a database's files), never shrinks.
+fn process_registry() -> &'static Mutex<HashMap<PathBuf, Arc<FileStats>>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<PathBuf, Arc<FileStats>>>> = OnceLock::new();
+    REGISTRY.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// The process-wide counters of `path` (created at first use).
+pub fn process_file_stats(path: &Path) -> Arc<FileStats> {
+    // A panic while holding the lock cannot leave the map inconsistent (one insert).
+    let mut map = process_registry().lock().unwrap_or_else(|p| p.into_inner());
+    map.entry(path.to_path_buf()).or_default().clone()
+}
+
+/// Every file's process-wide counters so far, sorted by path.
+pub fn process_file_stats_snapshot() -> Vec<(PathBuf, FileStatsSnapshot)> {
+    let map = process_registry().lock().unwrap_or_else(|p| p.into_inner());
+    let mut all: Vec<(PathBuf, FileStatsSnapshot)> = map.iter().map(|(p, s)| (p.clone(), s.snapshot())).collect();
+    all.sort_by(|a, b| a.0.cmp(&b.0));
+    all
 }
 
 impl FileStatsSnapshot {
@@ -76,5 +119,23 @@ impl FileStatsSnapshot {
 
     pub fn write_latency_us_avg(&self) -> f64 {
         if self.writes_count == 0 { 0.0 } else { self.write_stall_ns as f64 / self.writes_count as f64 / 1000.0 }
+    }
+}
+
+#[cfg(test)]
+mod process_tests {
+    use super::*;
+
+    #[test]
+    fn a_scan_counts_its_io_in_the_process_counters_too() {
+        let path = Path::new("/nonexistent/flashscan-test/process-counters.dat");
+        let before = process_file_stats(path).snapshot();
+        let scan = FileStats::counted_in_process(path);
+        scan.record_read(8192, 1_000);
+        scan.record_read(4096, 3_000);
+        assert_eq!(scan.snapshot().bytes_read, 12288);
+        let after = process_file_stats(path).snapshot().since(&before);
+        assert_eq!((after.reads_count, after.bytes_read, after.read_stall_ns), (2, 12288, 4_000));
+        assert!(process_file_stats_snapshot().iter().any(|(p, s)| p == path && s.bytes_read >= 12288));
     }
 }

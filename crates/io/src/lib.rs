@@ -33,5 +33,5 @@ pub use buffer_arena::BufferArena;
 pub use engine::{open_engine, EngineConfig, EngineKind, IoCompletion, IoEngine, IoOp, IoRequest};
 pub use error::IoError;
 pub use file_set::{FileSet, OpenFile, OpenMode};
-pub use file_stats::{FileStats, FileStatsSnapshot};
+pub use file_stats::{process_file_stats, process_file_stats_snapshot, FileStats, FileStatsSnapshot};
 pub use request_queue::{Completed, QueueStats, RequestQueue};

@@ -46,7 +46,8 @@ pub const VOLUME_COUNT_MAX: usize = 64;
 /// and its own batches in flight, so 256 threads is already GBs; more than the cores of any
 /// machine this runs on gains nothing.
 pub const LOAD_THREADS_MAX: usize = 256;
-const LOCK_FILE_NAME: &str = "flashscan.lock";
+/// The database lock (flock, exclusive): loads, rebuilds, drops and `flashscan serve` take it.
+pub const LOCK_FILE_NAME: &str = "flashscan.lock";
 
 /// Counters a progress bar can poll while a load runs.
 #[derive(Debug, Default)]

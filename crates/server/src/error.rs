@@ -1,0 +1,88 @@
+//! The server's errors: startup problems the CLI prints as one line, and the SQLSTATE
+//! every query error carries to the client.
+
+use std::path::PathBuf;
+
+use pgwire::error::{ErrorInfo, PgWireError};
+
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    #[error("{0}")]
+    InvalidArgument(String),
+
+    /// Another process owns the database.
+    #[error("{0}")]
+    DatabaseBusy(String),
+
+    #[error("{what} {path}: {source}")]
+    Io { what: &'static str, path: PathBuf, #[source] source: std::io::Error },
+
+    #[error("listening on {addr}: {source}")]
+    Listen { addr: String, #[source] source: std::io::Error },
+
+    #[error("{0}")]
+    Sql(#[from] flashscan_sql::SqlError),
+}
+
+impl ServerError {
+    /// True when the user can fix it (a flag, a path, a busy database): exit code 2.
+    pub fn is_user_input(&self) -> bool {
+        match self {
+            ServerError::InvalidArgument(_) | ServerError::DatabaseBusy(_) | ServerError::Listen { .. } => true,
+            ServerError::Io { .. } => true,
+            ServerError::Sql(e) => e.is_user_input(),
+        }
+    }
+}
+
+/// SQLSTATE codes the server sends (PostgreSQL's appendix A).
+pub mod sqlstate {
+    pub const SYNTAX_ERROR: &str = "42601";
+    pub const UNDEFINED_TABLE: &str = "42P01";
+    pub const FEATURE_NOT_SUPPORTED: &str = "0A000";
+    pub const DATA_EXCEPTION: &str = "22000";
+    pub const INSUFFICIENT_RESOURCES: &str = "53000";
+    pub const OUT_OF_MEMORY: &str = "53200";
+    pub const TOO_MANY_CONNECTIONS: &str = "53300";
+    pub const QUERY_CANCELED: &str = "57014";
+    pub const ADMIN_SHUTDOWN: &str = "57P01";
+    pub const INTERNAL_ERROR: &str = "XX000";
+    pub const IO_ERROR: &str = "58030";
+    pub const INVALID_PARAMETER_VALUE: &str = "22023";
+    pub const INVALID_PASSWORD: &str = "28P01";
+    pub const READ_ONLY: &str = "25006";
+}
+
+/// An ERROR for the client with its SQLSTATE.
+pub fn pg_error(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("ERROR".to_owned(), code.to_owned(), message.into())))
+}
+
+/// A FATAL error: the server closes the connection after sending it.
+pub fn pg_fatal(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new("FATAL".to_owned(), code.to_owned(), message.into())))
+}
+
+/// A SQL error as the client sees it: one line, with the SQLSTATE that fits it.
+pub fn sql_error_to_pg(error: &flashscan_sql::SqlError) -> PgWireError {
+    use flashscan_sql::SqlError as E;
+    let message = error.to_string();
+    let code = match error {
+        E::Syntax(_) => sqlstate::SYNTAX_ERROR,
+        E::Plan(m) if m.contains("not found") && m.contains("table") => sqlstate::UNDEFINED_TABLE,
+        E::Plan(m) if m.starts_with("not supported") => sqlstate::FEATURE_NOT_SUPPORTED,
+        E::Plan(_) => sqlstate::SYNTAX_ERROR,
+        E::Execution(m) if m.contains("Resources exhausted") || m.contains("memory") => sqlstate::OUT_OF_MEMORY,
+        E::Execution(_) => sqlstate::DATA_EXCEPTION,
+        E::Storage(_) | E::Exec(_) | E::ReadFile { .. } => sqlstate::IO_ERROR,
+        E::InvalidArgument(_) => sqlstate::INVALID_PARAMETER_VALUE,
+        _ => sqlstate::INTERNAL_ERROR,
+    };
+    let message = if code == sqlstate::OUT_OF_MEMORY {
+        format!("{message} (the query is over its memory budget: raise --query-memory, or narrow the query)")
+    } else {
+        message
+    };
+    pg_error(code, message)
+}

@@ -1,0 +1,589 @@
+//! Queries over the wire: the simple protocol (text, several statements) and the extended
+//! protocol (Parse/Bind/Describe/Execute, parameters, prepared statements), both running
+//! through one path: admission, a per-query DataFusion context with its memory pool,
+//! `statement_timeout`, cancel, and rows streamed to the client batch by batch.
+
+use std::collections::VecDeque;
+use std::fmt::Debug;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow_pg::encoder::{encode_value, Encoder};
+use async_trait::async_trait;
+use datafusion::common::ParamValues;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::execution::context::SQLOptions;
+use futures::{stream, Sink, Stream, StreamExt};
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    CopyCsvOptions, CopyEncoder, CopyResponse, CopyTextOptions, DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo,
+    QueryResponse, Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore, Type};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::data::DataRow;
+use pgwire::messages::PgWireBackendMessage;
+use pgwire::messages::copy::CopyData;
+
+use crate::admission::{AdmissionRefusal, QuerySlot};
+use crate::cancel::QueryCancel;
+use crate::config::parse_duration_setting;
+use crate::error::{pg_error, sql_error_to_pg, sqlstate};
+use crate::params::{decode_params, pg_type_for_param};
+use crate::psql_catalog::answer;
+use crate::shared::Shared;
+use crate::startup::{Backend, SERVER_VERSION};
+use crate::statement::{classify, split_statements, Command};
+
+/// A statement parsed once (Parse) and run many times (Bind/Execute).
+#[derive(Debug)]
+pub struct Prepared {
+    pub command: Command,
+    /// For `Command::Sql`: the plan with its `$n` placeholders.
+    pub plan: Option<LogicalPlan>,
+    /// DataFusion's types for `$1..$n` (None where it could not infer one).
+    pub param_types: Vec<Option<DataType>>,
+    /// The result's columns; None for statements without rows.
+    pub schema: Option<SchemaRef>,
+}
+
+pub type Statement = Arc<Prepared>;
+
+pub struct QueryHandler {
+    pub shared: Arc<Shared>,
+    parser: Arc<Parser>,
+}
+
+pub struct Parser {
+    shared: Arc<Shared>,
+}
+
+impl QueryHandler {
+    pub fn new(shared: Arc<Shared>) -> QueryHandler {
+        QueryHandler { parser: Arc::new(Parser { shared: shared.clone() }), shared }
+    }
+}
+
+fn backend_of<C: ClientInfo>(client: &C) -> PgWireResult<Arc<Backend>> {
+    client.session_extensions().get::<Backend>().ok_or_else(|| pg_error(sqlstate::INTERNAL_ERROR, "connection has no backend state"))
+}
+
+fn single_text_column(name: &str, value: &str) -> RecordBatch {
+    let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, true)]));
+    // One column of one row always matches its schema.
+    RecordBatch::try_new(schema.clone(), vec![Arc::new(StringArray::from(vec![value]))]).unwrap_or_else(|_| RecordBatch::new_empty(schema))
+}
+
+fn schema_of_show(name: &str) -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, true)]))
+}
+
+/// Plans a SQL statement against the shared tables; only queries are allowed (no DDL,
+/// no DML, no `SET datafusion.*`): the server is read-only and one process owns the files.
+pub async fn plan_sql(shared: &Shared, sql: &str) -> PgWireResult<LogicalPlan> {
+    let state = shared.base.state();
+    let plan = state.create_logical_plan(sql).await.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?;
+    SQLOptions::new()
+        .with_allow_ddl(false)
+        .with_allow_dml(false)
+        .with_allow_statements(false)
+        .verify_plan(&plan)
+        .map_err(|e| pg_error(sqlstate::READ_ONLY, format!("flashscan serve runs queries only: {}", flashscan_sql::error::one_line(&e.message()))))?;
+    Ok(plan)
+}
+
+fn param_types_of(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
+    let by_name = plan.get_parameter_types().map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?;
+    let mut indexed: Vec<(usize, Option<DataType>)> =
+        by_name.into_iter().filter_map(|(name, t)| name.trim_start_matches('$').parse::<usize>().ok().map(|i| (i, t))).collect();
+    indexed.sort_by_key(|(i, _)| *i);
+    let n = indexed.last().map(|(i, _)| *i).unwrap_or(0);
+    let mut out = vec![None; n];
+    for (i, t) in indexed {
+        if i >= 1 {
+            out[i - 1] = t;
+        }
+    }
+    Ok(out)
+}
+
+fn fields_of(schema: &Schema, format: &Format) -> PgWireResult<Arc<Vec<FieldInfo>>> {
+    Ok(Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, None)?))
+}
+
+/// Encodes one batch's rows with any pgwire encoder (data rows or COPY lines).
+fn encode_rows<E: Encoder>(encoder: &mut E, batch: &RecordBatch, fields: &[FieldInfo]) -> PgWireResult<Vec<E::Item>> {
+    let schema = batch.schema();
+    let mut out = Vec::with_capacity(batch.num_rows());
+    for row in 0..batch.num_rows() {
+        for (col, pg_field) in fields.iter().enumerate() {
+            encode_value(encoder, batch.column(col), row, schema.field(col), pg_field)?;
+        }
+        out.push(encoder.take_row());
+    }
+    Ok(out)
+}
+
+/// A running query: its batches, the slot it holds, and what may stop it.
+struct Running {
+    batches: SendableRecordBatchStream,
+    slot: Option<QuerySlot>,
+    cancel: QueryCancel,
+    deadline: Option<tokio::time::Instant>,
+    timeout: Duration,
+    shared: Arc<Shared>,
+    started: Instant,
+}
+
+impl Running {
+    async fn next_batch(&mut self) -> Option<PgWireResult<RecordBatch>> {
+        let deadline = self.deadline;
+        let timer = async move {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => futures::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            r = self.batches.next() => r.map(|r| r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))),
+            _ = self.cancel.canceled() => Some(Err(canceled_error())),
+            _ = timer => Some(Err(timeout_error(self.timeout))),
+        }
+    }
+
+    /// The query ended (all rows, an error, or the client went away): free the slot, count.
+    fn finish(&mut self, outcome: Outcome) {
+        if let Some(slot) = self.slot.take() {
+            drop(slot);
+            let c = &self.shared.admission.counters;
+            match outcome {
+                Outcome::Done => c.queries_completed.fetch_add(1, Relaxed),
+                Outcome::Failed => c.queries_failed.fetch_add(1, Relaxed),
+                Outcome::Canceled => c.queries_canceled.fetch_add(1, Relaxed),
+            };
+            self.shared.sampler.record_query(self.started.elapsed());
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // Dropped before its end: the client disconnected or stopped reading.
+        self.finish(Outcome::Canceled);
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Outcome {
+    Done,
+    Failed,
+    Canceled,
+}
+
+fn canceled_error() -> PgWireError {
+    pg_error(sqlstate::QUERY_CANCELED, "canceling statement due to user request")
+}
+
+fn timeout_error(t: Duration) -> PgWireError {
+    pg_error(sqlstate::QUERY_CANCELED, format!("canceling statement due to statement timeout ({} ms)", t.as_millis()))
+}
+
+/// Where an encoded stream is: the query, the rows of the current batch not yet sent,
+/// whether the query ended, and the encoder.
+struct StreamState<T, E> {
+    running: Running,
+    pending: VecDeque<T>,
+    ended: bool,
+    encode: E,
+}
+
+/// Rows (or COPY lines) of a running query, encoded batch by batch as the client reads.
+fn encoded_stream<T, E>(running: Running, encode: E) -> impl Stream<Item = PgWireResult<T>> + Send + 'static
+where
+    T: Send + 'static,
+    E: FnMut(&RecordBatch) -> PgWireResult<Vec<T>> + Send + 'static,
+{
+    let state = StreamState { running, pending: VecDeque::new(), ended: false, encode };
+    stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(row) = st.pending.pop_front() {
+                st.running.shared.admission.counters.rows_sent.fetch_add(1, Relaxed);
+                return Some((Ok(row), st));
+            }
+            if st.ended {
+                return None;
+            }
+            match st.running.next_batch().await {
+                None => {
+                    st.running.finish(Outcome::Done);
+                    st.ended = true;
+                }
+                Some(Ok(batch)) => match (st.encode)(&batch) {
+                    Ok(rows) => st.pending.extend(rows),
+                    Err(e) => {
+                        st.running.finish(Outcome::Failed);
+                        st.ended = true;
+                        return Some((Err(e), st));
+                    }
+                },
+                Some(Err(e)) => {
+                    let outcome = if st.running.cancel.is_canceled() || is_cancel_error(&e) { Outcome::Canceled } else { Outcome::Failed };
+                    st.running.finish(outcome);
+                    st.ended = true;
+                    return Some((Err(e), st));
+                }
+            }
+        }
+    })
+}
+
+fn is_cancel_error(e: &PgWireError) -> bool {
+    matches!(e, PgWireError::UserError(info) if info.code == sqlstate::QUERY_CANCELED)
+}
+
+impl QueryHandler {
+    /// Admits, plans physically and starts a query; rows come later from the stream.
+    async fn start(&self, backend: &Backend, plan: LogicalPlan) -> PgWireResult<Running> {
+        let cancel = backend.cancel.start_query();
+        let timeout = backend.statement_timeout();
+        let deadline = (!timeout.is_zero()).then(|| tokio::time::Instant::now() + timeout);
+        let started = Instant::now();
+        let admit = self.shared.admission.admit(&cancel);
+        let slot = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, admit).await {
+                Ok(r) => r,
+                Err(_) => return Err(timeout_error(timeout)),
+            },
+            None => admit.await,
+        };
+        let slot = match slot {
+            Ok(s) => s,
+            Err(AdmissionRefusal::Canceled) => return Err(canceled_error()),
+            Err(AdmissionRefusal::QueueTimeout { waited }) => {
+                return Err(pg_error(
+                    sqlstate::INSUFFICIENT_RESOURCES,
+                    format!(
+                        "server busy: waited {:.1} s for one of {} query slots (--max-active-queries); try again",
+                        waited.as_secs_f64(),
+                        self.shared.admission.max_active_queries
+                    ),
+                ))
+            }
+        };
+        let shared = self.shared.clone();
+        let mut running = Running {
+            batches: Box::pin(datafusion::physical_plan::EmptyRecordBatchStream::new(Arc::new(Schema::empty()))),
+            slot: Some(slot),
+            cancel: cancel.clone(),
+            deadline,
+            timeout,
+            shared: shared.clone(),
+            started,
+        };
+        let setup = async {
+            let ctx = shared.query_context()?;
+            let frame = ctx.execute_logical_plan(plan).await?;
+            frame.execute_stream().await
+        };
+        let timer = async move {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d).await,
+                None => futures::future::pending::<()>().await,
+            }
+        };
+        let batches = tokio::select! {
+            r = setup => r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
+            _ = cancel.canceled() => Err(canceled_error()),
+            _ = timer => Err(timeout_error(timeout)),
+        };
+        match batches {
+            Ok(b) => {
+                running.batches = b;
+                Ok(running)
+            }
+            Err(e) => {
+                running.finish(Outcome::Failed);
+                Err(e)
+            }
+        }
+    }
+
+    async fn query_response(&self, backend: &Backend, plan: LogicalPlan, format: &Format) -> PgWireResult<Response> {
+        let schema = plan.schema().inner().clone();
+        let fields = fields_of(&schema, format)?;
+        let running = self.start(backend, plan).await?;
+        let encode_fields = fields.clone();
+        let mut encoder = DataRowEncoder::new(encode_fields.clone());
+        let rows = encoded_stream(running, move |batch| encode_rows(&mut encoder, batch, &encode_fields));
+        Ok(Response::Query(QueryResponse::new(fields, rows)))
+    }
+
+    fn batch_response(batch: RecordBatch, format: &Format) -> PgWireResult<Response> {
+        let fields = fields_of(&batch.schema(), format)?;
+        let mut encoder = DataRowEncoder::new(fields.clone());
+        let rows: Vec<PgWireResult<DataRow>> = encode_rows(&mut encoder, &batch, &fields)?.into_iter().map(Ok).collect();
+        Ok(Response::Query(QueryResponse::new(fields, stream::iter(rows))))
+    }
+
+    fn show(&self, backend: &Backend, name: &str) -> PgWireResult<RecordBatch> {
+        let value = match name {
+            "statement_timeout" => {
+                let t = backend.statement_timeout();
+                if t.is_zero() { "0".to_string() } else { format!("{}ms", t.as_millis()) }
+            }
+            "server_version" => SERVER_VERSION.to_string(),
+            "server_version_num" => "150000".to_string(),
+            "transaction_isolation" | "default_transaction_isolation" => "read committed".to_string(),
+            "transaction_read_only" | "default_transaction_read_only" => "on".to_string(),
+            "standard_conforming_strings" | "integer_datetimes" => "on".to_string(),
+            "client_encoding" | "server_encoding" => "UTF8".to_string(),
+            "datestyle" => "ISO, MDY".to_string(),
+            "timezone" => "UTC".to_string(),
+            "search_path" => "public".to_string(),
+            "max_connections" => self.shared.admission.max_connections.to_string(),
+            "max_active_queries" => self.shared.admission.max_active_queries.to_string(),
+            "query_memory" => format!("{}MB", self.shared.query_memory_bytes >> 20),
+            other => return Err(pg_error("42704", format!("unrecognized configuration parameter \"{other}\""))),
+        };
+        Ok(single_text_column(name, &value))
+    }
+
+    async fn copy_response(&self, backend: &Backend, query: &str, csv: bool, header: bool, delimiter: Option<String>) -> PgWireResult<Response> {
+        let plan = plan_sql(&self.shared, query).await?;
+        let schema = plan.schema().inner().clone();
+        let fields = fields_of(&schema, &Format::UnifiedText)?;
+        let columns = fields.len();
+        let running = self.start(backend, plan).await?;
+        let mut encoder = if csv {
+            let mut o = CopyCsvOptions::default();
+            if let Some(d) = &delimiter {
+                o.delimiter = d.as_str().into();
+            }
+            CopyEncoder::new_csv(fields.clone(), o)
+        } else {
+            let mut o = CopyTextOptions::default();
+            if let Some(d) = &delimiter {
+                o.delimiter = d.as_str().into();
+            }
+            CopyEncoder::new_text(fields.clone(), o)
+        };
+        let header_line = header.then(|| {
+            let sep = delimiter.clone().unwrap_or_else(|| if csv { ",".into() } else { "\t".into() });
+            let names: Vec<String> = schema.fields().iter().map(|f| if csv && f.name().contains([',', '"', '\n']) { format!("\"{}\"", f.name().replace('"', "\"\"")) } else { f.name().clone() }).collect();
+            CopyData::new(format!("{}\n", names.join(&sep)).into())
+        });
+        let encode_fields = fields.clone();
+        let lines = encoded_stream(running, move |batch| encode_rows(&mut encoder, batch, &encode_fields));
+        let data = stream::iter(header_line.map(Ok)).chain(lines);
+        Ok(Response::CopyOut(CopyResponse::new(0, columns, data)))
+    }
+
+    /// Runs one classified statement. `plan` and `params` come from the extended protocol.
+    async fn run_command(&self, backend: &Backend, command: &Command, plan: Option<LogicalPlan>, format: &Format) -> PgWireResult<Response> {
+        match command {
+            Command::Empty => Ok(Response::EmptyQuery),
+            Command::Set { name, value } => {
+                if name == "statement_timeout" {
+                    let v = if value.eq_ignore_ascii_case("default") { Some(Duration::ZERO) } else { parse_duration_setting(value) };
+                    let Some(d) = v else {
+                        return Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"statement_timeout\": {value} (use milliseconds, or a number with ms, s, min)")));
+                    };
+                    backend.set_statement_timeout(d);
+                } else if name.starts_with("datafusion.") {
+                    return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("SET {name}: DataFusion settings are the server's, not a session's")));
+                }
+                // Other client settings (client_encoding, DateStyle, application_name,
+                // extra_float_digits, search_path...) are accepted: the server's answers
+                // do not depend on them.
+                Ok(Response::Execution(Tag::new("SET")))
+            }
+            Command::Reset { name } => {
+                if name == "statement_timeout" || name == "all" {
+                    backend.set_statement_timeout(Duration::ZERO);
+                }
+                Ok(Response::Execution(Tag::new("RESET")))
+            }
+            Command::Show { name } => Self::batch_response(self.show(backend, name)?, format),
+            Command::Begin => Ok(Response::TransactionStart(Tag::new("BEGIN"))),
+            Command::Commit => Ok(Response::TransactionEnd(Tag::new("COMMIT"))),
+            Command::Rollback => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+            Command::NoOp(tag) => Ok(Response::Execution(Tag::new(tag))),
+            Command::Catalog(q) => {
+                let batch = answer(q, &self.shared.tables).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+                Self::batch_response(batch, format)
+            }
+            Command::CopyTo { query, csv, header, delimiter } => self.copy_response(backend, query, *csv, *header, delimiter.clone()).await,
+            Command::Unsupported(why) => Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, why.clone())),
+            Command::Sql(sql) => {
+                let plan = match plan {
+                    Some(p) => p,
+                    None => plan_sql(&self.shared, sql).await?,
+                };
+                self.query_response(backend, plan, format).await
+            }
+        }
+    }
+}
+
+/// Collects a streamed answer, so the next statement of a multi-statement text can start
+/// without holding two query slots.
+async fn materialize(response: Response) -> PgWireResult<Response> {
+    match response {
+        Response::Query(mut q) => {
+            let fields = q.row_schema();
+            let mut rows = Vec::new();
+            while let Some(r) = q.data_rows().next().await {
+                rows.push(Ok(r?));
+            }
+            Ok(Response::Query(QueryResponse::new(fields, stream::iter(rows))))
+        }
+        other => Ok(other),
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for QueryHandler {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let backend = backend_of(client)?;
+        let statements = split_statements(query);
+        let many = statements.len() > 1;
+        let mut responses = Vec::with_capacity(statements.len());
+        for text in statements {
+            let command = classify(&text);
+            let result = match self.run_command(&backend, &command, None, &Format::UnifiedText).await {
+                Ok(r) if many => materialize(r).await,
+                other => other,
+            };
+            match result {
+                Ok(r) => responses.push(r),
+                Err(e) if responses.is_empty() => return Err(e),
+                Err(e) => {
+                    responses.push(Response::Error(Box::new(ErrorInfo::from(e))));
+                    break;
+                }
+            }
+        }
+        if responses.is_empty() {
+            responses.push(Response::EmptyQuery);
+        }
+        Ok(responses)
+    }
+}
+
+#[async_trait]
+impl QueryParser for Parser {
+    type Statement = Statement;
+
+    async fn parse_sql<C>(&self, _client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Statement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        let command = classify(sql);
+        let (plan, param_types, schema) = match &command {
+            Command::Sql(text) => {
+                let plan = plan_sql(&self.shared, text).await?;
+                let params = param_types_of(&plan)?;
+                let schema = plan.schema().inner().clone();
+                (Some(plan), params, Some(schema))
+            }
+            Command::Show { name } => (None, vec![], Some(schema_of_show(name))),
+            Command::Catalog(q) => {
+                let batch = answer(q, &[]).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+                (None, vec![], Some(batch.schema()))
+            }
+            _ => (None, vec![], None),
+        };
+        Ok(Some(Arc::new(Prepared { command, plan, param_types, schema })))
+    }
+
+    fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {
+        Ok(stmt.param_types.iter().map(|t| pg_type_for_param(t.as_ref())).collect())
+    }
+
+    fn get_result_schema(&self, stmt: &Statement, column_format: Option<&Format>) -> PgWireResult<Vec<FieldInfo>> {
+        match &stmt.schema {
+            Some(s) => Ok(fields_of(s, column_format.unwrap_or(&Format::UnifiedText))?.as_ref().clone()),
+            None => Ok(vec![]),
+        }
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for QueryHandler {
+    type Statement = Statement;
+    type QueryParser = Parser;
+
+    fn query_parser(&self) -> Arc<Parser> {
+        self.parser.clone()
+    }
+
+    async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<Statement>) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let stmt = &target.statement;
+        let server = self.parser.get_parameter_types(stmt)?;
+        let n = server.len().max(target.parameter_types.len());
+        let params = (0..n).map(|i| target.parameter_types.get(i).cloned().flatten().or_else(|| server.get(i).cloned()).unwrap_or(Type::TEXT)).collect();
+        let fields = self.parser.get_result_schema(stmt, None)?;
+        Ok(DescribeStatementResponse::new(params, fields))
+    }
+
+    async fn do_describe_portal<C>(&self, _client: &mut C, target: &Portal<Statement>) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let fields = self.parser.get_result_schema(&target.statement.statement, Some(&target.result_column_format))?;
+        Ok(DescribePortalResponse::new(fields))
+    }
+
+    async fn do_query<C>(&self, client: &mut C, portal: &Portal<Statement>, _max_rows: usize) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let backend = backend_of(client)?;
+        let stored = &portal.statement;
+        let prepared = &stored.statement;
+        let plan = match &prepared.plan {
+            Some(plan) => {
+                let server = self.parser.get_parameter_types(prepared)?;
+                let n = server.len().max(stored.parameter_types.len()).max(portal.parameter_len());
+                let types: Vec<Type> =
+                    (0..n).map(|i| stored.parameter_types.get(i).cloned().flatten().or_else(|| server.get(i).cloned()).unwrap_or(Type::TEXT)).collect();
+                let values = decode_params(portal, &types, &prepared.param_types)?;
+                let plan = if values.is_empty() {
+                    plan.clone()
+                } else {
+                    plan.clone()
+                        .with_param_values(ParamValues::from(values))
+                        .map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?
+                };
+                Some(plan)
+            }
+            None => None,
+        };
+        self.run_command(&backend, &prepared.command, plan, &portal.result_column_format).await
+    }
+}

@@ -1,0 +1,68 @@
+//! Bind parameters of the extended protocol into DataFusion values: decoded by the type
+//! the client declared (or the type DataFusion inferred for the placeholder, or text),
+//! then cast to the type the plan expects.
+
+use arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use pgwire::api::portal::Portal;
+use pgwire::api::Type;
+use pgwire::error::{PgWireError, PgWireResult};
+
+use crate::error::{pg_error, sqlstate};
+
+/// The PostgreSQL type to announce for a placeholder DataFusion typed as `t`.
+pub fn pg_type_for_param(t: Option<&DataType>) -> Type {
+    match t {
+        Some(t) => arrow_pg::datatypes::into_pg_type(t).unwrap_or(Type::TEXT),
+        None => Type::TEXT,
+    }
+}
+
+fn bad(i: usize, e: impl std::fmt::Display) -> PgWireError {
+    pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("parameter ${}: {e}", i + 1))
+}
+
+/// Parameter `i` of the portal as a value of `pg_type`.
+pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, pg_type: &Type) -> PgWireResult<ScalarValue> {
+    let v = match *pg_type {
+        Type::BOOL => ScalarValue::Boolean(portal.parameter::<bool>(i, pg_type)?),
+        Type::INT2 => ScalarValue::Int16(portal.parameter::<i16>(i, pg_type)?),
+        Type::INT4 => ScalarValue::Int32(portal.parameter::<i32>(i, pg_type)?),
+        Type::INT8 => ScalarValue::Int64(portal.parameter::<i64>(i, pg_type)?),
+        Type::FLOAT4 => ScalarValue::Float32(portal.parameter::<f32>(i, pg_type)?),
+        Type::FLOAT8 => ScalarValue::Float64(portal.parameter::<f64>(i, pg_type)?),
+        Type::NUMERIC => match portal.parameter::<rust_decimal::Decimal>(i, pg_type)? {
+            Some(d) => ScalarValue::Decimal128(Some(d.mantissa()), 38, d.scale() as i8),
+            None => ScalarValue::Decimal128(None, 38, 0),
+        },
+        Type::DATE => {
+            let epoch = chrono::NaiveDate::from_ymd_opt(1970, 1, 1).ok_or_else(|| bad(i, "epoch"))?;
+            ScalarValue::Date32(portal.parameter::<chrono::NaiveDate>(i, pg_type)?.map(|d| (d - epoch).num_days() as i32))
+        }
+        Type::TIMESTAMP => ScalarValue::TimestampMicrosecond(
+            portal.parameter::<chrono::NaiveDateTime>(i, pg_type)?.map(|t| t.and_utc().timestamp_micros()),
+            None,
+        ),
+        _ => {
+            // Text, varchar, unknown and anything else: the client's text, which the cast
+            // below turns into the type the plan wants.
+            let as_text = if portal.parameter_format.is_binary(i) { pg_type.clone() } else { Type::TEXT };
+            ScalarValue::Utf8(portal.parameter::<String>(i, &as_text)?)
+        }
+    };
+    Ok(v)
+}
+
+/// Every parameter, cast to the types the plan expects (`expected[i]`, when known).
+pub fn decode_params<S: Clone>(portal: &Portal<S>, types: &[Type], expected: &[Option<DataType>]) -> PgWireResult<Vec<ScalarValue>> {
+    (0..portal.parameter_len())
+        .map(|i| {
+            let t = types.get(i).cloned().unwrap_or(Type::TEXT);
+            let v = decode_param(portal, i, &t)?;
+            match expected.get(i).cloned().flatten() {
+                Some(dt) if v.data_type() != dt => v.cast_to(&dt).map_err(|e| bad(i, e)),
+                _ => Ok(v),
+            }
+        })
+        .collect()
+}

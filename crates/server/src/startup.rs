@@ -1,0 +1,222 @@
+//! A connection's start: the connection limit (SQLSTATE 53300, then the connection is
+//! closed, as PostgreSQL does), authentication (trust, or an MD5 password from
+//! `--password-file`), the backend key for cancel requests, and the server parameters.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::Sink;
+use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
+use pgwire::api::{ClientInfo, PgWireConnectionState, METADATA_USER};
+use pgwire::error::{PgWireError, PgWireResult};
+use pgwire::messages::startup::{Authentication, SecretKey};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use futures::SinkExt;
+
+use crate::admission::ConnectionSlot;
+use crate::cancel::{BackendCancel, BackendRegistration};
+use crate::error::{pg_fatal, sqlstate, ServerError};
+use crate::shared::Shared;
+
+/// The version clients see: PostgreSQL 15 protocol and catalog answers, flashscan's own.
+pub const SERVER_VERSION: &str = concat!("15.0 (flashscan ", env!("CARGO_PKG_VERSION"), ")");
+/// A password file holds one password on its first line; more than this is not one.
+const PASSWORD_FILE_BYTES_MAX: u64 = 4096;
+
+/// How clients prove who they are.
+#[derive(Debug, Clone)]
+pub enum AuthMethod {
+    /// Anyone who reaches the socket (loopback only: `ServerConfig::validate`).
+    Trust,
+    /// MD5 of the password from the password file; any user name.
+    Md5 { password: String },
+}
+
+impl AuthMethod {
+    pub fn from_password_file(path: Option<&Path>) -> Result<AuthMethod, ServerError> {
+        let Some(path) = path else { return Ok(AuthMethod::Trust) };
+        use std::io::Read;
+        let file = std::fs::File::open(path).map_err(|e| ServerError::Io { what: "reading password file", path: path.to_path_buf(), source: e })?;
+        let mut text = String::new();
+        file.take(PASSWORD_FILE_BYTES_MAX)
+            .read_to_string(&mut text)
+            .map_err(|e| ServerError::Io { what: "reading password file", path: path.to_path_buf(), source: e })?;
+        let password = text.lines().next().unwrap_or("").trim_end_matches('\r').to_string();
+        if password.is_empty() {
+            return Err(ServerError::InvalidArgument(format!("password file {}: the first line is empty; put the password there", path.display())));
+        }
+        Ok(AuthMethod::Md5 { password })
+    }
+}
+
+/// One connection's server-side state, kept in pgwire's session extensions.
+#[derive(Debug)]
+pub struct Backend {
+    pub pid: i32,
+    pub cancel: Arc<BackendCancel>,
+    /// Zero: no timeout (PostgreSQL's default).
+    pub statement_timeout: Mutex<Duration>,
+    _registration: BackendRegistration,
+}
+
+impl Backend {
+    pub fn statement_timeout(&self) -> Duration {
+        *self.statement_timeout.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn set_statement_timeout(&self, d: Duration) {
+        *self.statement_timeout.lock().unwrap_or_else(|p| p.into_inner()) = d;
+    }
+}
+
+/// The MD5 salt sent to this connection.
+#[derive(Debug)]
+struct Md5Salt([u8; 4]);
+
+/// Startup for one connection (pgwire asks the factory for one per connection).
+pub struct Startup {
+    pub shared: Arc<Shared>,
+}
+
+static NEXT_PID: AtomicI32 = AtomicI32::new(10_000);
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut buf = [0u8; N];
+    // SAFETY: getrandom writes at most N bytes into the buffer we own.
+    let n = unsafe { libc::getrandom(buf.as_mut_ptr().cast(), N, 0) };
+    if n != N as isize {
+        // No kernel randomness (very old kernels): the clock's nanoseconds still differ
+        // per connection; cancel keys only guard against other local clients.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = (t >> (8 * (i % 16))) as u8;
+        }
+    }
+    buf
+}
+
+pub fn md5_hex(data: &[u8]) -> String {
+    format!("{:x}", md5::compute(data))
+}
+
+/// What an MD5-authenticating client sends: "md5" + md5(md5(password + user) + salt).
+pub fn md5_password_response(user: &str, password: &str, salt: &[u8; 4]) -> String {
+    let inner = md5_hex(format!("{password}{user}").as_bytes());
+    let mut bytes = inner.into_bytes();
+    bytes.extend_from_slice(salt);
+    format!("md5{}", md5_hex(&bytes))
+}
+
+struct Parameters;
+
+impl ServerParameterProvider for Parameters {
+    fn server_parameters<C: ClientInfo>(&self, client: &C) -> Option<HashMap<String, String>> {
+        let mut p = HashMap::new();
+        p.insert("server_version".into(), SERVER_VERSION.into());
+        p.insert("server_encoding".into(), "UTF8".into());
+        p.insert("client_encoding".into(), "UTF8".into());
+        p.insert("DateStyle".into(), "ISO, MDY".into());
+        p.insert("IntervalStyle".into(), "postgres".into());
+        p.insert("TimeZone".into(), "UTC".into());
+        p.insert("integer_datetimes".into(), "on".into());
+        p.insert("standard_conforming_strings".into(), "on".into());
+        p.insert("is_superuser".into(), "off".into());
+        p.insert("default_transaction_read_only".into(), "on".into());
+        if let Some(user) = client.metadata().get(METADATA_USER) {
+            p.insert("session_authorization".into(), user.clone());
+        }
+        Some(p)
+    }
+}
+
+impl Startup {
+    async fn finish<C>(&self, client: &mut C) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
+        let secret = i32::from_be_bytes(random_bytes::<4>());
+        client.set_pid_and_secret_key(pid, SecretKey::I32(secret));
+        let cancel = Arc::new(BackendCancel::default());
+        let registration = self.shared.cancels.register(pid, secret.to_be_bytes().to_vec(), &cancel);
+        client.session_extensions().insert(Backend {
+            pid,
+            cancel,
+            statement_timeout: Mutex::new(Duration::ZERO),
+            _registration: registration,
+        });
+        finish_authentication(client, &Parameters).await
+    }
+}
+
+#[async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(&self, client: &mut C, message: PgWireFrontendMessage) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                if self.shared.draining() {
+                    return Err(pg_fatal(sqlstate::ADMIN_SHUTDOWN, "the database system is shutting down"));
+                }
+                let Some(slot) = self.shared.admission.try_connect() else {
+                    return Err(pg_fatal(
+                        sqlstate::TOO_MANY_CONNECTIONS,
+                        format!("sorry, too many clients already ({} connections open; the server's --max-connections)", self.shared.admission.max_connections),
+                    ));
+                };
+                client.session_extensions().insert::<ConnectionSlot>(slot);
+                match &self.shared.auth {
+                    AuthMethod::Trust => self.finish(client).await?,
+                    AuthMethod::Md5 { .. } => {
+                        let salt = random_bytes::<4>();
+                        client.session_extensions().insert(Md5Salt(salt));
+                        client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                        client.send(PgWireBackendMessage::Authentication(Authentication::MD5Password(salt.to_vec()))).await?;
+                    }
+                }
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(pwd) => {
+                let AuthMethod::Md5 { password } = &self.shared.auth else {
+                    return Err(pg_fatal("08P01", "unexpected password message"));
+                };
+                let given = pwd.into_password()?.password;
+                let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
+                let salt = client.session_extensions().get::<Md5Salt>().map(|s| s.0);
+                let ok = salt.map(|s| given == md5_password_response(&user, password, &s)).unwrap_or(false);
+                if !ok {
+                    return Err(pg_fatal(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\"")));
+                }
+                self.finish(client).await?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_response_matches_postgresql() {
+        // libpq: "md5" + md5(md5(password || user) || salt); value computed with
+        // Python's hashlib for password "secret", user "alice", salt 01 02 03 04.
+        assert_eq!(md5_password_response("alice", "secret", &[1, 2, 3, 4]), EXPECTED_ALICE);
+    }
+
+    const EXPECTED_ALICE: &str = "md598a0412b9c31436fc53776e863350083";
+}

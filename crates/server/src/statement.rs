@@ -1,0 +1,218 @@
+//! What a statement asks for, decided before DataFusion sees it: session commands that
+//! clients send on their own (SET, SHOW, BEGIN/COMMIT), psql's catalog queries, COPY TO
+//! STDOUT, and everything else for DataFusion.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use crate::psql_catalog::{recognize, CatalogQuery};
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Command {
+    Empty,
+    Set { name: String, value: String },
+    Reset { name: String },
+    Show { name: String },
+    Begin,
+    Commit,
+    Rollback,
+    /// Accepted with no effect (DISCARD ALL, DEALLOCATE, ...): the tag to answer.
+    NoOp(&'static str),
+    Catalog(CatalogQuery),
+    CopyTo { query: String, csv: bool, header: bool, delimiter: Option<String> },
+    /// Refused with a reason (SQLSTATE 0A000).
+    Unsupported(String),
+    Sql(String),
+}
+
+static SET_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?is)^set\s+(?:session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+|\s)\s*(.*?)\s*$").expect("static regex")
+});
+static SHOW_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^show\s+([a-z_][a-z0-9_.]*)\s*$").expect("static regex"));
+static RESET_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^reset\s+([a-z_][a-z0-9_.]*)\s*$").expect("static regex"));
+static COPY_TO_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?is)^copy\s+(?:\((.*)\)|([a-z_][a-z0-9_.]*)(?:\s*\(([^)]*)\))?)\s+to\s+stdout\b(.*)$").expect("static regex")
+});
+static DELIMITER_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)delimiter\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
+
+/// Sorts one statement (no trailing semicolon needed).
+pub fn classify(text: &str) -> Command {
+    let t = text.trim().trim_end_matches(';').trim();
+    if t.is_empty() {
+        return Command::Empty;
+    }
+    let lower = t.to_ascii_lowercase();
+    let first = lower.split_whitespace().next().unwrap_or("");
+    match first {
+        "begin" | "start" => return Command::Begin,
+        "commit" | "end" => return Command::Commit,
+        "rollback" | "abort" => return Command::Rollback,
+        "discard" => return Command::NoOp("DISCARD ALL"),
+        "deallocate" => return Command::NoOp("DEALLOCATE"),
+        "listen" | "unlisten" => return Command::NoOp("LISTEN"),
+        _ => {}
+    }
+    if first == "set" {
+        if let Some(c) = SET_RE.captures(t) {
+            let name = c[1].to_ascii_lowercase();
+            let value = c[2].trim().to_string();
+            return Command::Set { name, value };
+        }
+    }
+    if let Some(c) = SHOW_RE.captures(t) {
+        return Command::Show { name: c[1].to_ascii_lowercase() };
+    }
+    if let Some(c) = RESET_RE.captures(t) {
+        return Command::Reset { name: c[1].to_ascii_lowercase() };
+    }
+    if first == "copy" {
+        if let Some(c) = COPY_TO_RE.captures(t) {
+            let query = match (c.get(1), c.get(2)) {
+                (Some(q), _) => q.as_str().to_string(),
+                (None, Some(table)) => {
+                    let columns = c.get(3).map(|m| m.as_str().trim().to_string()).filter(|s| !s.is_empty()).unwrap_or_else(|| "*".into());
+                    format!("SELECT {columns} FROM {}", table.as_str())
+                }
+                (None, None) => return Command::Unsupported("COPY: name a table or a query in parentheses".into()),
+            };
+            let options = c.get(4).map(|m| m.as_str().to_ascii_lowercase()).unwrap_or_default();
+            let delimiter = DELIMITER_RE.captures(c.get(4).map(|m| m.as_str()).unwrap_or("")).map(|d| d[1].replace("''", "'"));
+            return Command::CopyTo { query, csv: options.contains("csv"), header: options.contains("header"), delimiter };
+        }
+        if lower.contains("from stdin") || lower.contains(" from ") {
+            return Command::Unsupported(
+                "COPY ... FROM needs INSERT, which flashscan does not take over the wire yet: load files with `flashscan load`".into(),
+            );
+        }
+        return Command::Unsupported("COPY writes only TO STDOUT over the wire (psql: \\copy ... to 'file')".into());
+    }
+    if let Some(q) = recognize(t) {
+        return Command::Catalog(q);
+    }
+    Command::Sql(t.to_string())
+}
+
+/// Splits a simple-query text into statements at semicolons outside quotes, dollar
+/// quotes and comments.
+pub fn split_statements(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'\'' | b'"' => {
+                let q = b[i];
+                i += 1;
+                while i < b.len() {
+                    if b[i] == q {
+                        if i + 1 < b.len() && b[i + 1] == q {
+                            i += 2;
+                            continue;
+                        }
+                        break;
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'-' if b.get(i + 1) == Some(&b'-') => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == b'*' && b[i + 1] == b'/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+            b'$' => {
+                // $tag$ ... $tag$ or $$ ... $$; a placeholder such as $1 is not a tag.
+                let close_of_tag = b[i + 1..].iter().position(|&c| c == b'$').map(|p| i + 1 + p);
+                let is_tag = match close_of_tag {
+                    Some(e) => {
+                        let tag = &b[i + 1..e];
+                        tag.is_empty() || (!tag[0].is_ascii_digit() && tag.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_'))
+                    }
+                    None => false,
+                };
+                match (is_tag, close_of_tag) {
+                    (true, Some(e)) => {
+                        let tag = &b[i..=e];
+                        let body_start = e + 1;
+                        i = match b[body_start..].windows(tag.len()).position(|w| w == tag) {
+                            Some(p) => body_start + p + tag.len(),
+                            None => b.len(),
+                        };
+                    }
+                    _ => i += 1,
+                }
+            }
+            b';' => {
+                out.push(text[start..i].to_string());
+                i += 1;
+                start = i;
+            }
+            _ => i += 1,
+        }
+    }
+    if start < text.len() {
+        out.push(text[start..].to_string());
+    }
+    out.into_iter().filter(|s| !s.trim().is_empty() && !only_comments(s)).collect()
+}
+
+fn only_comments(s: &str) -> bool {
+    s.lines().all(|l| {
+        let l = l.trim();
+        l.is_empty() || l.starts_with("--")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statements_split_outside_quotes_and_comments() {
+        let parts = split_statements("select ';' as a; -- c;\nselect $$x;y$$; select \"a;b\" from t;");
+        assert_eq!(parts.len(), 3, "{parts:?}");
+        assert!(parts[0].contains("';'"));
+        assert!(parts[1].contains("$$x;y$$"));
+        assert!(parts[2].contains("\"a;b\""));
+        assert_eq!(split_statements("select $1 + $2; select 2").len(), 2);
+        assert!(split_statements(" ; ;").is_empty());
+    }
+
+    #[test]
+    fn session_commands_are_recognised() {
+        assert_eq!(classify("SET statement_timeout = '5s'"), Command::Set { name: "statement_timeout".into(), value: "'5s'".into() });
+        assert_eq!(classify("set statement_timeout to 100;"), Command::Set { name: "statement_timeout".into(), value: "100".into() });
+        assert_eq!(classify("SHOW statement_timeout"), Command::Show { name: "statement_timeout".into() });
+        assert_eq!(classify("BEGIN"), Command::Begin);
+        assert_eq!(classify("commit;"), Command::Commit);
+        assert!(matches!(classify("select 1"), Command::Sql(_)));
+    }
+
+    #[test]
+    fn copy_to_stdout_becomes_a_query() {
+        match classify("COPY (select a from t where b = 'x') TO STDOUT WITH (FORMAT csv, HEADER true)") {
+            Command::CopyTo { query, csv, header, .. } => {
+                assert_eq!(query, "select a from t where b = 'x'");
+                assert!(csv && header);
+            }
+            other => panic!("{other:?}"),
+        }
+        match classify("copy lineitem (l_orderkey, l_tax) to stdout") {
+            Command::CopyTo { query, csv, .. } => {
+                assert_eq!(query, "SELECT l_orderkey, l_tax FROM lineitem");
+                assert!(!csv);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(classify("COPY t FROM STDIN"), Command::Unsupported(_)));
+    }
+}
