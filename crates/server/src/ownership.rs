@@ -15,7 +15,7 @@ use flashscan_storage::load::LOCK_FILE_NAME;
 use crate::error::ServerError;
 
 /// Where the serving process says who it is and where it listens (pid and address).
-pub const SERVE_INFO_FILE_NAME: &str = "flashscan.serve";
+pub use flashscan_storage::load::SERVE_INFO_FILE_NAME;
 /// The info file is a few lines; anything longer is not ours.
 const SERVE_INFO_BYTES_MAX: u64 = 4096;
 

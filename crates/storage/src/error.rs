@@ -28,6 +28,9 @@ pub enum StorageError {
     #[error("another flashscan command holds the lock {path}; wait for it to finish")]
     Locked { path: PathBuf },
 
+    #[error("{dir} is served by `flashscan serve` ({serve_info}): it owns the database while it runs; connect to it (psql) or stop it first")]
+    Served { dir: PathBuf, serve_info: PathBuf },
+
     #[error("unknown table {name:?}; tables in this database: {known}")]
     UnknownTable { name: String, known: String },
 

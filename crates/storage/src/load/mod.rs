@@ -48,6 +48,9 @@ pub const VOLUME_COUNT_MAX: usize = 64;
 pub const LOAD_THREADS_MAX: usize = 256;
 /// The database lock (flock, exclusive): loads, rebuilds, drops and `flashscan serve` take it.
 pub const LOCK_FILE_NAME: &str = "flashscan.lock";
+/// Written by `flashscan serve` beside the lock while it owns the database (its pid and
+/// address): a writer that finds the lock held and this file present is told to connect.
+pub const SERVE_INFO_FILE_NAME: &str = "flashscan.serve";
 
 /// Counters a progress bar can poll while a load runs.
 #[derive(Debug, Default)]
@@ -179,6 +182,17 @@ pub fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
     crate::fs_safe::check_real_dir(dir)?;
     let path = dir.join(LOCK_FILE_NAME);
     let file = crate::fs_safe::open_lock_file(&path)?;
+    // First without waiting: a database owned by `flashscan serve` is held for the server's
+    // whole life, so waiting would hang; any other writer finishes, so we wait for it.
+    // SAFETY: flock on a descriptor we own.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(DatabaseLock { _file: file });
+    }
+    let serve_info = dir.join(SERVE_INFO_FILE_NAME);
+    if std::fs::symlink_metadata(&serve_info).is_ok_and(|m| m.is_file()) {
+        return Err(StorageError::Served { dir: dir.to_path_buf(), serve_info });
+    }
+    eprintln!("flashscan: waiting for another flashscan command to release {}", path.display());
     loop {
         // SAFETY: flock on a descriptor we own.
         let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
