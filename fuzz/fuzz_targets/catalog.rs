@@ -71,7 +71,7 @@ fn synthesized(c: &mut Cursor) -> Catalog {
         };
         tables.insert(name, meta);
     }
-    Catalog { generation: c.u64(), next_file_id: c.u32(), next_lsn: c.u64(), tables }
+    Catalog { generation: c.u64(), next_file_id: c.u32(), next_lsn: c.u64(), tables, write: None }
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -39,6 +39,9 @@ pub struct Catalog {
     /// The next LSN to stamp on loaded pages.
     pub next_lsn: u64,
     pub tables: BTreeMap<String, TableMeta>,
+    /// Databases made by `flashscan init` (which take SQL writes): the log and redo point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<crate::write_meta::WriteMeta>,
 }
 
 impl Catalog {

@@ -42,7 +42,8 @@ const BATCHES_IN_FLIGHT_PER_ENCODER: usize = 2;
 /// Page messages in flight to the writer (x 128 KB each).
 const PAGE_MESSAGES_IN_FLIGHT: usize = 64;
 pub const VOLUME_COUNT_MAX: usize = 64;
-const LOCK_FILE_NAME: &str = "flashscan.lock";
+/// The database lock (flock): loads, rebuilds, drops and the SQL writer (flashscan-write) take it.
+pub const LOCK_FILE_NAME: &str = "flashscan.lock";
 
 /// Counters a progress bar can poll while a load runs.
 #[derive(Debug, Default)]
@@ -109,7 +110,7 @@ pub fn create_or_open_database_dir(dir: &Path) -> Result<(), StorageError> {
     } else {
         std::fs::create_dir_all(dir).map_err(|e| StorageError::io("creating database directory", dir, e))?;
     }
-    let catalog = Catalog { generation: 0, next_file_id: 1, next_lsn: 1, tables: Default::default() };
+    let catalog = Catalog { generation: 0, next_file_id: 1, next_lsn: 1, tables: Default::default(), write: None };
     catalog.write_atomic(dir)
 }
 
