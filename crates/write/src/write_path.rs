@@ -259,7 +259,7 @@ impl WritePath {
         Ok(self.lock_state()?.recovery.clone())
     }
 
-    fn require_writer<'a>(st: &'a State) -> Result<&'a Wal, WriteError> {
+    fn require_writer(st: &State) -> Result<&Wal, WriteError> {
         st.writer.as_ref().map(|w| &w.wal).ok_or_else(|| WriteError::InvalidArgument("this session does not hold the database lock: writes need it".into()))
     }
 
@@ -422,7 +422,7 @@ impl WritePath {
         Ok(row_count)
     }
 
-    pub(crate) fn wal<'a>(st: &'a State) -> Result<&'a Wal, WriteError> {
+    pub(crate) fn wal(st: &State) -> Result<&Wal, WriteError> {
         Self::require_writer(st)
     }
 

@@ -172,7 +172,7 @@ fn kill_9_after_acknowledged_inserts_loses_nothing() {
     let acked = lines.any(|l| l.map(|l| l.contains("ACKED")).unwrap_or(false));
     assert!(acked, "the child never acknowledged its inserts");
     // While the child lives, it holds the lock: a second writer is told who.
-    let err = WritePath::open_writer(&db, "test").err().expect("second writer refused");
+    let err = WritePath::open_writer(&db, "test").expect_err("second writer refused");
     assert!(matches!(err, WriteError::Locked { .. }), "{err}");
     assert!(err.to_string().contains("test child"), "{err}");
     child.kill().unwrap(); // SIGKILL
