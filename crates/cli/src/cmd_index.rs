@@ -65,6 +65,7 @@ pub fn run(command: IndexCommand) -> anyhow::Result<()> {
 
 fn create(args: CreateArgs) -> anyhow::Result<()> {
     let request = CreateIndex { table: args.table.clone(), name: args.name.clone(), columns: args.columns.clone(), build_options: None };
+    crate::cmd_write::refuse_if_unflushed(&args.db, &args.table, "flashscan index create")?;
     let meta = create_index(&args.db, &request).map_err(index_error)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&meta)?);

@@ -26,6 +26,7 @@ mod cmd_serve;
 mod cmd_sql;
 mod cmd_stats;
 mod cmd_verify;
+mod cmd_write;
 mod exit;
 #[cfg(feature = "sql")]
 mod sql_shell;
@@ -43,6 +44,12 @@ enum Command {
     Demo(cmd_demo::DemoArgs),
     /// The I/O workbench: what your storage can do (SQLIO / DiskSpd / fio for database people).
     Io(cmd_io::IoArgs),
+    /// Make an empty database that takes SQL writes (catalog + write-ahead log).
+    Init(cmd_write::InitArgs),
+    /// Write the committed rows still only in the log as heap pages; then the log recycles.
+    Checkpoint(cmd_write::CheckpointArgs),
+    /// Open the log as the writer, replay committed rows, report (and --verify them).
+    Recover(cmd_write::RecoverArgs),
     /// Load TPC-H tables (generated) or Parquet/CSV files into a database directory.
     Load(cmd_load::LoadArgs),
     /// Rows and pages per partition of a table.
@@ -79,6 +86,9 @@ fn main() {
     let result = match cli.command {
         Command::Demo(a) => cmd_demo::run(a),
         Command::Io(a) => cmd_io::run(a),
+        Command::Init(a) => cmd_write::init(a),
+        Command::Checkpoint(a) => cmd_write::checkpoint(a),
+        Command::Recover(a) => cmd_write::recover(a),
         Command::Load(a) => cmd_load::run(a),
         Command::Partitions(a) => cmd_partitions::run(a),
         Command::Scan(a) => cmd_scan::run(a),

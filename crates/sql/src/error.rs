@@ -39,6 +39,10 @@ pub enum SqlError {
 
     #[error("{0}")]
     InvalidArgument(String),
+
+    /// The write path: the lock, the log, a commit, the catalog.
+    #[error("{0}")]
+    Write(#[from] flashscan_write::WriteError),
 }
 
 impl SqlError {
@@ -50,6 +54,7 @@ impl SqlError {
             SqlError::Exec(e) => e.is_bad_input(),
             SqlError::Syntax(_) | SqlError::Plan(_) | SqlError::Execution(_) | SqlError::ReadFile { .. } | SqlError::InvalidArgument(_) => true,
             SqlError::Internal(_) => false,
+            SqlError::Write(e) => e.is_user_input(),
         }
     }
 }
@@ -85,6 +90,14 @@ fn classify(error: DataFusionError) -> SqlError {
         },
         DataFusionError::External(e) => match e.downcast::<ExecError>() {
             Ok(exec) => SqlError::Exec(*exec),
+            Err(e) if e.is::<flashscan_write::WriteError>() => match e.downcast::<flashscan_write::WriteError>() {
+                Ok(w) => SqlError::Write(*w),
+                Err(e) => SqlError::Execution(one_line(&e.to_string())),
+            },
+            Err(e) if e.is::<StorageError>() => match e.downcast::<StorageError>() {
+                Ok(s) => SqlError::Storage(*s),
+                Err(e) => SqlError::Execution(one_line(&e.to_string())),
+            },
             Err(e) => match e.downcast::<DataFusionError>() {
                 Ok(inner) => classify(*inner),
                 Err(e) => SqlError::Execution(one_line(&e.to_string())),

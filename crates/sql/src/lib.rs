@@ -9,9 +9,11 @@
 //! - [`reader`]: the one function that reads pages through flashscan's I/O layer;
 //! - [`metrics`]: where the scan time went, for EXPLAIN ANALYZE and `--json`;
 //! - [`format`]: table, JSON and CSV printers; [`shell`]: the interactive shell;
+//! - [`dml`]: CREATE/DROP TABLE and INSERT through flashscan's write path;
 //! - [`error`]: one-line errors.
 
 pub mod column_statistics;
+pub mod dml;
 pub mod error;
 pub mod exec_plan;
 pub mod format;

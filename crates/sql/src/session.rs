@@ -4,14 +4,17 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion::sql::parser::DFParser;
-use flashscan_storage::Database;
+use datafusion::logical_expr::{DdlStatement, LogicalPlan};
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::{ObjectType, Statement as SqlStatement};
+use flashscan_storage::{Catalog, ColumnDef, ColumnType, Database};
+use flashscan_write::WritePath;
 
 use crate::column_statistics::column_store_statistics;
 use crate::error::SqlError;
@@ -53,14 +56,21 @@ pub struct FlashscanSession {
     ctx: SessionContext,
     scan_log: Arc<ScanLog>,
     db_dir: PathBuf,
-    table_names: Vec<String>,
+    table_names: RwLock<Vec<String>>,
+    options: SessionOptions,
+    /// Databases made by `flashscan init`: the catalog, the deltas, and (once a statement
+    /// writes) the lock and the log.
+    write: Option<Arc<WritePath>>,
 }
+
+/// What a writing session names itself in the database lock.
+const WRITER_NAME: &str = "flashscan sql";
 
 impl FlashscanSession {
     /// Opens the database and registers each of its tables. Table names are registered in
     /// lower case, as SQL folds unquoted names to lower case.
     pub fn open(db_dir: &Path, options: SessionOptions) -> Result<FlashscanSession, SqlError> {
-        let db = Database::open(db_dir)?;
+        let write = WritePath::open(db_dir)?.map(Arc::new);
         let mut config = SessionConfig::new().with_information_schema(true);
         if let Some(n) = options.target_partitions {
             if n == 0 {
@@ -70,14 +80,37 @@ impl FlashscanSession {
         }
         let ctx = SessionContext::new_with_config(config);
         let scan_log = ScanLog::new();
+        let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write };
+        let catalog = match &session.write {
+            Some(w) => w.catalog()?,
+            None => Database::open(db_dir)?.catalog().clone(),
+        };
+        session.register_tables(&catalog)?;
+        Ok(session)
+    }
+
+    /// (Re)registers every table of `catalog`, each with its delta when the database
+    /// takes writes; tables no longer in it are deregistered.
+    fn register_tables(&self, catalog: &Catalog) -> Result<(), SqlError> {
+        let ctx = &self.ctx;
+        let options = self.options;
+        let scan_log = &self.scan_log;
+        let db_dir = self.db_dir.as_path();
+        let mut names = self.table_names.write().map_err(|_| SqlError::Internal("table list lock poisoned".into()))?;
+        for old in names.drain(..) {
+            ctx.deregister_table(old.as_str())?;
+        }
         let mut table_names = Vec::new();
-        for table in db.tables() {
+        for table in catalog.tables.values() {
             let name = table.name.to_lowercase();
-            let mut provider = FlashscanTable::new(table.clone(), db.dir().to_path_buf(), options.read, scan_log.clone());
+            let mut provider = FlashscanTable::new(table.clone(), db_dir.to_path_buf(), options.read, scan_log.clone());
+            if let Some(w) = &self.write {
+                provider = provider.with_write(w.clone(), w.delta(&table.name));
+            }
             if table.is_column_store() {
                 // A directory that does not read or verify leaves the table without
                 // statistics; its scan reads the same directories and reports the error.
-                if let Ok(stats) = column_store_statistics(db.dir(), table) {
+                if let Ok(stats) = column_store_statistics(db_dir, table) {
                     provider = provider.with_column_statistics(stats.columns).with_partition_ranges(stats.partition_ranges);
                 }
             }
@@ -85,7 +118,23 @@ impl FlashscanSession {
             table_names.push(name);
         }
         table_names.sort();
-        Ok(FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names })
+        *names = table_names;
+        Ok(())
+    }
+
+    /// Takes the database lock and the log for this session's first write (a second
+    /// writer gets an error naming the holder), then sees the database as it is now.
+    fn ensure_writer(&self) -> Result<&Arc<WritePath>, SqlError> {
+        let Some(w) = &self.write else {
+            return Err(SqlError::Plan(format!(
+                "{} takes no writes: it was made by `flashscan load` and has no write-ahead log; make a database with `flashscan init` for CREATE TABLE and INSERT",
+                self.db_dir.display()
+            )));
+        };
+        if w.become_writer(WRITER_NAME)? {
+            self.register_tables(&w.catalog()?)?;
+        }
+        Ok(w)
     }
 
     pub fn context(&self) -> &SessionContext {
@@ -96,8 +145,8 @@ impl FlashscanSession {
         &self.db_dir
     }
 
-    pub fn table_names(&self) -> &[String] {
-        &self.table_names
+    pub fn table_names(&self) -> Vec<String> {
+        self.table_names.read().map(|n| n.clone()).unwrap_or_default()
     }
 
     /// Runs every statement of `sql` in order and returns their answers; stops at the
@@ -125,6 +174,34 @@ impl FlashscanSession {
             return self.run_copy(copy).await;
         }
         let text = statement.to_string();
+        if let DFStatement::Statement(s) = &statement {
+            match s.as_ref() {
+                SqlStatement::CreateTable(ct) => return self.create_table(ct.clone(), text).await,
+                SqlStatement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => {
+                    let started = Instant::now();
+                    let w = self.ensure_writer()?;
+                    let mut dropped = Vec::new();
+                    for n in names {
+                        let name = n.0.last().map(|p| p.to_string()).unwrap_or_default();
+                        let name = name.trim_matches('"').to_string();
+                        if w.drop_table(&name, *if_exists)? {
+                            dropped.push(name);
+                        }
+                    }
+                    self.register_tables(&w.catalog()?)?;
+                    return status_output(text, format!("dropped {}", if dropped.is_empty() { "nothing".into() } else { dropped.join(", ") }), started);
+                }
+                SqlStatement::Update(_) | SqlStatement::Delete(_) | SqlStatement::Merge(_) | SqlStatement::Truncate(_) => {
+                    return Err(SqlError::Plan(
+                        "UPDATE, DELETE, MERGE and TRUNCATE are not supported yet: flashscan takes INSERT only (the log reserves record kinds for them)".into(),
+                    ));
+                }
+                SqlStatement::Insert(_) => {
+                    self.ensure_writer()?;
+                }
+                _ => {}
+            }
+        }
         // Figures of an earlier, failed statement must not count against this one.
         self.scan_log.take();
         let started = Instant::now();
@@ -191,14 +268,50 @@ impl FlashscanSession {
         Ok(QueryOutput { statement: text, schema, batches: vec![batch], elapsed_s, scans })
     }
 
+    /// CREATE TABLE: options and refusals here, column types and NOT NULL as DataFusion
+    /// plans them, one catalog commit in the write path.
+    async fn create_table(&self, mut ct: datafusion::sql::sqlparser::ast::CreateTable, text: String) -> Result<QueryOutput, SqlError> {
+        let started = Instant::now();
+        crate::dml::refuse_unsupported_create(&ct)?;
+        let (partitions, partition_by) = crate::dml::table_options(&mut ct)?;
+        let if_not_exists = ct.if_not_exists;
+        let plan = self.ctx.state().statement_to_plan(DFStatement::Statement(Box::new(SqlStatement::CreateTable(ct)))).await?;
+        let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = plan else {
+            return Err(SqlError::Plan("CREATE TABLE: this form is not supported; list the columns".into()));
+        };
+        if !create.column_defaults.is_empty() {
+            return Err(SqlError::Plan("column DEFAULT values are not supported yet: give every column in INSERT".into()));
+        }
+        let name = create.name.table().to_string();
+        let columns = create
+            .input
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| Ok(ColumnDef { name: f.name().clone(), column_type: ColumnType::from_arrow(f.name(), f.data_type())?, nullable: f.is_nullable() }))
+            .collect::<Result<Vec<_>, SqlError>>()?;
+        let w = self.ensure_writer()?;
+        let table = w.create_table(crate::dml::new_table(name, columns, partitions, partition_by, if_not_exists))?;
+        self.register_tables(&w.catalog()?)?;
+        status_output(text, format!("table {} ({} partitions, hashed on {})", table.name, table.partitions.len(), table.partition_by), started)
+    }
+
     /// Adds what the user needs to fix an unknown table: the tables there are.
     fn explain_error(&self, error: SqlError) -> SqlError {
         match error {
             SqlError::Plan(m) if m.contains("table '") && m.contains("not found") => {
-                let known = if self.table_names.is_empty() { "(none)".to_string() } else { self.table_names.join(", ") };
+                let names = self.table_names();
+                let known = if names.is_empty() { "(none)".to_string() } else { names.join(", ") };
                 SqlError::Plan(format!("{m}; tables in {}: {known}", self.db_dir.display()))
             }
             other => other,
         }
     }
+}
+
+/// A one-row answer for DDL: what it did.
+fn status_output(statement: String, status: String, started: Instant) -> Result<QueryOutput, SqlError> {
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("status", arrow::datatypes::DataType::Utf8, false)]));
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(arrow::array::StringArray::from(vec![status]))]).map_err(|e| SqlError::Internal(e.to_string()))?;
+    Ok(QueryOutput { statement, schema, batches: vec![batch], elapsed_s: started.elapsed().as_secs_f64(), scans: BTreeMap::new() })
 }

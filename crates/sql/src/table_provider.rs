@@ -12,8 +12,13 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
 use datafusion::common::{ColumnStatistics, Result, ScalarValue, Statistics};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::datasource::memory::MemorySourceConfig;
+use datafusion::datasource::sink::DataSinkExec;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use flashscan_storage::{PartitionMeta, TableMeta};
+use flashscan_write::{TableDelta, WritePath};
 
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::ScanLog;
@@ -39,6 +44,11 @@ pub struct FlashscanTable {
     /// Per column over the whole table (min, max, nulls) for the planner; unknown unless
     /// the format records them (the column store).
     column_statistics: Arc<Vec<ColumnStatistics>>,
+    /// Committed rows not yet in the table's pages (databases made by `flashscan init`):
+    /// every scan unions them with the partitions' pages.
+    delta: Option<Arc<TableDelta>>,
+    /// Where INSERT goes; `None` for a database without a write-ahead log.
+    write: Option<Arc<WritePath>>,
 }
 
 impl FlashscanTable {
@@ -54,7 +64,20 @@ impl FlashscanTable {
             scan_log,
             partition_ranges: Vec::new(),
             column_statistics: Arc::new(Vec::new()),
+            delta: None,
+            write: None,
         }
+    }
+
+    /// The table's delta (merged into scans) and the write path INSERT goes to.
+    pub fn with_write(mut self, write: Arc<WritePath>, delta: Option<Arc<TableDelta>>) -> FlashscanTable {
+        self.write = Some(write);
+        self.delta = delta;
+        self
+    }
+
+    fn delta_rows(&self) -> u64 {
+        self.delta.as_ref().map(|d| d.row_count()).unwrap_or(0)
     }
 
     /// Per column statistics for the planner; ignored unless one per column.
@@ -162,9 +185,9 @@ impl TableProvider for FlashscanTable {
 
     fn statistics(&self) -> Option<Statistics> {
         let mut statistics = Statistics::new_unknown(&self.schema)
-            .with_num_rows(Precision::Exact(self.table.row_count as usize))
+            .with_num_rows(Precision::Exact((self.table.row_count + self.delta_rows()) as usize))
             .with_total_byte_size(Precision::Inexact(self.table.size_bytes as usize));
-        if !self.column_statistics.is_empty() {
+        if !self.column_statistics.is_empty() && self.delta_rows() == 0 {
             statistics.column_statistics = self.column_statistics.to_vec();
         }
         Some(statistics)
@@ -183,14 +206,8 @@ impl TableProvider for FlashscanTable {
                 pruning_filters.push(f.to_string());
             }
         }
-        let kept: Vec<&PartitionMeta> = self
-            .table
-            .partitions
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| self.partition_may_match(*i, &predicates))
-            .map(|(_, p)| p)
-            .collect();
+        let kept_positions: Vec<usize> = (0..self.table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates)).collect();
+        let kept: Vec<&PartitionMeta> = kept_positions.iter().map(|&i| &self.table.partitions[i]).collect();
         let partitions_total = self.table.partitions.len();
         let partitions_pruned = partitions_total - kept.len();
         let units = plan_units(&kept, state.config().target_partitions());
@@ -199,7 +216,7 @@ impl TableProvider for FlashscanTable {
         let spec = ScanSpec {
             table: self.table.clone(),
             db_dir: self.db_dir.clone(),
-            projection,
+            projection: projection.clone(),
             units,
             partitions_total,
             partitions_pruned,
@@ -209,6 +226,46 @@ impl TableProvider for FlashscanTable {
             read_options: self.read_options,
             column_statistics: self.column_statistics.clone(),
         };
-        Ok(Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?))
+        let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
+        let Some(delta) = self.delta.as_ref().filter(|d| d.row_count() > 0) else { return Ok(pages) };
+        // The delta of each partition the pruning kept (rows are hashed to partitions as a
+        // load hashes them, so the same pruning holds), decoded as the pages are.
+        let schema = pages.schema();
+        let mut batches = Vec::new();
+        for &p in &kept_positions {
+            let decoded = delta.decode(&self.table, p, &projection).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            if let Some(b) = decoded {
+                batches.push(arrow::record_batch::RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    b.columns().to_vec(),
+                    &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
+                )?);
+            }
+        }
+        if batches.is_empty() {
+            return Ok(pages);
+        }
+        let delta_exec: Arc<dyn ExecutionPlan> = MemorySourceConfig::try_new_exec(&[batches], schema, None)?;
+        UnionExec::try_new(vec![pages, delta_exec])
+    }
+
+    async fn insert_into(&self, _state: &dyn Session, input: Arc<dyn ExecutionPlan>, insert_op: InsertOp) -> Result<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return Err(datafusion::error::DataFusionError::Plan(format!("INSERT {insert_op} is not supported yet: INSERT INTO appends rows")));
+        }
+        let Some(write) = &self.write else {
+            return Err(datafusion::error::DataFusionError::Plan(format!(
+                "table {} takes no INSERT: its database was made by `flashscan load` and has no write-ahead log (make one with `flashscan init`)",
+                self.table.name
+            )));
+        };
+        if self.table.is_column_store() {
+            return Err(datafusion::error::DataFusionError::Plan(format!(
+                "table {} is a column store ({}): INSERT into column store tables is not supported yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)",
+                self.table.name, self.table.format, self.table.name
+            )));
+        }
+        let sink = crate::dml::WriteSink { write: write.clone(), table: self.table.name.clone(), schema: self.schema.clone() };
+        Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
 }

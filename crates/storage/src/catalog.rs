@@ -58,6 +58,9 @@ pub struct Catalog {
     /// next writer removes them under the lock; nothing else is ever swept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreferenced_files: Vec<String>,
+    /// Databases made by `flashscan init` (which take SQL writes): the log and redo point.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write: Option<crate::write_meta::WriteMeta>,
 }
 
 /// One B+tree index in the catalog.

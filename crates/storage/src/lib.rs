@@ -28,6 +28,7 @@ pub mod placement;
 pub mod rebuild;
 pub mod table_meta;
 pub mod verify;
+pub mod write_meta;
 
 pub use catalog::Catalog;
 pub use column::{ColumnDef, ColumnType};
@@ -39,4 +40,5 @@ pub use page::heap_page::verify_page;
 pub use page::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 pub use table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, RowGroupMeta, TableMeta, COLUMN_STORE_FORMAT_PREFIX};
 pub use rebuild::{rebuild_table, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget};
+pub use write_meta::WriteMeta;
 pub use load::{load_table, LoadCounters, LoadOptions, LoadReport, TableSource};

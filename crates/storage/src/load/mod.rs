@@ -46,7 +46,7 @@ pub const VOLUME_COUNT_MAX: usize = 64;
 /// and its own batches in flight, so 256 threads is already GBs; more than the cores of any
 /// machine this runs on gains nothing.
 pub const LOAD_THREADS_MAX: usize = 256;
-/// The database lock (flock, exclusive): loads, rebuilds, drops and `flashscan serve` take it.
+/// The database lock (flock, exclusive): loads, rebuilds, drops and the SQL writer (flashscan-write) and `flashscan serve` take it.
 pub const LOCK_FILE_NAME: &str = "flashscan.lock";
 /// Written by `flashscan serve` beside the lock while it owns the database (its pid and
 /// address): a writer that finds the lock held and this file present is told to connect.
@@ -208,7 +208,7 @@ pub fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
 
 /// Declares `volumes` (canonical directories outside the database) in `catalog`: each must
 /// be a real directory; the `.flashscan-volume` marker is created in it if missing.
-fn declare_volumes(catalog: &mut Catalog, db_dir: &Path, volumes: &[PathBuf]) -> Result<(), StorageError> {
+pub fn declare_volumes(catalog: &mut Catalog, db_dir: &Path, volumes: &[PathBuf]) -> Result<(), StorageError> {
     for v in volumes {
         if partition_writer::same_dir(v, db_dir) {
             continue;

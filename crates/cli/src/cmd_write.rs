@@ -1,0 +1,110 @@
+//! `flashscan init`, `checkpoint`, `recover`: the write path's commands (crates/write), and
+//! the guard readers that do not merge the delta call first.
+
+use std::path::{Path, PathBuf};
+
+use flashscan_write::{CheckpointOptions, InitOptions, WriteError, MAX_ASYNC_IO_DEFAULT};
+
+use crate::exit::bad_input;
+
+#[derive(clap::Args)]
+pub struct InitArgs {
+    /// Database directory (new, or an empty directory).
+    pub db: PathBuf,
+    /// Directories new data files go to, comma separated (the database directory by default).
+    #[arg(long, value_delimiter = ',')]
+    pub volumes: Vec<PathBuf>,
+    /// Put the write-ahead log in this existing, empty directory (another volume).
+    #[arg(long)]
+    pub wal_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct CheckpointArgs {
+    pub db: PathBuf,
+    /// Most page writes outstanding at once (SQL Server's "Max Async IO"), 1 to 1024.
+    #[arg(long, default_value_t = MAX_ASYNC_IO_DEFAULT)]
+    pub max_async_io: usize,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(clap::Args)]
+pub struct RecoverArgs {
+    pub db: PathBuf,
+    /// Decode every replayed row (each delta page's checksum and row bounds checked).
+    #[arg(long)]
+    pub verify: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn write_error(e: WriteError) -> anyhow::Error {
+    if e.is_user_input() {
+        bad_input(e.to_string())
+    } else {
+        anyhow::anyhow!(e.to_string())
+    }
+}
+
+/// Refuses `what` on a table with committed rows only in the log (`flashscan checkpoint` first).
+pub fn refuse_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {
+    flashscan_write::refuse_if_unflushed(db, table, what).map_err(write_error)
+}
+
+fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+pub fn init(args: InitArgs) -> anyhow::Result<()> {
+    let options = InitOptions { volumes: args.volumes, wal_dir: args.wal_dir, segment_size_bytes: None };
+    let r = flashscan_write::init_database(&args.db, &options).map_err(write_error)?;
+    if args.json {
+        return print_json(&r);
+    }
+    println!("made database {} (id {}), write-ahead log in {}", r.db.display(), r.database_id, r.wal_dir.display());
+    Ok(())
+}
+
+pub fn checkpoint(args: CheckpointArgs) -> anyhow::Result<()> {
+    let options = CheckpointOptions { max_async_io: args.max_async_io, ..CheckpointOptions::default() };
+    let r = flashscan_write::checkpoint(&args.db, &options).map_err(write_error)?;
+    if args.json {
+        return print_json(&r);
+    }
+    println!(
+        "checkpoint: {} rows of {} tables -> {} pages in {} files; {} writes of {:.0} KB on average, at most {} outstanding (cap {}); redo point {}; {:.3} s",
+        r.rows_written,
+        r.tables,
+        r.pages_written,
+        r.files_created,
+        r.writes,
+        r.avg_write_bytes / 1024.0,
+        r.max_outstanding_writes,
+        r.max_async_io,
+        r.redo_lsn,
+        r.elapsed_s
+    );
+    Ok(())
+}
+
+pub fn recover(args: RecoverArgs) -> anyhow::Result<()> {
+    let r = flashscan_write::recover(&args.db, args.verify).map_err(write_error)?;
+    if args.json {
+        return print_json(&r);
+    }
+    println!(
+        "recovered: {} log records scanned from LSN {} to {}; {} committed rows replayed ({} already in pages, {} of dropped tables); log end: {}",
+        r.log_records_scanned, r.redo_lsn, r.end_lsn, r.committed_rows_replayed, r.rows_already_in_pages, r.rows_of_dropped_tables, r.log_end
+    );
+    for (table, rows) in &r.delta_rows {
+        println!("  {table}: {rows} rows not yet in pages (written by `flashscan checkpoint`)");
+    }
+    if let Some(v) = r.verified_rows {
+        println!("verified: {v} rows decode");
+    }
+    Ok(())
+}

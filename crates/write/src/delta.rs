@@ -1,0 +1,166 @@
+//! The delta: committed rows not yet in a table's pages, per partition, kept as heap pages
+//! in memory (SQL Server's delta store). Rows arrive in the page's own row encoding (the
+//! bytes the log carries), so a scan decodes the delta with the same decoder as the table's
+//! pages, and the checkpoint writes these very pages (sealed with their real id and LSN).
+//!
+//! It lives only in memory: after a restart, redo of the log from the redo point rebuilds
+//! it (`write_path`).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use arrow::record_batch::RecordBatch;
+use flashscan_storage::page::header::{read_header, seal};
+use flashscan_storage::page::heap_page::{slot_offset, HeapPageBuilder};
+use flashscan_storage::{HeapDecoder, Lsn, PageId, StorageError, TableMeta, PAGE_SIZE_BYTES};
+
+use crate::error::WriteError;
+
+/// The page id delta pages are sealed with while in memory (a scan expects it); the
+/// checkpoint seals them again with the id of the place it writes them to.
+pub const DELTA_PAGE_ID: PageId = PageId(0);
+
+struct PartitionDelta {
+    /// Full pages, sealed with `DELTA_PAGE_ID`.
+    closed: Vec<Vec<u8>>,
+    /// The rows of the page being filled (also in `open`).
+    open_rows: Vec<Vec<u8>>,
+    open: HeapPageBuilder,
+    row_count: u64,
+}
+
+impl PartitionDelta {
+    fn new(column_count: u16) -> PartitionDelta {
+        PartitionDelta { closed: Vec::new(), open_rows: Vec::new(), open: HeapPageBuilder::new(column_count), row_count: 0 }
+    }
+
+    fn append(&mut self, row: &[u8]) -> bool {
+        if !self.open.try_append(row) {
+            if self.open.is_empty() {
+                return false;
+            }
+            let mut page = Vec::with_capacity(PAGE_SIZE_BYTES);
+            self.open.take_page(&mut page);
+            seal(&mut page, DELTA_PAGE_ID, Lsn(0));
+            self.closed.push(page);
+            self.open_rows.clear();
+            if !self.open.try_append(row) {
+                return false;
+            }
+        }
+        self.open_rows.push(row.to_vec());
+        self.row_count += 1;
+        true
+    }
+
+    /// The closed pages and a sealed copy of the open one.
+    fn pages(&self, column_count: u16) -> Vec<Vec<u8>> {
+        let mut pages = self.closed.clone();
+        if !self.open_rows.is_empty() {
+            let mut b = HeapPageBuilder::new(column_count);
+            for r in &self.open_rows {
+                let fitted = b.try_append(r);
+                debug_assert!(fitted, "the open page's rows fit one page");
+            }
+            let mut page = Vec::with_capacity(PAGE_SIZE_BYTES);
+            b.take_page(&mut page);
+            seal(&mut page, DELTA_PAGE_ID, Lsn(0));
+            pages.push(page);
+        }
+        pages
+    }
+}
+
+/// One table's delta. Shared by the SQL provider (which scans it) and the writer (which
+/// appends to it after each commit).
+pub struct TableDelta {
+    table: String,
+    column_count: u16,
+    partitions: Mutex<Vec<PartitionDelta>>,
+    row_count: AtomicU64,
+}
+
+impl std::fmt::Debug for TableDelta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TableDelta({}, {} rows)", self.table, self.row_count())
+    }
+}
+
+impl TableDelta {
+    pub fn new(table: &TableMeta) -> TableDelta {
+        let column_count = table.columns.len() as u16;
+        TableDelta {
+            table: table.name.clone(),
+            column_count,
+            partitions: Mutex::new((0..table.partitions.len()).map(|_| PartitionDelta::new(column_count)).collect()),
+            row_count: AtomicU64::new(0),
+        }
+    }
+
+    pub fn row_count(&self) -> u64 {
+        self.row_count.load(Ordering::Acquire)
+    }
+
+    pub fn partition_count(&self) -> usize {
+        self.partitions.lock().map(|p| p.len()).unwrap_or(0)
+    }
+
+    /// Adds rows (page row encoding) to one partition. All or nothing: a row that cannot
+    /// be placed (bigger than a page: only a damaged log holds one) fails before any is added.
+    pub fn append_rows(&self, partition: usize, rows: &[Vec<u8>]) -> Result<(), WriteError> {
+        let mut parts = self.partitions.lock().map_err(|_| WriteError::InvalidArgument("delta lock poisoned".into()))?;
+        let count = parts.len();
+        let Some(part) = parts.get_mut(partition) else {
+            return Err(WriteError::Corrupt { lsn: 0, what: format!("row for partition {partition} of table {}, which has {count}", self.table) });
+        };
+        if let Some(r) = rows.iter().find(|r| r.len() + 2 > PAGE_SIZE_BYTES - flashscan_storage::page::header::PAGE_HEADER_BYTES) {
+            return Err(WriteError::Corrupt { lsn: 0, what: format!("a row of {} bytes for table {}: larger than a page", r.len(), self.table) });
+        }
+        for r in rows {
+            let placed = part.append(r);
+            debug_assert!(placed, "rows no larger than a page's free space always place");
+        }
+        self.row_count.fetch_add(rows.len() as u64, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// The partition's rows as sealed heap pages (`DELTA_PAGE_ID`).
+    pub fn pages(&self, partition: usize) -> Vec<Vec<u8>> {
+        match self.partitions.lock() {
+            Ok(parts) => parts.get(partition).map(|p| p.pages(self.column_count)).unwrap_or_default(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    pub fn partition_row_count(&self, partition: usize) -> u64 {
+        self.partitions.lock().ok().and_then(|p| p.get(partition).map(|p| p.row_count)).unwrap_or(0)
+    }
+
+    /// The partition's rows decoded (projected), with the decoder scans use on table pages.
+    pub fn decode(&self, table: &TableMeta, partition: usize, projection: &[usize]) -> Result<Option<RecordBatch>, StorageError> {
+        let pages = self.pages(partition);
+        if pages.is_empty() {
+            return Ok(None);
+        }
+        let mut decoder = HeapDecoder::try_new(table, projection)?;
+        for (i, page) in pages.iter().enumerate() {
+            decoder.push_page(page, DELTA_PAGE_ID.0, Path::new("(delta in memory)"), (i * PAGE_SIZE_BYTES) as u64)?;
+        }
+        Ok(Some(decoder.finish()))
+    }
+}
+
+/// The rows of a heap page the encoder built (trusted: built in this process), in slot order.
+pub(crate) fn rows_of_page(page: &[u8]) -> Vec<&[u8]> {
+    let h = read_header(page);
+    let n = h.row_count as usize;
+    let free = h.free_space_offset as usize;
+    (0..n)
+        .map(|i| {
+            let start = slot_offset(page, i);
+            let end = if i + 1 < n { slot_offset(page, i + 1) } else { free };
+            &page[start..end]
+        })
+        .collect()
+}

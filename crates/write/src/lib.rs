@@ -1,0 +1,35 @@
+//! flashscan's write path on top of the write-ahead log (`flashscan-wal`).
+//!
+//! - [`init`]: `flashscan init`: an empty database with its log;
+//! - [`lock`]: one writer process per database, and who holds it;
+//! - [`delta`]: committed rows not yet in the table's pages, per partition, as heap pages
+//!   in memory (SQL Server's delta store), which scans merge;
+//! - [`write_path`]: [`WritePath`]: CREATE/DROP TABLE, INSERT as one transaction (every
+//!   row logged, one durable commit, then visible), and redo of the log into the deltas;
+//! - [`checkpoint`]: the deltas written as new heap pages, one catalog commit with the new
+//!   page counts and the redo point, then the log recycled;
+//! - [`unflushed`]: for readers that do not merge the delta (scan, lookup, rebuild, index
+//!   create, drop): how many committed rows of a table are still only in the log.
+//!
+//! Why a delta in memory and not pages in the buffer pool: the one page path (buffer pool
+//! frames that can be dirty, with a page-LSN hook) is not built yet; the delta is the
+//! smallest thing that makes an acknowledged row visible and recoverable without it. The
+//! log records are the same either way (a row in the page's own encoding), so moving rows
+//! into dirty pool pages later needs no log format change. docs/architecture.md, "Write
+//! path", has the whole protocol.
+
+pub mod checkpoint;
+pub mod delta;
+pub mod error;
+pub mod init;
+pub mod lock;
+pub mod unflushed;
+pub mod write_path;
+
+pub use checkpoint::{checkpoint, CheckpointOptions, CheckpointReport, MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX};
+pub use delta::TableDelta;
+pub use error::WriteError;
+pub use init::{init_database, InitOptions, InitReport};
+pub use lock::WriterLock;
+pub use unflushed::{refuse_if_unflushed, unflushed_rows};
+pub use write_path::{recover, NewTable, RecoveryReport, WritePath};
