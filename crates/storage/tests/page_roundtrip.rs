@@ -9,70 +9,10 @@ use flashscan_storage::page::header::seal;
 use flashscan_storage::page::heap_page::{decode_page_rows, HeapPageBuilder};
 use flashscan_storage::page::row_codec::{encode_row, RowLayout, Value, ROW_BYTES_MAX};
 use flashscan_storage::{ColumnDef, ColumnType, HeapDecoder, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
-use flashscan_storage::column::TemporalUnit;
 use proptest::prelude::*;
 
-fn column_type() -> impl Strategy<Value = ColumnType> {
-    prop_oneof![
-        Just(ColumnType::Int32),
-        Just(ColumnType::Int64),
-        Just(ColumnType::Float64),
-        (1u8..=18, 0i8..=6).prop_map(|(precision, scale)| ColumnType::Decimal { precision, scale: scale.min(precision as i8) }),
-        Just(ColumnType::Date32),
-        Just(ColumnType::Utf8),
-        Just(ColumnType::Boolean),
-        // The types of issue 14.
-        Just(ColumnType::UInt64),
-        (temporal_unit(), any::<bool>()).prop_map(|(unit, with_time_zone)| ColumnType::Timestamp { unit, with_time_zone }),
-        temporal_unit().prop_map(|unit| ColumnType::Time { unit }),
-        (19u8..=38, 0i8..=10).prop_map(|(precision, scale)| ColumnType::WideDecimal { precision, scale }),
-        Just(ColumnType::Binary),
-    ]
-}
-
-fn temporal_unit() -> impl Strategy<Value = TemporalUnit> {
-    prop_oneof![Just(TemporalUnit::Second), Just(TemporalUnit::Millisecond), Just(TemporalUnit::Microsecond), Just(TemporalUnit::Nanosecond)]
-}
-
-/// The largest 38-digit unscaled decimal.
-const MAX38: i128 = 10i128.pow(38) - 1;
-
-/// A timestamp's or time's integer units at row `r` of `a` (i32 for TIME in s/ms).
-fn units_at(a: &dyn Array, r: usize) -> i64 {
-    let data = a.to_data();
-    match data.data_type() {
-        arrow::datatypes::DataType::Time32(_) => i64::from(data.buffers()[0].typed_data::<i32>()[data.offset() + r]),
-        _ => data.buffers()[0].typed_data::<i64>()[data.offset() + r],
-    }
-}
-
-/// Values of the issue-14 types, extremes included; `None` for the older types.
-fn new_type_value(t: ColumnType) -> Option<BoxedStrategy<Value>> {
-    Some(match t {
-        ColumnType::UInt64 => prop_oneof![any::<u64>(), Just(u64::MAX), Just(0), Just(1 << 63), 0u64..5].prop_map(Value::UInt64).boxed(),
-        ColumnType::Timestamp { .. } => prop_oneof![any::<i64>(), Just(i64::MIN), Just(i64::MAX), 1_700_000_000i64..1_700_000_004].prop_map(Value::Int64).boxed(),
-        ColumnType::Time { unit: TemporalUnit::Second | TemporalUnit::Millisecond } => prop_oneof![0i32..86_400, Just(i32::MAX), Just(i32::MIN)].prop_map(Value::Int32).boxed(),
-        ColumnType::Time { .. } => prop_oneof![0i64..86_400_000_000, Just(i64::MAX), Just(0)].prop_map(Value::Int64).boxed(),
-        ColumnType::WideDecimal { .. } => {
-            prop_oneof![any::<i128>(), Just(MAX38), Just(-MAX38), Just(i128::MIN), -3i128..3, any::<i64>().prop_map(i128::from)].prop_map(Value::Int128).boxed()
-        }
-        ColumnType::Binary => prop_oneof![Just(Vec::new()), proptest::collection::vec(any::<u8>(), 0..40), Just(vec![0u8; 20])].prop_map(Value::Binary).boxed(),
-        _ => return None,
-    })
-}
-
-/// A decoded value of the issue-14 types; `None` for the older types.
-fn new_type_decoded(t: ColumnType, a: &dyn Array, r: usize) -> Option<Value> {
-    Some(match t {
-        ColumnType::UInt64 => Value::UInt64(a.as_primitive::<arrow::datatypes::UInt64Type>().value(r)),
-        ColumnType::Timestamp { .. } => Value::Int64(units_at(a, r)),
-        ColumnType::Time { unit: TemporalUnit::Second | TemporalUnit::Millisecond } => Value::Int32(units_at(a, r) as i32),
-        ColumnType::Time { .. } => Value::Int64(units_at(a, r)),
-        ColumnType::WideDecimal { .. } => Value::Int128(a.as_primitive::<Decimal128Type>().value(r)),
-        ColumnType::Binary => Value::Binary(a.as_binary::<i32>().value(r).to_vec()),
-        _ => return None,
-    })
-}
+mod common;
+use common::{column_type, new_type_decoded, new_type_value};
 
 fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
     let v: BoxedStrategy<Value> = match t {
