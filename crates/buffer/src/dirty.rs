@@ -153,7 +153,8 @@ impl BufferPool {
         let mut local_of: HashMap<u32, u32> = HashMap::new();
         for &id in &file_ids {
             let path = self.file_path(id).ok_or_else(|| BufferError::File { path: Default::default(), what: format!("dirty pages of unknown file id {id}") })?;
-            let local = set.add(&path, OpenMode { direct: false, write: true }, Arc::new(flashscan_io::FileStats::default()))?;
+            // O_NOFOLLOW: never write through a link planted at a data file's name.
+            let local = set.add_with_flags(&path, OpenMode { direct: false, write: true }, libc::O_NOFOLLOW, Arc::new(flashscan_io::FileStats::default()))?;
             local_of.insert(id, local);
         }
         let files = Arc::new(set);

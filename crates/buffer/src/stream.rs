@@ -81,7 +81,9 @@ impl<'p, T> ScanStream<'p, T> {
         let mut files = FileSet::new();
         for (i, path) in paths.iter().enumerate() {
             let s = stats.and_then(|s| s.get(i).cloned()).unwrap_or_default();
-            files.add(path, mode, s)?;
+            // O_NOFOLLOW: a link planted at a data file's name inside the database is an
+            // error, never a way to read a file elsewhere (the catalog's paths are confined).
+            files.add_with_flags(path, mode, libc::O_NOFOLLOW, s)?;
         }
         let mut engine_config = EngineConfig::for_depth(config.depth, config.io_size_bytes.max(4096));
         if config.single_thread {

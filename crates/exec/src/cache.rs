@@ -5,7 +5,7 @@
 //! - direct (the default): O_DIRECT reads, the cache is left as it is but bypassed;
 //! - warm: buffered reads after one warm-up pass, so every byte comes from memory.
 
-use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::PathBuf;
 
@@ -40,7 +40,8 @@ impl CacheMode {
 pub fn drop_cached_pages(paths: &[PathBuf]) -> Result<Vec<String>, ExecError> {
     let mut actions = Vec::new();
     for path in paths {
-        let file = File::open(path).map_err(|source| flashscan_io::IoError::Open { path: path.clone(), source })?;
+        // O_NOFOLLOW: never advise (or sync) a file elsewhere through a planted link.
+        let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path).map_err(|source| flashscan_io::IoError::Open { path: path.clone(), source })?;
         // DONTNEED drops clean pages only: write dirty ones back first.
         let _ = file.sync_data();
         // SAFETY: plain syscall on a descriptor we own.

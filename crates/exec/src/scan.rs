@@ -357,7 +357,8 @@ fn open_worker<W: ChunkWork>(
 ) -> Result<(ReadAhead, W), ExecError> {
     let mut files = FileSet::new();
     for (path, stats) in paths.iter().zip(file_stats) {
-        files.add(path, mode, stats.clone())?;
+        // O_NOFOLLOW: a link at a data file's name is an error, not a read of elsewhere.
+        files.add_with_flags(path, mode, libc::O_NOFOLLOW, stats.clone())?;
     }
     let mut notice = |n: &str| {
         if let Ok(mut v) = notices.lock() {

@@ -41,7 +41,8 @@ impl TableFiles {
         let mode = OpenMode { direct, write: false };
         for f in &table.files {
             let path = db.resolve(&f.path);
-            let i = set.add(&path, mode, Arc::new(FileStats::default()))?;
+            // O_NOFOLLOW: a link at a data file's name is an error, not a read of elsewhere.
+            let i = set.add_with_flags(&path, mode, libc::O_NOFOLLOW, Arc::new(FileStats::default()))?;
             let id = pool.register_file(&path)?;
             file_index_by_id.insert(f.file_id, id);
             local_by_pool_id.insert(id, i);
@@ -61,7 +62,7 @@ impl TableFiles {
         }
         let mut extra_file_indexes = Vec::new();
         for p in extra {
-            let i = set.add(p, mode, Arc::new(FileStats::default()))?;
+            let i = set.add_with_flags(p, mode, libc::O_NOFOLLOW, Arc::new(FileStats::default()))?;
             let id = pool.register_file(p)?;
             local_by_pool_id.insert(id, i);
             extra_file_indexes.push(id);

@@ -356,3 +356,23 @@ fn damaged_data_never_echoes_its_bytes() {
     let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
     assert!(!text.contains("SECRET") && !text.contains(&hex[..8]) && !text.contains("53, 45"), "{text}");
 }
+
+#[test]
+fn a_link_planted_at_a_data_file_name_is_never_read_through() {
+    // The catalog's path is confined, but the file at that name inside the database was
+    // replaced by a link to a file elsewhere: reading must fail, never read the other file.
+    let work = tempfile::tempdir().unwrap();
+    let db = work.path().join("db");
+    load_csv(&db, work.path(), "t");
+    let database = Database::open(&db).unwrap();
+    let table = database.table("t").unwrap().clone();
+    let data_file = database.resolve(&table.files[0].path);
+    let elsewhere = work.path().join("elsewhere.dat");
+    std::fs::copy(&data_file, &elsewhere).unwrap();
+    std::fs::remove_file(&data_file).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &data_file).unwrap();
+    let result = flashscan_storage::heap_reader::read_table(&database, &table, &[0]);
+    let message = format!("{:?}", result.as_ref().err());
+    assert!(result.is_err(), "a table read went through a link planted at {}", data_file.display());
+    assert!(message.contains("symbolic link") || message.contains("ELOOP") || message.contains("40"), "{message}");
+}
