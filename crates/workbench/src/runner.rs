@@ -514,7 +514,7 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
         IntervalOutcome::empty(0, start, length)
     });
     let mut interval_cpu_start = cpu_start;
-    let mut in_flight_waiting = 0u32;
+    let mut in_flight_waiting: u32;
 
     loop {
         while let Some(slot) = free_slots.pop() {
@@ -561,31 +561,27 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
             }
             free_slots.push(c.slot);
             if counted {
-                match c.op {
-                    IoOp::Read => {
-                        out.reads_count += 1;
-                        out.bytes_read += c.length_bytes as u64;
-                        out.read_latency.record(c.latency_ns);
-                    }
-                    IoOp::Write => {
-                        out.writes_count += 1;
-                        out.bytes_written += c.length_bytes as u64;
-                        out.write_latency.record(c.latency_ns);
-                    }
+                // The run's totals and the open interval count a completion the same way
+                // (two types with the same counters).
+                macro_rules! count_completion {
+                    ($into:expr) => {
+                        match c.op {
+                            IoOp::Read => {
+                                $into.reads_count += 1;
+                                $into.bytes_read += c.length_bytes as u64;
+                                $into.read_latency.record(c.latency_ns);
+                            }
+                            IoOp::Write => {
+                                $into.writes_count += 1;
+                                $into.bytes_written += c.length_bytes as u64;
+                                $into.write_latency.record(c.latency_ns);
+                            }
+                        }
+                    };
                 }
+                count_completion!(out);
                 if let Some(open) = open_interval.as_mut() {
-                    match c.op {
-                        IoOp::Read => {
-                            open.reads_count += 1;
-                            open.bytes_read += c.length_bytes as u64;
-                            open.read_latency.record(c.latency_ns);
-                        }
-                        IoOp::Write => {
-                            open.writes_count += 1;
-                            open.bytes_written += c.length_bytes as u64;
-                            open.write_latency.record(c.latency_ns);
-                        }
-                    }
+                    count_completion!(open);
                 }
             }
         }
