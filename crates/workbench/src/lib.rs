@@ -11,7 +11,7 @@
 pub mod chart;
 pub mod cpu;
 pub mod error;
-pub mod histogram;
+pub use flashscan_measure::histogram;
 pub mod html;
 pub mod job_file;
 pub mod output;
