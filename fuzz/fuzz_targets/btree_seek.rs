@@ -12,7 +12,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{scratch_dir, Cursor};
-use flashscan_buffer::BufferPool;
+use flashscan_buffer::{BufferPool, PageReader};
 use flashscan_index::btree::node::{self, TreeMeta, NODE_FORMAT_VERSION, NODE_MAGIC, NODE_SIZE_BYTES};
 use flashscan_index::btree::{BTree, BuildOptions, TreeBuilder};
 use flashscan_index::RowLocator;
@@ -113,12 +113,13 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(&path, &file).expect("writing the index file");
 
     let files = Arc::new(FileSet::open(&[path.clone()], OpenMode { direct: false, write: false }).expect("opening the index file"));
-    let mut engine = open_engine(EngineKind::Psync, files, EngineConfig::for_depth(1, NODE_SIZE_BYTES), &mut |_| {}).expect("psync engine");
+    let engine = open_engine(EngineKind::Psync, files, EngineConfig::for_depth(1, NODE_SIZE_BYTES), &mut |_| {}).expect("psync engine");
     let pool = BufferPool::with_frames(16).expect("pool");
-    let Ok(tree) = BTree::open(&pool, engine.as_mut(), 0, &path) else { return };
+    let mut reader: PageReader = PageReader::new(&pool, engine).expect("page reader");
+    let Ok(tree) = BTree::open(&pool, &mut reader, 0, &path) else { return };
     let mut out = Vec::new();
-    let _ = tree.range(&pool, engine.as_mut(), &lo, &hi, &mut out);
+    let _ = tree.range(&pool, &mut reader, &lo, &hi, &mut out);
     out.clear();
-    let _ = tree.seek(&pool, engine.as_mut(), &lo, &mut out);
+    let _ = tree.seek(&pool, &mut reader, &lo, &mut out);
     let _ = tree.sample_keys((mode >> 1) as usize % 8, 7);
 });

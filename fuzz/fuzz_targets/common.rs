@@ -188,6 +188,39 @@ pub fn value(c: &mut Cursor, t: ColumnType, nullable: bool) -> Value {
             _ => 1.5,
         }),
         ColumnType::Boolean => Value::Boolean(b & 8 != 0),
+        ColumnType::UInt64 => Value::UInt64(match pick {
+            0 => small as u64,
+            1 => c.u64(),
+            2 => [u64::MAX, 1 << 63, 0][b as usize % 3],
+            _ => 1_000_000 + small as u64,
+        }),
+        // Timestamps and times travel as their integer units (row_codec decodes them so).
+        ColumnType::Timestamp { .. } => Value::Int64(match pick {
+            0 => small,
+            1 => c.u64() as i64,
+            2 => [i64::MIN, i64::MAX, 0][b as usize % 3],
+            _ => 1_700_000_000_000_000_000 + small,
+        }),
+        ColumnType::Time { unit } if t.fixed_width_bytes() == Some(4) => {
+            let per_day: i64 = if unit == flashscan_storage::column::TemporalUnit::Second { 86_400 } else { 86_400_000 };
+            Value::Int32(match pick {
+                1 => c.u32() as i32,
+                _ => (per_day / 2 + small) as i32,
+            })
+        }
+        ColumnType::Time { .. } => Value::Int64(match pick {
+            1 => c.u64() as i64,
+            _ => 43_200_000_000 + small,
+        }),
+        ColumnType::WideDecimal { .. } => Value::Int128(match pick {
+            0 | 3 => small as i128 * 10_000,
+            1 => ((c.u64() as i128) << 64 | c.u64() as i128) % 10i128.pow(38),
+            _ => [-(10i128.pow(38) - 1), 10i128.pow(38) - 1, 0][b as usize % 3],
+        }),
+        ColumnType::Binary => {
+            let len = (c.u8() % 24) as usize;
+            Value::Binary(c.bytes(len).to_vec())
+        }
         ColumnType::Utf8 => {
             let len = match pick {
                 0 => 0,
