@@ -8,11 +8,15 @@ pub enum BenchCommand {
     /// Seed 001's table: size, and COUNT of 11 columns / SUM of 4 cold and warm, for the
     /// heap, row, page, columnstore and columnstore_archive formats of one table.
     Compression(crate::cmd_bench_compression::BenchCompressionArgs),
+    /// Singleton (or K-row) inserts from N threads for S seconds through the embedded write
+    /// path: rows/s, commits per log flush, commit latency, CPU µs per row.
+    Inserts(crate::cmd_bench_inserts::BenchInsertsArgs),
 }
 
 pub fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Costs(args) => crate::cmd_bench_costs::run_bench_costs(args),
         BenchCommand::Compression(args) => crate::cmd_bench_compression::run(args),
+        BenchCommand::Inserts(args) => crate::cmd_bench_inserts::run(args),
     }
 }

@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 mod cmd_bench;
 mod cmd_bench_compression;
 mod cmd_bench_costs;
+mod cmd_bench_inserts;
 mod cmd_demo;
 mod cmd_drop;
 mod cmd_index;

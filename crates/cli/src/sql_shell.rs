@@ -38,6 +38,10 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
         let text = render(output, mode).map_err(to_anyhow)?;
         out.write_all(text.as_bytes())?;
     }
+    // A file (or query) that ends inside BEGIN … without COMMIT wrote nothing of the block.
+    if let Some(message) = session.end_of_input() {
+        return Err(bad_input(message));
+    }
     Ok(())
 }
 

@@ -43,6 +43,10 @@ pub enum SqlError {
     /// The write path: the lock, the log, a commit, the catalog.
     #[error("{0}")]
     Write(#[from] flashscan_write::WriteError),
+
+    /// A statement inside `BEGIN … COMMIT` failed: the whole block is aborted.
+    #[error("{cause} (inside BEGIN … COMMIT: the whole transaction is aborted, nothing of it is written)")]
+    TransactionAborted { cause: Box<SqlError> },
 }
 
 impl SqlError {
@@ -55,6 +59,7 @@ impl SqlError {
             SqlError::Syntax(_) | SqlError::Plan(_) | SqlError::Execution(_) | SqlError::ReadFile { .. } | SqlError::InvalidArgument(_) => true,
             SqlError::Internal(_) => false,
             SqlError::Write(e) => e.is_user_input(),
+            SqlError::TransactionAborted { cause } => cause.is_user_input(),
         }
     }
 }
@@ -63,7 +68,10 @@ impl SqlError {
     /// True for errors in the SQL itself (shown as `SQL error: ...`), false for errors of
     /// the database or the scans under it (shown as they are).
     pub fn is_query_error(&self) -> bool {
-        matches!(self, SqlError::Syntax(_) | SqlError::Plan(_) | SqlError::Execution(_) | SqlError::Internal(_))
+        match self {
+            SqlError::TransactionAborted { cause } => cause.is_query_error(),
+            _ => matches!(self, SqlError::Syntax(_) | SqlError::Plan(_) | SqlError::Execution(_) | SqlError::Internal(_)),
+        }
     }
 }
 

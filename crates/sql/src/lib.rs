@@ -13,6 +13,7 @@
 //! - [`error`]: one-line errors.
 
 pub mod column_statistics;
+pub mod copy_from;
 pub mod dml;
 pub mod error;
 pub mod exec_plan;

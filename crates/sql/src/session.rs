@@ -61,7 +61,13 @@ pub struct FlashscanSession {
     /// Databases made by `flashscan init`: the catalog, the deltas, and (once a statement
     /// writes) the lock and the log.
     write: Option<Arc<WritePath>>,
+    /// `BEGIN … COMMIT` (session_txn.rs).
+    txn: std::sync::Mutex<txn::TxnState>,
 }
+
+#[path = "session_txn.rs"]
+mod txn;
+pub use txn::parse_statements;
 
 /// What a writing session names itself in the database lock.
 const WRITER_NAME: &str = "flashscan sql";
@@ -80,7 +86,7 @@ impl FlashscanSession {
         }
         let ctx = SessionContext::new_with_config(config);
         let scan_log = ScanLog::new();
-        let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write };
+        let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         let catalog = match &session.write {
             Some(w) => w.catalog()?,
             None => Database::open(db_dir)?.catalog().clone(),
@@ -150,15 +156,19 @@ impl FlashscanSession {
     }
 
     /// Runs every statement of `sql` in order and returns their answers; stops at the
-    /// first error.
+    /// first error. `BEGIN … COMMIT` may span calls (the shell runs one statement per
+    /// call); an error inside an open block aborts it.
     pub async fn run(&self, sql: &str) -> Result<Vec<QueryOutput>, SqlError> {
-        let statements = DFParser::parse_sql(sql).map_err(SqlError::from)?;
+        let statements = parse_statements(sql)?;
         if statements.is_empty() {
             return Err(SqlError::Syntax("no statement to run".into()));
         }
         let mut outputs = Vec::with_capacity(statements.len());
         for statement in statements {
-            outputs.push(self.run_statement(statement).await?);
+            match self.run_statement(statement).await {
+                Ok(o) => outputs.push(o),
+                Err(e) => return Err(self.abort_on_error(e)),
+            }
         }
         Ok(outputs)
     }
@@ -170,6 +180,14 @@ impl FlashscanSession {
     }
 
     async fn run_statement(&self, statement: datafusion::sql::parser::Statement) -> Result<QueryOutput, SqlError> {
+        if let Some(result) = self.transaction_control(&statement).await {
+            return result;
+        }
+        if let DFStatement::Statement(s) = &statement {
+            if let SqlStatement::Copy { to: false, .. } = s.as_ref() {
+                return self.copy_from(s).await;
+            }
+        }
         if let datafusion::sql::parser::Statement::CopyTo(copy) = statement {
             return self.run_copy(copy).await;
         }
@@ -198,6 +216,11 @@ impl FlashscanSession {
                 }
                 SqlStatement::Insert(_) => {
                     self.ensure_writer()?;
+                    if self.in_transaction() {
+                        if let Some(output) = self.insert_in_transaction(statement.clone()).await? {
+                            return Ok(output);
+                        }
+                    }
                 }
                 _ => {}
             }

@@ -17,7 +17,8 @@ pub const HISTORY_LINES_MAX: usize = 1000;
 
 const HELP: &str = "\
 Statements end with ';' and may span lines. EXPLAIN and EXPLAIN ANALYZE show the plan,
-the scans' bytes read, I/O wait and decode time.
+the scans' bytes read, I/O wait and decode time. BEGIN … COMMIT (or ROLLBACK) makes the
+statements between one transaction (the prompt shows `*`); an error inside aborts it.
   \\d            list tables
   \\d TABLE      columns of a table
   \\table \\json \\csv   output mode
@@ -39,7 +40,13 @@ pub fn run_interactive(session: &FlashscanSession, runtime: &tokio::runtime::Run
     println!("flashscan SQL on {} ({} tables). \\? for help, \\q to quit.", session.db_dir().display(), session.table_names().len());
     let mut pending = String::new();
     loop {
-        let prompt = if pending.is_empty() { "flashscan> " } else { "        -> " };
+        // psql's marker: `*` inside BEGIN … COMMIT.
+        let prompt = match (pending.is_empty(), session.in_transaction()) {
+            (true, false) => "flashscan> ",
+            (true, true) => "flashscan*> ",
+            (false, false) => "        -> ",
+            (false, true) => "         -> ",
+        };
         let line = match editor.readline(prompt) {
             Ok(line) => line,
             // Ctrl-C drops the statement being typed, as psql does.
@@ -75,6 +82,9 @@ pub fn run_interactive(session: &FlashscanSession, runtime: &tokio::runtime::Run
     }
     if let Some(h) = &history {
         let _ = editor.save_history(h);
+    }
+    if let Some(message) = session.end_of_input() {
+        eprintln!("{message}");
     }
     Ok(())
 }

@@ -6,6 +6,8 @@
 //!   in memory (SQL Server's delta store), which scans merge;
 //! - [`write_path`]: [`WritePath`]: CREATE/DROP TABLE, INSERT as one transaction (every
 //!   row logged, one durable commit, then visible), and redo of the log into the deltas;
+//! - [`insert`]: the one commit protocol of SQL INSERT, prepared inserts (the embedded
+//!   API) and `BEGIN … COMMIT` transactions;
 //! - [`checkpoint`]: the deltas written as new heap pages, one catalog commit with the new
 //!   page counts and the redo point, then the log recycled;
 //! - [`unflushed`]: for readers that do not merge the delta (scan, lookup, rebuild, index
@@ -22,6 +24,7 @@ pub mod checkpoint;
 pub mod delta;
 pub mod error;
 pub mod init;
+pub mod insert;
 pub mod lock;
 pub mod unflushed;
 pub mod write_path;
@@ -30,6 +33,7 @@ pub use checkpoint::{checkpoint, CheckpointOptions, CheckpointReport, MAX_ASYNC_
 pub use delta::TableDelta;
 pub use error::WriteError;
 pub use init::{init_database, InitOptions, InitReport};
+pub use insert::{PreparedInsert, Transaction};
 pub use lock::WriterLock;
 pub use unflushed::{refuse_if_unflushed, unflushed_rows};
 pub use write_path::{recover, NewTable, RecoveryReport, WritePath};

@@ -12,20 +12,19 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::column::ColumnDef;
-use flashscan_storage::load::batch_encoder::{BatchEncoder, PagesMessage};
 use flashscan_storage::load::valid_table_name;
 use flashscan_storage::partitioning::PARTITION_COUNT_MAX;
 use flashscan_storage::placement::INTERLEAVE_BYTES_DEFAULT;
-use flashscan_storage::{Catalog, FilegroupMeta, PartitionMeta, StorageError, TableMeta, WriteMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{Catalog, FilegroupMeta, PartitionMeta, StorageError, TableMeta, WriteMeta};
 use flashscan_wal::files::read_control;
-use flashscan_wal::{scan_dir, DatabaseIdentity, InsertRow, LogEnd, Record, Scan, Wal, WalConfig, WalError};
+use flashscan_wal::{scan_dir, DatabaseIdentity, LogEnd, Scan, Wal, WalConfig, WalError};
 
-use crate::delta::{rows_of_page, TableDelta};
+use crate::delta::TableDelta;
 use crate::error::WriteError;
 use crate::lock::WriterLock;
 
@@ -63,7 +62,9 @@ pub struct RecoveryReport {
 }
 
 struct Writer {
-    wal: Wal,
+    /// Shared so a commit can wait for its flush without holding the state mutex (see
+    /// `commit_gate`).
+    wal: Arc<Wal>,
     _lock: WriterLock,
 }
 
@@ -77,6 +78,31 @@ pub(crate) struct State {
 pub struct WritePath {
     db_dir: PathBuf,
     state: Mutex<State>,
+    /// Commits hold it shared from their first log record until their rows are in the
+    /// delta (the durable wait included, without the state mutex: many commits share one
+    /// flush); `lock_state` (DDL, checkpoint, becoming the writer) holds it exclusive, so a
+    /// checkpoint's redo point never falls between a commit's records and its delta rows.
+    commit_gate: RwLock<()>,
+}
+
+/// The state with no commit in flight: what DDL and the checkpoint hold.
+pub(crate) struct StateGuard<'a> {
+    // Fields drop in order: the mutex before the gate (the gate is always taken first).
+    st: MutexGuard<'a, State>,
+    _gate: RwLockWriteGuard<'a, ()>,
+}
+
+impl std::ops::Deref for StateGuard<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.st
+    }
+}
+
+impl std::ops::DerefMut for StateGuard<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.st
+    }
 }
 
 impl std::fmt::Debug for WritePath {
@@ -85,7 +111,11 @@ impl std::fmt::Debug for WritePath {
     }
 }
 
-fn meta_of(catalog: &Catalog, db_dir: &Path) -> Result<WriteMeta, WriteError> {
+fn poisoned() -> WriteError {
+    WriteError::InvalidArgument("write path lock poisoned by a failed statement; restart".into())
+}
+
+pub(crate) fn meta_of(catalog: &Catalog, db_dir: &Path) -> Result<WriteMeta, WriteError> {
     catalog.write.clone().ok_or_else(|| {
         WriteError::NotSupported(format!(
             "{} takes no writes: it was made by `flashscan load` and has no write-ahead log; make a database with `flashscan init` for CREATE TABLE and INSERT",
@@ -165,29 +195,8 @@ fn replay(catalog: &Catalog, meta: &WriteMeta, scan: &Scan) -> Result<(BTreeMap<
     Ok((deltas, report))
 }
 
-/// Encodes a statement's rows with the loader's page encoder (every type, NULL and size
-/// check a load makes), then takes them back out of the pages: per partition, each row in
-/// the page's own encoding, ready for the log and the delta.
-fn encode_rows(table: &TableMeta, batches: &[RecordBatch]) -> Result<Vec<Vec<Vec<u8>>>, WriteError> {
-    let partition_by = table.column_index(&table.partition_by)?;
-    let partition_count = table.partitions.len();
-    let mut encoder = BatchEncoder::new(&table.name, &table.columns, partition_by, partition_count as u32);
-    let mut out: Vec<Vec<Vec<u8>>> = vec![Vec::new(); partition_count];
-    let mut emit = |m: PagesMessage| {
-        for page in m.pages.chunks_exact(PAGE_SIZE_BYTES) {
-            out[m.partition as usize].extend(rows_of_page(page).into_iter().map(|r| r.to_vec()));
-        }
-        Ok::<(), StorageError>(())
-    };
-    for b in batches {
-        encoder.encode(b, &mut emit)?;
-    }
-    encoder.flush(&mut emit)?;
-    Ok(out)
-}
-
 /// The catalog key of a table named in SQL (names are stored in lower case).
-fn key_of(catalog: &Catalog, name: &str) -> Option<String> {
+pub(crate) fn key_of(catalog: &Catalog, name: &str) -> Option<String> {
     catalog.tables.keys().find(|k| k.eq_ignore_ascii_case(name)).cloned()
 }
 
@@ -199,7 +208,7 @@ impl WritePath {
         let Some(meta) = catalog.write.clone() else { return Ok(None) };
         let scan = read_only_scan(db_dir, &meta)?;
         let (deltas, recovery) = replay(&catalog, &meta, &scan)?;
-        Ok(Some(WritePath { db_dir: db_dir.to_path_buf(), state: Mutex::new(State { catalog, deltas, writer: None, recovery }) }))
+        Ok(Some(WritePath { db_dir: db_dir.to_path_buf(), state: Mutex::new(State { catalog, deltas, writer: None, recovery }), commit_gate: RwLock::new(()) }))
     }
 
     /// Opens as the one writer: the database lock, the log (recovery: scan from the redo
@@ -210,6 +219,7 @@ impl WritePath {
         let wp = WritePath {
             db_dir: db_dir.to_path_buf(),
             state: Mutex::new(State { catalog, deltas: BTreeMap::new(), writer: None, recovery: RecoveryReport::default() }),
+            commit_gate: RwLock::new(()),
         };
         wp.become_writer(holder)?;
         Ok(wp)
@@ -219,18 +229,34 @@ impl WritePath {
         &self.db_dir
     }
 
-    pub(crate) fn lock_state(&self) -> Result<MutexGuard<'_, State>, WriteError> {
-        self.state.lock().map_err(|_| WriteError::InvalidArgument("write path lock poisoned by a failed statement; restart".into()))
+    /// The state, once no commit is in flight (and none starts until it is dropped).
+    pub(crate) fn lock_state(&self) -> Result<StateGuard<'_>, WriteError> {
+        let gate = self.commit_gate.write().map_err(|_| poisoned())?;
+        Ok(StateGuard { st: self.lock_state_shared()?, _gate: gate })
+    }
+
+    /// The state mutex alone: for reading it, and for commits (which hold `commit_gate`).
+    pub(crate) fn lock_state_shared(&self) -> Result<MutexGuard<'_, State>, WriteError> {
+        self.state.lock().map_err(|_| poisoned())
+    }
+
+    /// Held by a commit from its first log record to its rows in the delta.
+    pub(crate) fn commit_gate(&self) -> Result<RwLockReadGuard<'_, ()>, WriteError> {
+        self.commit_gate.read().map_err(|_| poisoned())
     }
 
     pub fn is_writer(&self) -> bool {
-        self.lock_state().map(|s| s.writer.is_some()).unwrap_or(false)
+        self.lock_state_shared().map(|s| s.writer.is_some()).unwrap_or(false)
     }
 
     /// Takes the lock and the log (if not held yet), re-reads the catalog and replays the
     /// log again: another writer may have committed since this reader opened. Returns
     /// true when it changed anything (the caller re-registers its tables).
     pub fn become_writer(&self, holder: &str) -> Result<bool, WriteError> {
+        // Every INSERT asks: answer from the mutex alone, without draining commits.
+        if self.is_writer() {
+            return Ok(false);
+        }
         let mut st = self.lock_state()?;
         if st.writer.is_some() {
             return Ok(false);
@@ -241,26 +267,31 @@ impl WritePath {
         let identity = identity_of(&self.db_dir, &meta)?;
         let (wal, scan) = Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity)?;
         let (deltas, recovery) = replay(&catalog, &meta, &scan)?;
-        *st = State { catalog, deltas, writer: Some(Writer { wal, _lock: lock }), recovery };
+        *st = State { catalog, deltas, writer: Some(Writer { wal: Arc::new(wal), _lock: lock }), recovery };
         Ok(true)
     }
 
     pub fn catalog(&self) -> Result<Catalog, WriteError> {
-        Ok(self.lock_state()?.catalog.clone())
+        Ok(self.lock_state_shared()?.catalog.clone())
     }
 
     pub fn delta(&self, table: &str) -> Option<Arc<TableDelta>> {
-        let st = self.lock_state().ok()?;
+        let st = self.lock_state_shared().ok()?;
         let key = key_of(&st.catalog, table)?;
         st.deltas.get(&key).cloned()
     }
 
     pub fn recovery_report(&self) -> Result<RecoveryReport, WriteError> {
-        Ok(self.lock_state()?.recovery.clone())
+        Ok(self.lock_state_shared()?.recovery.clone())
     }
 
-    fn require_writer(st: &State) -> Result<&Wal, WriteError> {
-        st.writer.as_ref().map(|w| &w.wal).ok_or_else(|| WriteError::InvalidArgument("this session does not hold the database lock: writes need it".into()))
+    /// The log writer's counters (commits, flushes: commits per flush), for the writer.
+    pub fn wal_stats(&self) -> Option<flashscan_wal::WalStats> {
+        self.lock_state_shared().ok()?.writer.as_ref().map(|w| w.wal.stats())
+    }
+
+    pub(crate) fn require_writer(st: &State) -> Result<&Wal, WriteError> {
+        st.writer.as_ref().map(|w| w.wal.as_ref()).ok_or_else(|| WriteError::InvalidArgument("this session does not hold the database lock: writes need it".into()))
     }
 
     /// CREATE TABLE: one atomic catalog commit. Returns the table (the existing one with
@@ -357,69 +388,18 @@ impl WritePath {
     }
 
     /// INSERT: one transaction. Returns the rows inserted once their commit is durable.
+    /// (crate::insert has the commit protocol; a prepared insert and a multi-statement
+    /// transaction go the same way.)
     pub fn insert(&self, table_name: &str, batches: &[RecordBatch]) -> Result<u64, WriteError> {
-        let mut st = self.lock_state()?;
-        Self::require_writer(&st)?;
-        let key = key_of(&st.catalog, table_name).ok_or_else(|| {
-            WriteError::Storage(StorageError::UnknownTable { name: table_name.to_string(), known: st.catalog.tables.keys().cloned().collect::<Vec<_>>().join(", ") })
-        })?;
-        let table = st.catalog.tables[&key].clone();
-        if table.is_column_store() {
-            return Err(WriteError::NotSupported(format!(
-                "table {key} is a column store ({}): INSERT into column store tables is not supported yet; rebuild it as a heap first (`flashscan rebuild {} {key} --compression none`)",
-                table.format,
-                self.db_dir.display()
-            )));
-        }
-        let rows = encode_rows(&table, batches)?;
-        let row_count: u64 = rows.iter().map(|r| r.len() as u64).sum();
-        if row_count == 0 {
-            return Ok(0);
-        }
-        let existing_id: Option<u32> = st.catalog.write.as_ref().and_then(|m| m.table_ids.get(&key).copied());
-        let table_id = match existing_id {
-            Some(id) => id,
-            None => {
-                // A loaded table's first INSERT: give it an id (one catalog commit).
-                let mut next = st.catalog.clone();
-                let mut meta = meta_of(&next, &self.db_dir)?;
-                let id = meta.next_table_id;
-                meta.next_table_id = id.checked_add(1).ok_or_else(|| WriteError::InvalidArgument("the database has used all 2^32 table ids".into()))?;
-                meta.table_ids.insert(key.clone(), id);
-                next.write = Some(meta);
-                next.generation += 1;
-                next.write_atomic(&self.db_dir)?;
-                st.catalog = next;
-                id
-            }
-        };
-        let wal = Self::require_writer(&st)?;
-        let txn = wal.begin();
-        let logged = (|| {
-            for (partition, part_rows) in rows.iter().enumerate() {
-                for row in part_rows {
-                    wal.append(&Record::Insert(InsertRow { txn, table_id, partition: partition as u32, page_no: 0, row: row.clone() }))?;
-                }
-            }
-            wal.commit(txn)
-        })();
-        if let Err(e) = logged {
-            // Best effort: without a commit record redo skips these rows anyway.
-            let _ = wal.abort(txn);
-            return Err(e.into());
-        }
-        let delta = match st.deltas.get(&key) {
-            Some(d) => d.clone(),
-            None => {
-                let d = Arc::new(TableDelta::new(&table));
-                st.deltas.insert(key.clone(), d.clone());
-                d
-            }
-        };
-        for (partition, part_rows) in rows.iter().enumerate() {
-            delta.append_rows(partition, part_rows)?;
-        }
-        Ok(row_count)
+        let mut txn = crate::insert::Transaction::new();
+        self.stage_insert(&mut txn, table_name, batches)?;
+        self.commit_transaction(txn)
+    }
+
+    /// The log, shared (a commit waits for its flush without the state mutex).
+    pub(crate) fn wal_shared(st: &State) -> Result<Arc<Wal>, WriteError> {
+        Self::require_writer(st)?;
+        st.writer.as_ref().map(|w| w.wal.clone()).ok_or_else(|| WriteError::InvalidArgument("no log".into()))
     }
 
     pub(crate) fn wal(st: &State) -> Result<&Wal, WriteError> {
@@ -430,7 +410,10 @@ impl WritePath {
     pub fn close(self) -> Result<(), WriteError> {
         let st = self.state.into_inner().map_err(|_| WriteError::InvalidArgument("write path lock poisoned".into()))?;
         if let Some(w) = st.writer {
-            w.wal.close()?;
+            // Commits borrow the log only while they hold `&self`: it is ours alone now.
+            if let Ok(wal) = Arc::try_unwrap(w.wal) {
+                wal.close()?;
+            }
         }
         Ok(())
     }

@@ -1,0 +1,201 @@
+//! Writes through the binary: `flashscan bench inserts` leaves exactly the rows it reports
+//! (counted by SQL afterwards), `BEGIN … COMMIT` across statements in `--file` and in the
+//! shell, `COPY t FROM 'file.csv' | 'file.parquet'`; bad input: one line, exit 2, nothing
+//! written.
+#![cfg(feature = "sql")]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn flashscan() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_flashscan"))
+}
+
+fn run(args: &[&str]) -> Output {
+    flashscan().args(args).output().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn ok(out: Output) -> String {
+    assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Exit 2 and one line on stderr containing `needle`.
+fn bad(out: Output, needle: &str) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "stdout: {} stderr: {err}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+    err
+}
+
+fn sql_file(db: &Path, dir: &Path, name: &str, text: &str) -> Output {
+    let f = dir.join(name);
+    std::fs::write(&f, text).unwrap();
+    run(&["sql", &db.to_string_lossy(), "--file", &f.to_string_lossy()])
+}
+
+/// One number from SQL (the first value of the last JSON answer).
+fn count(db: &Path, query: &str) -> i64 {
+    let out = ok(run(&["sql", &db.to_string_lossy(), query, "--json"]));
+    let last = out.trim().lines().last().unwrap_or_default().to_string();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap_or_else(|e| panic!("{e}: {out}"));
+    v["rows"][0][0].as_i64().unwrap_or_else(|| panic!("{v}"))
+}
+
+fn new_db(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("db");
+    ok(run(&["init", &db.to_string_lossy()]));
+    ok(run(&["sql", &db.to_string_lossy(), "CREATE TABLE t (id BIGINT NOT NULL, qty INT NOT NULL, note VARCHAR) WITH (partitions = 2)"]));
+    db
+}
+
+#[test]
+fn bench_inserts_rows_are_durable_and_counted_by_sql() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let out = ok(run(&["bench", "inserts", &db.to_string_lossy(), "--threads", "4", "--seconds", "1", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    for field in ["rows_per_s", "commits_per_s", "commits_per_flush", "cpu_us_per_row"] {
+        assert!(v[field].as_f64().is_some_and(|x| x > 0.0), "{field}: {v}");
+    }
+    for p in ["p50", "p99"] {
+        assert!(v["commit_latency_us"][p].as_f64().is_some_and(|x| x > 0.0), "{p}: {v}");
+    }
+    assert_eq!(v["database_created"], serde_json::json!(true));
+    let rows = v["rows_committed"].as_i64().unwrap();
+    assert!(rows > 0 && v["commits"].as_i64() == Some(rows), "one row per commit: {v}");
+    assert!(v["commits_per_flush"].as_f64().unwrap() >= 1.0, "{v}");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM bench_inserts"), rows);
+    // Every id once (each thread numbers its own rows).
+    assert_eq!(count(&db, "SELECT COUNT(DISTINCT id) FROM bench_inserts"), rows);
+
+    // Reused: K rows per commit add to the same table; the report says what was there.
+    let out = ok(run(&["bench", "inserts", &db.to_string_lossy(), "--threads", "2", "--rows-per-commit", "5", "--seconds", "0.5", "--json"]));
+    let v2: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(v2["table_rows_before"].as_i64(), Some(rows));
+    let rows2 = v2["rows_committed"].as_i64().unwrap();
+    assert_eq!(rows2, v2["commits"].as_i64().unwrap() * 5);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM bench_inserts"), rows + rows2);
+
+    // Bad flags: exit 2, one line, nothing run.
+    bad(run(&["bench", "inserts", &db.to_string_lossy(), "--threads", "0"]), "--threads 0");
+    bad(run(&["bench", "inserts", &db.to_string_lossy(), "--seconds", "-1"]), "--seconds");
+    // A table of another shape under the bench's name is refused, not written into.
+    let other = dir.path().join("other");
+    ok(run(&["init", &other.to_string_lossy()]));
+    ok(run(&["sql", &other.to_string_lossy(), "CREATE TABLE bench_inserts (x INT)"]));
+    bad(run(&["bench", "inserts", &other.to_string_lossy(), "--seconds", "0.2"]), "other columns");
+}
+
+#[test]
+fn begin_commit_in_a_file_is_one_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_db(dir.path());
+    let out = ok(sql_file(&db, dir.path(), "ok.sql", "BEGIN;\nINSERT INTO t VALUES (1, 10, 'a'), (2, 20, NULL);\nINSERT INTO t SELECT id + 100, qty, note FROM t;\nINSERT INTO t VALUES (3, 30, 'c');\nCOMMIT;\n"));
+    assert!(out.contains("COMMIT: 3 rows"), "{out}");
+    // The SELECT inside the block saw committed rows only (none): 3 rows, not 5.
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 3);
+
+    // An error inside the block: exit 2, says the transaction is aborted, nothing written.
+    let err = bad(sql_file(&db, dir.path(), "bad.sql", "BEGIN;\nINSERT INTO t VALUES (4, 40, 'd');\nINSERT INTO t VALUES (5, NULL, 'e');\nCOMMIT;\n"), "transaction is aborted");
+    assert!(err.contains("NULL"), "{err}");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 3);
+
+    // A file ending inside the block: rolled back, with a message.
+    bad(sql_file(&db, dir.path(), "open.sql", "BEGIN;\nINSERT INTO t VALUES (6, 60, 'f');\n"), "rolled back");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 3);
+
+    // ROLLBACK discards; statements after it commit on their own.
+    let out = ok(sql_file(&db, dir.path(), "rb.sql", "BEGIN;\nINSERT INTO t VALUES (7, 70, 'g');\nROLLBACK;\nINSERT INTO t VALUES (8, 80, 'h');\n"));
+    assert!(out.contains("ROLLBACK: 1 staged rows discarded"), "{out}");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 4);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t WHERE id = 7"), 0);
+
+    // DDL inside a block is refused (and aborts it); BEGIN does not nest.
+    bad(sql_file(&db, dir.path(), "ddl.sql", "BEGIN;\nINSERT INTO t VALUES (9, 90, 'i');\nCREATE TABLE u (x INT);\nCOMMIT;\n"), "COMMIT first");
+    bad(sql_file(&db, dir.path(), "nest.sql", "BEGIN;\nBEGIN;\nCOMMIT;\n"), "do not nest");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 4);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'u'"), 0);
+}
+
+#[test]
+fn begin_commit_in_the_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_db(dir.path());
+    let mut child = flashscan()
+        .arg("sql")
+        .arg(&db)
+        .env("HOME", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = "BEGIN;\nINSERT INTO t VALUES (1, 1, 'a');\nINSERT INTO t VALUES (2, 2, 'b');\nCOMMIT;\n\
+                 BEGIN;\nINSERT INTO t VALUES (3, 3, 'c');\nINSERT INTO t VALUES (4, 'four', 'd');\nINSERT INTO t VALUES (5, 5, 'e');\nCOMMIT;\n\
+                 BEGIN;\nINSERT INTO t VALUES (6, 6, 'f');\n";
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("COMMIT: 2 rows"), "{stdout}\n{stderr}");
+    assert!(stderr.contains("transaction is aborted"), "{stderr}");
+    assert!(stderr.contains("refused until ROLLBACK"), "{stderr}");
+    assert!(stderr.contains("COMMIT: the transaction was aborted"), "{stderr}");
+    assert!(stderr.contains("input ended inside BEGIN"), "{stderr}");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 2);
+    assert_eq!(count(&db, "SELECT SUM(id) FROM t"), 3);
+}
+
+#[test]
+fn copy_from_csv_and_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_db(dir.path());
+    let d = db.to_string_lossy().to_string();
+    let csv = dir.path().join("rows.csv");
+    std::fs::write(&csv, "id,qty,note\n1,10,a\n2,20,\n3,30,c\n").unwrap();
+    let out = ok(run(&["sql", &d, &format!("COPY t FROM '{}'", csv.display()), "--csv"]));
+    assert!(out.contains('3'), "{out}");
+    assert_eq!(count(&db, "SELECT SUM(qty) FROM t"), 60);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t WHERE note IS NULL"), 1);
+
+    // Options: no header, another delimiter.
+    let semi = dir.path().join("semi.txt");
+    std::fs::write(&semi, "4;40;d\n5;50;e\n").unwrap();
+    ok(run(&["sql", &d, &format!("COPY t FROM '{}' WITH (FORMAT csv, HEADER false, DELIMITER ';')", semi.display())]));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 5);
+
+    // Parquet, made by COPY TO from the table itself.
+    let pq = dir.path().join("rows.parquet");
+    ok(run(&["sql", &d, &format!("COPY (SELECT id + 100, qty, note FROM t) TO '{}'", pq.display())]));
+    ok(run(&["sql", &d, &format!("COPY t FROM '{}'", pq.display())]));
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 10);
+    assert_eq!(count(&db, "SELECT SUM(id) FROM t"), 15 + 515);
+
+    // Bad input: one line, exit 2, nothing written.
+    let bad_value = dir.path().join("bad.csv");
+    std::fs::write(&bad_value, "id,qty,note\n6,60,f\n7,seventy,g\n").unwrap();
+    bad(run(&["sql", &d, &format!("COPY t FROM '{}'", bad_value.display())]), "qty");
+    let null_value = dir.path().join("null.csv");
+    std::fs::write(&null_value, "id,qty,note\n6,60,f\n7,,g\n").unwrap();
+    bad(run(&["sql", &d, &format!("COPY t FROM '{}'", null_value.display())]), "NULL");
+    let narrow = dir.path().join("narrow.csv");
+    std::fs::write(&narrow, "id,qty\n6,60\n").unwrap();
+    bad(run(&["sql", &d, &format!("COPY t FROM '{}'", narrow.display())]), "2 columns");
+    bad(run(&["sql", &d, &format!("COPY t FROM '{}'", dir.path().join("missing.csv").display())]), "missing.csv");
+    let not_parquet = dir.path().join("fake.parquet");
+    std::fs::write(&not_parquet, "id,qty,note\n").unwrap();
+    let out = run(&["sql", &d, &format!("COPY t FROM '{}'", not_parquet.display())]);
+    assert_ne!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim_end().lines().count(), 1);
+    bad(run(&["sql", &d, &format!("COPY nope FROM '{}'", csv.display())]), "no such table");
+    bad(run(&["sql", &d, "COPY t FROM 'rows.json'"]), "FORMAT");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 10);
+
+    // Inside a block: part of the transaction.
+    let out = ok(sql_file(&db, dir.path(), "copy.sql", &format!("BEGIN;\nCOPY t FROM '{}';\nINSERT INTO t VALUES (99, 1, 'z');\nROLLBACK;\nBEGIN;\nCOPY t FROM '{}';\nCOMMIT;\n", csv.display(), csv.display())));
+    assert!(out.contains("COMMIT: 3 rows"), "{out}");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 13);
+}

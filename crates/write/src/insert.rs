@@ -1,0 +1,266 @@
+//! Inserting rows: one commit protocol for a SQL statement, a prepared insert (the
+//! embedded API, like a DuckDB appender or a prepared statement) and a transaction of
+//! several statements (`BEGIN … COMMIT`).
+//!
+//! 1. Stage: rows are encoded with the loader's page encoder (type, NOT NULL, decimal
+//!    range, row size: every check a load makes) and taken back out of the pages, per
+//!    partition, in the page's own encoding. Nothing is logged yet; an error here leaves
+//!    the transaction as it was.
+//! 2. Commit: with the commit gate held shared, the table ids and deltas are looked up
+//!    under the state mutex, which is then released; every row is logged, then one commit
+//!    record, and the commit waits until that is durable (many commits share one log
+//!    flush: group commit); then the rows join the deltas, where scans see them. Any error
+//!    before the commit record is durable appends an abort record and leaves nothing
+//!    visible (redo skips rows without a commit record anyway).
+//!
+//! Why the gate: a checkpoint takes its redo point R and writes the deltas; a commit whose
+//! records are before R must have its rows in the delta by then, or they would be neither
+//! in the pages nor replayed. The checkpoint (and DDL) take the gate exclusively.
+
+use std::sync::Arc;
+
+use arrow::record_batch::RecordBatch;
+use flashscan_storage::load::batch_encoder::{BatchEncoder, PagesMessage};
+use flashscan_storage::{StorageError, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_wal::{InsertRow, Record};
+
+use crate::delta::{rows_of_page, TableDelta};
+use crate::error::WriteError;
+use crate::write_path::{key_of, meta_of, State, WritePath};
+
+/// Rows per partition, each in the page's row encoding.
+type PartitionRows = Vec<Vec<Vec<u8>>>;
+
+struct Staged {
+    key: String,
+    /// The id the table had when the rows were staged (`None`: a loaded table that never
+    /// took an INSERT; it gets one at commit).
+    table_id: Option<u32>,
+    table: TableMeta,
+    rows: PartitionRows,
+}
+
+/// Rows of one or more statements, validated and waiting for one durable commit
+/// (`WritePath::commit_transaction`). Dropping it is a rollback: nothing was logged.
+#[derive(Default)]
+pub struct Transaction {
+    staged: Vec<Staged>,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Transaction({} rows staged)", self.row_count())
+    }
+}
+
+impl Transaction {
+    pub fn new() -> Transaction {
+        Transaction::default()
+    }
+
+    /// Rows staged so far.
+    pub fn row_count(&self) -> u64 {
+        self.staged.iter().map(|s| s.rows.iter().map(|p| p.len() as u64).sum::<u64>()).sum()
+    }
+
+    /// Discards what was staged (nothing was logged, so nothing else to undo).
+    pub fn rollback(self) -> u64 {
+        self.row_count()
+    }
+}
+
+/// Encodes `batches` with `encoder` into `out` (cleared first): per partition, each row in
+/// the page's own encoding. The encoder is left empty, ready for the next call.
+fn encode_into(encoder: &mut BatchEncoder, batches: &[RecordBatch], out: &mut PartitionRows) -> Result<u64, WriteError> {
+    for p in out.iter_mut() {
+        p.clear();
+    }
+    let mut row_count = 0u64;
+    let mut emit = |m: PagesMessage| {
+        for page in m.pages.chunks_exact(PAGE_SIZE_BYTES) {
+            let rows = rows_of_page(page);
+            row_count += rows.len() as u64;
+            out[m.partition as usize].extend(rows.into_iter().map(|r| r.to_vec()));
+        }
+        Ok::<(), StorageError>(())
+    };
+    let encoded = (|| {
+        for b in batches {
+            encoder.encode(b, &mut emit)?;
+        }
+        encoder.flush(&mut emit)
+    })();
+    if let Err(e) = encoded {
+        // Empty the encoder's open pages: the next call must not carry these rows.
+        let _ = encoder.flush(&mut |_| Ok(()));
+        return Err(e.into());
+    }
+    Ok(row_count)
+}
+
+fn new_encoder(table: &TableMeta) -> Result<BatchEncoder, WriteError> {
+    let partition_by = table.column_index(&table.partition_by)?;
+    Ok(BatchEncoder::new(&table.name, &table.columns, partition_by, table.partitions.len() as u32))
+}
+
+/// Where a commit's rows go, found under the state mutex.
+struct Target {
+    table_id: u32,
+    delta: Arc<TableDelta>,
+}
+
+impl WritePath {
+    /// The table `name` as it is now, refusing column stores and databases without a log.
+    fn table_for_insert(&self, st: &State, name: &str) -> Result<(String, Option<u32>, TableMeta), WriteError> {
+        WritePath::require_writer(st)?;
+        let key = key_of(&st.catalog, name).ok_or_else(|| {
+            WriteError::Storage(StorageError::UnknownTable { name: name.to_string(), known: st.catalog.tables.keys().cloned().collect::<Vec<_>>().join(", ") })
+        })?;
+        let table = st.catalog.tables[&key].clone();
+        if table.is_column_store() {
+            return Err(WriteError::NotSupported(format!(
+                "table {key} is a column store ({}): INSERT into column store tables is not supported yet; rebuild it as a heap first (`flashscan rebuild {} {key} --compression none`)",
+                table.format,
+                self.db_dir().display()
+            )));
+        }
+        let id = st.catalog.write.as_ref().and_then(|m| m.table_ids.get(&key).copied());
+        Ok((key, id, table))
+    }
+
+    /// Adds one statement's rows to `txn` (validated and encoded now, logged at commit).
+    /// On error `txn` is unchanged. Returns the rows staged.
+    pub fn stage_insert(&self, txn: &mut Transaction, table_name: &str, batches: &[RecordBatch]) -> Result<u64, WriteError> {
+        let (key, table_id, table) = {
+            let st = self.lock_state_shared()?;
+            self.table_for_insert(&st, table_name)?
+        };
+        let mut rows: PartitionRows = vec![Vec::new(); table.partitions.len()];
+        let n = encode_into(&mut new_encoder(&table)?, batches, &mut rows)?;
+        if n > 0 {
+            txn.staged.push(Staged { key, table_id, table, rows });
+        }
+        Ok(n)
+    }
+
+    /// Commits everything `txn` staged as one transaction: every row logged, one commit
+    /// record, durable before this returns; then visible. Returns the rows committed.
+    pub fn commit_transaction(&self, mut txn: Transaction) -> Result<u64, WriteError> {
+        self.commit_staged(&mut txn.staged)
+    }
+
+    /// The table id of `key` now, giving a loaded table its first id (one catalog commit).
+    fn table_id_now(&self, st: &mut State, key: &str, staged_id: Option<u32>) -> Result<u32, WriteError> {
+        let existing = st.catalog.write.as_ref().and_then(|m| m.table_ids.get(key).copied());
+        match (existing, staged_id) {
+            (Some(now), Some(then)) if now == then => Ok(now),
+            (Some(now), None) if st.catalog.tables.contains_key(key) => Ok(now),
+            (None, None) if st.catalog.tables.contains_key(key) => {
+                let mut next = st.catalog.clone();
+                let mut meta = meta_of(&next, self.db_dir())?;
+                let id = meta.next_table_id;
+                meta.next_table_id = id.checked_add(1).ok_or_else(|| WriteError::InvalidArgument("the database has used all 2^32 table ids".into()))?;
+                meta.table_ids.insert(key.to_string(), id);
+                next.write = Some(meta);
+                next.generation += 1;
+                next.write_atomic(self.db_dir())?;
+                st.catalog = next;
+                Ok(id)
+            }
+            _ => Err(WriteError::InvalidArgument(format!(
+                "table {key} was dropped or created again since these rows were prepared for it; nothing was written"
+            ))),
+        }
+    }
+
+    fn commit_staged(&self, staged: &mut [Staged]) -> Result<u64, WriteError> {
+        let row_count: u64 = staged.iter().map(|s| s.rows.iter().map(|p| p.len() as u64).sum::<u64>()).sum();
+        if row_count == 0 {
+            return Ok(0);
+        }
+        let _gate = self.commit_gate()?;
+        let (wal, targets) = {
+            let mut st = self.lock_state_shared()?;
+            let wal = WritePath::wal_shared(&st)?;
+            let mut targets = Vec::with_capacity(staged.len());
+            for s in staged.iter_mut() {
+                let table_id = self.table_id_now(&mut st, &s.key, s.table_id)?;
+                s.table_id = Some(table_id);
+                let delta = match st.deltas.get(&s.key) {
+                    Some(d) => d.clone(),
+                    None => {
+                        let d = Arc::new(TableDelta::new(&s.table));
+                        st.deltas.insert(s.key.clone(), d.clone());
+                        d
+                    }
+                };
+                targets.push(Target { table_id, delta });
+            }
+            (wal, targets)
+        };
+        let txn = wal.begin();
+        let logged = (|| {
+            for (s, t) in staged.iter_mut().zip(&targets) {
+                for (partition, part_rows) in s.rows.iter_mut().enumerate() {
+                    for row in part_rows.iter_mut() {
+                        // The row moves into the record and back: no copy per row.
+                        let record = Record::Insert(InsertRow { txn, table_id: t.table_id, partition: partition as u32, page_no: 0, row: std::mem::take(row) });
+                        let appended = wal.append(&record);
+                        if let Record::Insert(r) = record {
+                            *row = r.row;
+                        }
+                        appended?;
+                    }
+                }
+            }
+            wal.commit(txn)
+        })();
+        if let Err(e) = logged {
+            // Best effort: without a commit record redo skips these rows anyway.
+            let _ = wal.abort(txn);
+            return Err(e.into());
+        }
+        for (s, t) in staged.iter().zip(&targets) {
+            for (partition, part_rows) in s.rows.iter().enumerate() {
+                if !part_rows.is_empty() {
+                    t.delta.append_rows(partition, part_rows)?;
+                }
+            }
+        }
+        Ok(row_count)
+    }
+
+    /// A prepared insert into `table`: the embedded API for many small commits (what
+    /// `flashscan bench inserts` measures). The table is looked up and the page encoder made
+    /// once; each `insert` is then one transaction through the same commit as SQL INSERT.
+    pub fn prepare_insert(&self, table_name: &str) -> Result<PreparedInsert<'_>, WriteError> {
+        let (key, table_id, table) = {
+            let st = self.lock_state_shared()?;
+            self.table_for_insert(&st, table_name)?
+        };
+        let encoder = new_encoder(&table)?;
+        let rows = vec![Vec::new(); table.partitions.len()];
+        Ok(PreparedInsert { write: self, encoder, staged: vec![Staged { key, table_id, table, rows }] })
+    }
+}
+
+/// See [`WritePath::prepare_insert`]. One per thread: `insert` takes `&mut self`.
+pub struct PreparedInsert<'a> {
+    write: &'a WritePath,
+    encoder: BatchEncoder,
+    /// One entry, reused by every commit (its row vectors keep their capacity).
+    staged: Vec<Staged>,
+}
+
+impl PreparedInsert<'_> {
+    /// The table's columns, in order (what each batch must hold).
+    pub fn table(&self) -> &TableMeta {
+        &self.staged[0].table
+    }
+
+    /// Inserts the batch's rows as one transaction; returns once it is durable.
+    pub fn insert(&mut self, batch: &RecordBatch) -> Result<u64, WriteError> {
+        encode_into(&mut self.encoder, std::slice::from_ref(batch), &mut self.staged[0].rows)?;
+        self.write.commit_staged(&mut self.staged)
+    }
+}
