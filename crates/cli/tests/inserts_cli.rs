@@ -81,7 +81,7 @@ fn bench_inserts_rows_are_durable_and_counted_by_sql() {
 
     // Bad flags: exit 2, one line, nothing run.
     bad(run(&["bench", "inserts", &db.to_string_lossy(), "--threads", "0"]), "--threads 0");
-    bad(run(&["bench", "inserts", &db.to_string_lossy(), "--seconds", "-1"]), "--seconds");
+    bad(run(&["bench", "inserts", &db.to_string_lossy(), "--seconds", "0"]), "--seconds 0");
     // A table of another shape under the bench's name is refused, not written into.
     let other = dir.path().join("other");
     ok(run(&["init", &other.to_string_lossy()]));
@@ -100,7 +100,7 @@ fn begin_commit_in_a_file_is_one_transaction() {
 
     // An error inside the block: exit 2, says the transaction is aborted, nothing written.
     let err = bad(sql_file(&db, dir.path(), "bad.sql", "BEGIN;\nINSERT INTO t VALUES (4, 40, 'd');\nINSERT INTO t VALUES (5, NULL, 'e');\nCOMMIT;\n"), "transaction is aborted");
-    assert!(err.contains("NULL"), "{err}");
+    assert!(err.to_lowercase().contains("null"), "{err}");
     assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 3);
 
     // A file ending inside the block: rolled back, with a message.
