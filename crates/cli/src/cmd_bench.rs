@@ -8,11 +8,15 @@ pub enum BenchCommand {
     /// Seed 001's table: size, and COUNT of 11 columns / SUM of 4 cold and warm, for the
     /// heap, row, page, columnstore and columnstore_archive formats of one table.
     Compression(crate::cmd_bench_compression::BenchCompressionArgs),
+    /// Seed 003's experiment: a cold scan alone, then beside a checkpoint of >= 1 GB at
+    /// --max-async-io 1, 8, 32, 255 (pacing off and on): scan MB/s kept, checkpoint time.
+    Checkpoint(crate::cmd_bench_checkpoint::BenchCheckpointArgs),
 }
 
 pub fn run(command: BenchCommand) -> anyhow::Result<()> {
     match command {
         BenchCommand::Costs(args) => crate::cmd_bench_costs::run_bench_costs(args),
         BenchCommand::Compression(args) => crate::cmd_bench_compression::run(args),
+        BenchCommand::Checkpoint(args) => crate::cmd_bench_checkpoint::run_bench(args),
     }
 }
