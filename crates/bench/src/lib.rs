@@ -3,3 +3,4 @@
 //! SQLite, PostgreSQL, fio) live in the repository's `bench/` scripts, which call these.
 
 pub mod inserts;
+pub mod checkpoint;

@@ -24,7 +24,8 @@
 //! - [`lsn`]: log sequence numbers and the WAL rule's hook;
 //! - [`dirty`]: dirty pages (sorted set, overlay on scans, `write_dirty` after the WAL rule);
 //! - [`page_reader`]: the random path's request queue (lookups, index seeks);
-//! - [`stream`]: the streaming path (scan read-ahead into extent rings).
+//! - [`stream`]: the streaming path (scan read-ahead into extent rings);
+//! - [`stream_activity`]: what the process's scans read now (the checkpoint paces on it).
 //!
 //! This crate is the one place table and index pages are read: nothing above it opens a
 //! table or index file to read it with its own pread (see docs/architecture.md).
@@ -36,6 +37,7 @@ pub mod file_registry;
 pub mod lsn;
 pub mod page_reader;
 pub mod stream;
+pub mod stream_activity;
 pub mod frame;
 pub mod frame_memory;
 pub mod guard;
@@ -52,6 +54,7 @@ pub use guard::{Fetch, LoadTicket, PageGuard, PageGuardMut};
 pub use lsn::{Lsn, WalRule};
 pub use page_reader::PageReader;
 pub use stream::{Extent, ScanStream, StreamConfig, StreamStats};
+pub use stream_activity::{scans_active, stream_activity, StreamActivity};
 pub use limits::{FRAME_SIZE_BYTES, POOL_FRAMES_MIN};
 pub use page_key::PageKey;
 pub use pool::BufferPool;

@@ -118,7 +118,8 @@ impl<'p, T> ScanStream<'p, T> {
         next: &mut dyn FnMut() -> Option<(Extent, T)>,
         consume: &mut dyn FnMut(T, &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
-        let result = self.run_inner(next, consume);
+        let mut activity = crate::stream_activity::ActiveStream::start();
+        let result = self.run_inner(next, consume, &mut activity);
         if result.is_err() {
             self.queue.drain();
         }
@@ -129,6 +130,7 @@ impl<'p, T> ScanStream<'p, T> {
         &mut self,
         next: &mut dyn FnMut() -> Option<(Extent, T)>,
         consume: &mut dyn FnMut(T, &[u8]) -> Result<(), E>,
+        activity: &mut crate::stream_activity::ActiveStream,
     ) -> Result<(), E> {
         let mut exhausted = false;
         loop {
@@ -139,11 +141,13 @@ impl<'p, T> ScanStream<'p, T> {
                 };
                 debug_assert!((extent.file_index as usize) < self.file_ids.len());
                 self.queue.queue_read(extent.file_index, extent.offset_bytes, extent.length_bytes, tag)?;
+                activity.read_queued();
             }
             let pool = self.pool;
             let file_ids = &self.file_ids;
             let overlaid = &mut self.dirty_pages_overlaid;
             let done = self.queue.complete_next(|c| -> Result<(), E> {
+                activity.read_done(c.completion.length_bytes as u64);
                 let bytes = c.result?;
                 let file_id = file_ids[c.completion.file_index as usize];
                 *overlaid += pool.overlay_dirty(file_id, c.completion.offset_bytes, bytes) as u64;

@@ -11,6 +11,9 @@ pub enum BenchCommand {
     /// Singleton (or K-row) inserts from N threads for S seconds through the embedded write
     /// path: rows/s, commits per log flush, commit latency, CPU µs per row.
     Inserts(crate::cmd_bench_inserts::BenchInsertsArgs),
+    /// Seed 003's experiment: a cold scan alone, then beside a checkpoint of >= 1 GB at
+    /// --max-async-io 1, 8, 32, 255 (pacing off and on): scan MB/s kept, checkpoint time.
+    Checkpoint(crate::cmd_bench_checkpoint::BenchCheckpointArgs),
 }
 
 pub fn run(command: BenchCommand) -> anyhow::Result<()> {
@@ -18,5 +21,6 @@ pub fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Costs(args) => crate::cmd_bench_costs::run_bench_costs(args),
         BenchCommand::Compression(args) => crate::cmd_bench_compression::run(args),
         BenchCommand::Inserts(args) => crate::cmd_bench_inserts::run(args),
+        BenchCommand::Checkpoint(args) => crate::cmd_bench_checkpoint::run_bench(args),
     }
 }

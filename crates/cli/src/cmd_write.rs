@@ -76,11 +76,12 @@ pub fn checkpoint(args: CheckpointArgs) -> anyhow::Result<()> {
         return print_json(&r);
     }
     println!(
-        "checkpoint: {} rows of {} tables -> {} pages in {} files; {} writes of {:.0} KB on average, at most {} outstanding (cap {}); redo point {}; {:.3} s",
+        "checkpoint: {} rows of {} tables -> {} pages in {} new and {} appended files; {} writes of {:.0} KB on average, at most {} outstanding (cap {}); redo point {}; {:.3} s",
         r.rows_written,
         r.tables,
         r.pages_written,
         r.files_created,
+        r.files_appended,
         r.writes,
         r.avg_write_bytes / 1024.0,
         r.max_outstanding_writes,

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cmd_bench;
+mod cmd_bench_checkpoint;
 mod cmd_bench_compression;
 mod cmd_bench_costs;
 mod cmd_bench_inserts;

@@ -125,3 +125,64 @@ pub fn refuse_unsupported_create(ct: &CreateTable) -> Result<(), SqlError> {
 pub fn new_table(name: String, columns: Vec<flashscan_storage::ColumnDef>, partitions: Option<u32>, partition_by: Option<String>, if_not_exists: bool) -> NewTable {
     NewTable { name, columns, partition_count: partitions, partition_by, if_not_exists }
 }
+
+/// The columns an INSERT fills, in the order of its VALUES (or SELECT) list: the listed
+/// columns, or every column of the table. `None` when the table is unknown (the plan's
+/// own error comes first then).
+pub fn insert_column_names(write: &WritePath, insert: &datafusion::sql::sqlparser::ast::Insert) -> Option<Vec<String>> {
+    let unquote = |s: String| s.rsplit('.').next().unwrap_or_default().trim_matches('"').to_string();
+    if !insert.columns.is_empty() {
+        return Some(insert.columns.iter().map(|c| unquote(c.to_string())).collect());
+    }
+    let table = unquote(insert.table.to_string());
+    let catalog = write.catalog().ok()?;
+    let meta = catalog.tables.iter().find(|(k, _)| k.eq_ignore_ascii_case(&table)).map(|(_, t)| t)?;
+    Some(meta.columns.iter().map(|c| c.name.clone()).collect())
+}
+
+/// DataFusion reports NULL into a NOT NULL column by position: Arrow's "Column 'column3'
+/// is declared as non-nullable …" (the VALUES list's 3rd column, 1-based) or "Invalid batch
+/// column at '2' has null …" (0-based). Names the column instead, from `columns` (the
+/// INSERT's column list in order); any other error passes unchanged.
+pub fn name_null_column(error: SqlError, columns: Option<&[String]>) -> SqlError {
+    let Some(columns) = columns else { return error };
+    let message = match &error {
+        SqlError::Execution(m) | SqlError::Plan(m) | SqlError::Internal(m) => m.clone(),
+        _ => return error,
+    };
+    let between = |start: &str, end: &str| -> Option<String> {
+        let from = message.find(start)? + start.len();
+        let len = message[from..].find(end)?;
+        Some(message[from..from + len].to_string())
+    };
+    let index = if let Some(n) = between("Column 'column", "' is declared as non-nullable") {
+        n.parse::<usize>().ok().and_then(|n| n.checked_sub(1))
+    } else if let Some(n) = between("Invalid batch column at '", "' has null but schema specifies non-nullable") {
+        n.parse::<usize>().ok()
+    } else {
+        None
+    };
+    match index.and_then(|i| columns.get(i)) {
+        Some(name) => SqlError::Execution(format!("NULL in column {name}, which is NOT NULL: give it a value in every row (nothing was inserted)")),
+        None => error,
+    }
+}
+
+#[cfg(test)]
+mod null_column_tests {
+    use super::*;
+
+    #[test]
+    fn null_errors_name_the_column() {
+        let cols = vec!["id".to_string(), "name".to_string(), "qty".to_string()];
+        let e = name_null_column(SqlError::Execution("Invalid argument error: Column 'column3' is declared as non-nullable but contains null values".into()), Some(&cols));
+        assert_eq!(e.to_string(), "NULL in column qty, which is NOT NULL: give it a value in every row (nothing was inserted)");
+        let e = name_null_column(SqlError::Execution("Invalid batch column at '0' has null but schema specifies non-nullable".into()), Some(&cols));
+        assert!(e.to_string().contains("column id,"), "{e}");
+        // Out of range or other errors: unchanged.
+        let e = name_null_column(SqlError::Execution("Invalid argument error: Column 'column9' is declared as non-nullable but contains null values".into()), Some(&cols));
+        assert!(e.to_string().contains("column9"), "{e}");
+        let e = name_null_column(SqlError::Execution("division by zero".into()), Some(&cols));
+        assert_eq!(e.to_string(), "division by zero");
+    }
+}

@@ -192,6 +192,8 @@ impl FlashscanSession {
             return self.run_copy(copy).await;
         }
         let text = statement.to_string();
+        // INSERT: the columns it fills, to name a NOT NULL column DataFusion names by position.
+        let mut insert_columns: Option<Vec<String>> = None;
         if let DFStatement::Statement(s) = &statement {
             match s.as_ref() {
                 SqlStatement::CreateTable(ct) => return self.create_table(ct.clone(), text).await,
@@ -214,8 +216,9 @@ impl FlashscanSession {
                         "UPDATE, DELETE, MERGE and TRUNCATE are not supported yet: flashscan takes INSERT only (the log reserves record kinds for them)".into(),
                     ));
                 }
-                SqlStatement::Insert(_) => {
-                    self.ensure_writer()?;
+                SqlStatement::Insert(insert) => {
+                    let w = self.ensure_writer()?;
+                    insert_columns = crate::dml::insert_column_names(&w, insert);
                     if self.in_transaction() {
                         if let Some(output) = self.insert_in_transaction(statement.clone()).await? {
                             return Ok(output);
@@ -238,7 +241,7 @@ impl FlashscanSession {
         .await;
         let elapsed_s = started.elapsed().as_secs_f64();
         let scans = self.scan_log.take();
-        let (schema, batches) = result.map_err(|e| self.explain_error(SqlError::from(e)))?;
+        let (schema, batches) = result.map_err(|e| crate::dml::name_null_column(self.explain_error(SqlError::from(e)), insert_columns.as_deref()))?;
         Ok(QueryOutput { statement: text, schema, batches, elapsed_s, scans })
     }
 

@@ -117,6 +117,11 @@ fn failed_statements_leave_nothing_and_refusals_are_clear() {
     // NULL into NOT NULL in the last row: the whole statement fails.
     let e = fails(&rt, &s, "INSERT INTO t VALUES (6, 'a', 60), (7, 'b', NULL)");
     assert!(e.to_lowercase().contains("null"), "{e}");
+    // Named by the table's column, not DataFusion's position ("column3").
+    assert!(e.contains("qty") && !e.contains("column3"), "{e}");
+    // With a column list, the position is the list's.
+    let e = fails(&rt, &s, "INSERT INTO t (qty, id) VALUES (NULL, 6)");
+    assert!(e.contains("qty") && !e.contains("column1"), "{e}");
     // A value that does not convert to the column's type.
     let e = fails(&rt, &s, "INSERT INTO t VALUES (8, 'c', 'eighty')");
     assert!(!e.is_empty());

@@ -18,32 +18,30 @@
 //! behind the catalog's: recovery scans a little more and skips rows before the catalog's.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::Arc;
 use std::time::Instant;
 
+use flashscan_buffer::stream_activity;
+use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, FileStats, IoError, OpenMode, RequestQueue};
 use flashscan_storage::catalog::sync_dir;
 use flashscan_storage::orphans::sweep_unreferenced;
 use flashscan_storage::page::header::seal;
-use flashscan_storage::{DataFileMeta, Lsn, PageId, PageRun, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
+use flashscan_storage::{DataFileMeta, Lsn, PageId, PageRun, TableMeta, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 
 use crate::error::{file_err, WriteError};
-use crate::write_path::{WritePath, RecoveryReport};
-
-/// SQL Server's default "Max Async IO" was 32 (later raised to 255): enough to keep a flash
-/// device busy, few enough that concurrent reads are not starved.
-pub const MAX_ASYNC_IO_DEFAULT: usize = 32;
-pub const MAX_ASYNC_IO_MAX: usize = 1024;
-/// Neighbouring pages of one file coalesce into writes of at most this size: large enough
-/// to amortize a request, small enough that `max_async_io` of them stay a bounded amount
-/// of memory in flight (32 MiB at the default).
-pub const CHECKPOINT_WRITE_BYTES_MAX: usize = 1 << 20;
+use crate::limits::{CHECKPOINT_FILE_BYTES_MAX, CHECKPOINT_WRITE_BYTES_MAX, MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX, PACED_GRACE, PACED_READS_PER_WRITE};
+use crate::write_path::{RecoveryReport, State, WritePath};
 
 #[derive(Debug, Clone)]
 pub struct CheckpointOptions {
     pub max_async_io: usize,
+    /// Pace the writes while a scan of this process is reading (see `issue_writes`).
+    pub pace: bool,
+    /// io_uring where the kernel allows it, else the psync engine (tests pick one).
+    pub engine_kind: EngineKind,
     /// Test hook: stop after the pages are written and synced, before the catalog commit,
     /// leaving everything as a crash there would.
     pub stop_before_catalog_commit: bool,
@@ -51,7 +49,7 @@ pub struct CheckpointOptions {
 
 impl Default for CheckpointOptions {
     fn default() -> Self {
-        CheckpointOptions { max_async_io: MAX_ASYNC_IO_DEFAULT, stop_before_catalog_commit: false }
+        CheckpointOptions { max_async_io: MAX_ASYNC_IO_DEFAULT, pace: true, engine_kind: EngineKind::Auto, stop_before_catalog_commit: false }
     }
 }
 
@@ -61,14 +59,25 @@ pub struct CheckpointReport {
     pub rows_written: u64,
     pub pages_written: u64,
     pub files_created: usize,
+    /// Partitions whose pages were appended to their last file instead.
+    pub files_appended: usize,
     pub writes: u64,
     pub avg_write_bytes: f64,
     pub max_async_io: usize,
     pub max_outstanding_writes: u64,
+    /// Writes issued while a scan of this process was reading (at the paced limit).
+    pub writes_paced: u64,
+    pub pace: bool,
+    /// "direct" (O_DIRECT: `max_async_io` is the device's queue of writes) or "buffered"
+    /// (the file system refused O_DIRECT; the page cache takes the writes).
+    pub write_mode: String,
+    pub engine: String,
     pub redo_lsn: u64,
     pub orphans_removed: usize,
     /// What opening the log replayed before the checkpoint.
     pub recovery: RecoveryReport,
+    /// Time spent writing pages (from the first write queued to the last completed).
+    pub write_s: f64,
     pub elapsed_s: f64,
 }
 
@@ -80,14 +89,75 @@ struct NewFile {
     file_id: u32,
     table: String,
     partition: usize,
-    pages: Vec<u8>,
+    /// Page number in the file of the first new page (0 for a new file).
+    first_page: u64,
+    /// The file's committed state when the pages are appended to an existing file.
+    appended_to: Option<DataFileMeta>,
+    /// The delta's pages, sealed with their real id and the redo LSN.
+    pages: Vec<Vec<u8>>,
     rows: u64,
+}
+
+impl NewFile {
+    fn offset_bytes(&self) -> u64 {
+        self.first_page * PAGE_SIZE_BYTES as u64
+    }
+
+    /// The file's size once the pages are in: extents are the unit of file sizes; the tail
+    /// past the pages stays zero.
+    fn size_bytes(&self) -> u64 {
+        let end = self.offset_bytes() + (self.pages.len() * PAGE_SIZE_BYTES) as u64;
+        end.div_ceil(EXTENT_SIZE_BYTES as u64) * EXTENT_SIZE_BYTES as u64
+    }
+}
+
+enum Target {
+    New { file_id: u32, path: PathBuf, catalog_path: String, volume: String },
+    Append(DataFileMeta),
+}
+
+struct Plan {
+    table: String,
+    partition: usize,
+    target: Target,
+}
+
+/// The file a partition's new pages can be appended to: the file of the partition's last
+/// run, if that run ends at the file's last page (nothing of another run after it), no
+/// other partition has a run in it, its name is this partition's (`TABLE.pNNN.f…`), and
+/// it stays under `CHECKPOINT_FILE_BYTES_MAX`. The new pages go past every page the
+/// catalog references: no committed byte is rewritten, and a crash before the catalog
+/// commit leaves only unreferenced bytes at the end (overwritten by the next checkpoint,
+/// whose rows are still in the log).
+fn append_target(table: &TableMeta, partition: usize, new_page_count: u64) -> Option<DataFileMeta> {
+    let run = table.partitions.get(partition)?.runs.last()?;
+    let file = table.files.iter().find(|f| f.path == run.file)?;
+    if run.first_page_id.checked_add(run.page_count as u64)? != PageId::new(file.file_id, u32::try_from(file.page_count).ok()?).0 {
+        return None;
+    }
+    if run.offset_bytes + run.page_count as u64 * PAGE_SIZE_BYTES as u64 != file.page_count * PAGE_SIZE_BYTES as u64 {
+        return None;
+    }
+    let name = Path::new(&file.path).file_name()?.to_string_lossy().into_owned();
+    let own = format!("{}.p{partition:03}.f{}.g", table.name, file.file_id);
+    if !(name.starts_with(&own) || name.contains(&format!(".{own}"))) || !name.ends_with(".dat") {
+        return None;
+    }
+    let shared = table.partitions.iter().enumerate().any(|(i, p)| i != partition && p.runs.iter().any(|r| r.file == run.file));
+    if shared {
+        return None;
+    }
+    let end_bytes = (file.page_count + new_page_count) * PAGE_SIZE_BYTES as u64;
+    if end_bytes > CHECKPOINT_FILE_BYTES_MAX || file.page_count + new_page_count > u32::MAX as u64 {
+        return None;
+    }
+    Some(file.clone())
 }
 
 struct PendingWrite {
     file: usize,
-    offset_bytes: u64,
-    len_bytes: usize,
+    first_page: usize,
+    page_count: usize,
 }
 
 /// Opens the database as the writer and checkpoints it.
@@ -98,52 +168,156 @@ pub fn checkpoint(db_dir: &Path, options: &CheckpointOptions) -> Result<Checkpoi
     Ok(report)
 }
 
-fn issue_writes(files: &[NewFile], writes: &[PendingWrite], max_async_io: usize) -> Result<u64, WriteError> {
-    let next = AtomicUsize::new(0);
-    let in_flight = AtomicU64::new(0);
-    let max_in_flight = AtomicU64::new(0);
-    let first_error: Mutex<Option<WriteError>> = Mutex::new(None);
-    // One thread per outstanding write: each does one pwrite at a time, so at most
-    // `max_async_io` are in the kernel at once.
-    std::thread::scope(|s| {
-        for _ in 0..max_async_io.min(writes.len()).max(1) {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(w) = writes.get(i) else { break };
-                if first_error.lock().map(|e| e.is_some()).unwrap_or(true) {
-                    break;
-                }
-                let f = &files[w.file];
-                let start = w.offset_bytes as usize;
-                let now = in_flight.fetch_add(1, Ordering::AcqRel) + 1;
-                max_in_flight.fetch_max(now, Ordering::AcqRel);
-                let r = f.file.write_all_at(&f.pages[start..start + w.len_bytes], w.offset_bytes);
-                in_flight.fetch_sub(1, Ordering::AcqRel);
-                if let Err(e) = r {
-                    if let Ok(mut slot) = first_error.lock() {
-                        slot.get_or_insert(WriteError::File { path: f.path.clone(), source: e });
-                    }
-                    break;
-                }
-            });
-        }
-    });
-    match first_error.into_inner() {
-        Ok(Some(e)) => Err(e),
-        Ok(None) => Ok(max_in_flight.load(Ordering::Acquire)),
-        Err(_) => Err(WriteError::InvalidArgument("a checkpoint write thread panicked".into())),
+/// ENOSPC / EDQUOT: the one failure the user fixes by freeing space.
+fn is_no_space(errno: i32) -> bool {
+    errno == libc::ENOSPC || errno == libc::EDQUOT
+}
+
+fn no_space(path: &Path, needed_bytes: u64) -> WriteError {
+    WriteError::NoSpace { path: path.to_path_buf(), needed_bytes, what: "the checkpoint".into() }
+}
+
+/// Reserves the file's whole size before any page is written, so a full disk is found
+/// before the first write (and says how much was needed) rather than in the middle.
+fn reserve(f: &NewFile) -> Result<(), WriteError> {
+    let from = f.offset_bytes() as libc::off_t;
+    let len = (f.size_bytes() - f.offset_bytes()) as libc::off_t;
+    // SAFETY: a valid fd owned by `f.file`; posix_fallocate only reads its arguments.
+    let rc = unsafe { libc::posix_fallocate(f.file.as_raw_fd(), from, len) };
+    match rc {
+        0 => Ok(()),
+        e if is_no_space(e) => Err(no_space(&f.path, f.size_bytes())),
+        // File systems without fallocate (EOPNOTSUPP): the writes find a full disk instead.
+        libc::EOPNOTSUPP | libc::ENOSYS => f.file.set_len(f.size_bytes()).map_err(file_err(&f.path)),
+        e => Err(WriteError::File { path: f.path.clone(), source: std::io::Error::from_raw_os_error(e) }),
     }
+}
+
+struct WriteFigures {
+    max_outstanding: u64,
+    writes_paced: u64,
+    direct: bool,
+    engine: &'static str,
+    write_s: f64,
+}
+
+/// Opens the new files for the engine: O_DIRECT where the file system allows it, so
+/// `max_async_io` is the number of writes the device really holds (buffered writes would
+/// land in the page cache at once and leave the kernel's writeback to pick the queue).
+fn open_for_writes(files: &[NewFile]) -> Result<(FileSet, bool), WriteError> {
+    for direct in [true, false] {
+        let mut set = FileSet::new();
+        let mut refused = false;
+        for f in files {
+            match set.add_with_flags(&f.path, OpenMode { direct, write: true }, libc::O_NOFOLLOW, Arc::new(FileStats::default())) {
+                Ok(_) => {}
+                Err(IoError::DirectUnsupported { .. }) if direct => {
+                    refused = true;
+                    break;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if !refused {
+            return Ok((set, direct));
+        }
+    }
+    Err(WriteError::InvalidArgument("no way to open the checkpoint's files for writing".into()))
+}
+
+/// The writes, in (file, offset) order, through the io crate's request queue: at most
+/// `max_async_io` in flight (SQL Server's "Max Async IO"). With `pace`, while a scan of
+/// this process is reading (or read within `PACED_GRACE`), at most one write per
+/// `PACED_READS_PER_WRITE` reads the scans have in flight (at least one): the device shares itself roughly by requests queued, so
+/// the scan keeps about 4/5 of it and the checkpoint still always moves forward.
+fn issue_writes(files: &[NewFile], writes: &[PendingWrite], options: &CheckpointOptions) -> Result<WriteFigures, WriteError> {
+    let (set, direct) = open_for_writes(files)?;
+    let set = Arc::new(set);
+    let config = EngineConfig::for_depth(options.max_async_io as u32, CHECKPOINT_WRITE_BYTES_MAX);
+    let engine = open_engine(options.engine_kind, set.clone(), config, &mut |_| {})?;
+    let engine_name = engine.name();
+    let mut queue: RequestQueue<usize> = RequestQueue::new(engine);
+    let started = Instant::now();
+    let mut figures = WriteFigures { max_outstanding: 0, writes_paced: 0, direct, engine: engine_name, write_s: 0.0 };
+    let mut next = 0usize;
+    // A scan seen within `PACED_GRACE` still counts: between one pass (or query) and the
+    // next the stream counters read zero for a moment, and an unpaced burst in that gap
+    // would fill the device's queue just as the next scan starts.
+    let mut last_scan_seen: Option<Instant> = None;
+    let mut last_read_bytes = stream_activity().read_bytes_total;
+    let result = (|| -> Result<(), WriteError> {
+        loop {
+            loop {
+                if next >= writes.len() || !queue.has_free_slot() {
+                    break;
+                }
+                let activity = stream_activity();
+                if activity.streams_active > 0 || activity.read_bytes_total != last_read_bytes {
+                    last_scan_seen = Some(Instant::now());
+                }
+                last_read_bytes = activity.read_bytes_total;
+                let paced = options.pace && last_scan_seen.is_some_and(|t| t.elapsed() < PACED_GRACE);
+                let limit = if paced {
+                    (activity.reads_in_flight / PACED_READS_PER_WRITE).clamp(1, options.max_async_io as u64)
+                } else {
+                    options.max_async_io as u64
+                };
+                if queue.outstanding() as u64 >= limit {
+                    break;
+                }
+                let w = &writes[next];
+                let f = &files[w.file];
+                let length = (w.page_count * PAGE_SIZE_BYTES) as u32;
+                queue.queue_write(w.file as u32, f.offset_bytes() + (w.first_page * PAGE_SIZE_BYTES) as u64, length, |slot| {
+                    for (i, page) in f.pages[w.first_page..w.first_page + w.page_count].iter().enumerate() {
+                        slot[i * PAGE_SIZE_BYTES..(i + 1) * PAGE_SIZE_BYTES].copy_from_slice(page);
+                    }
+                    next
+                })?;
+                next += 1;
+                if paced {
+                    figures.writes_paced += 1;
+                }
+                figures.max_outstanding = figures.max_outstanding.max(queue.outstanding() as u64);
+            }
+            queue.submit()?;
+            let done = queue.complete_next(|c| (c.tag, c.completion.result, c.result.map(drop)))?;
+            let Some((index, raw, result)) = done else { return Ok(()) };
+            let w = &writes[index];
+            let f = &files[w.file];
+            if let Err(errno) = raw {
+                if is_no_space(errno) {
+                    return Err(no_space(&f.path, f.size_bytes()));
+                }
+            }
+            result?;
+        }
+    })();
+    if result.is_err() {
+        queue.drain();
+    }
+    result?;
+    debug_assert_eq!(next, writes.len(), "every write issued");
+    figures.write_s = started.elapsed().as_secs_f64();
+    Ok(figures)
 }
 
 impl WritePath {
     /// Writes every delta as heap pages and commits them (see the module comment).
     pub fn checkpoint(&self, options: &CheckpointOptions) -> Result<CheckpointReport, WriteError> {
+        let mut st = self.lock_state()?;
+        self.retry_stopped_log(&mut st)?;
+        self.restart_log_if_stopped(&mut st)?;
+        self.checkpoint_locked(&mut st, options)
+    }
+
+    /// The checkpoint, with the state already locked (INSERT's automatic checkpoints).
+    pub(crate) fn checkpoint_locked(&self, st: &mut State, options: &CheckpointOptions) -> Result<CheckpointReport, WriteError> {
         let started = Instant::now();
         if !(1..=MAX_ASYNC_IO_MAX).contains(&options.max_async_io) {
             return Err(WriteError::InvalidArgument(format!("--max-async-io {}: use 1 to {MAX_ASYNC_IO_MAX}", options.max_async_io)));
         }
         let db_dir = self.db_dir().to_path_buf();
-        let mut st = self.lock_state()?;
         let recovery = st.recovery.clone();
         // Files an interrupted checkpoint (or load) listed before creating them go first.
         let orphans_removed = sweep_unreferenced(&db_dir, &mut st.catalog)?.removed_count as usize;
@@ -164,99 +338,131 @@ impl WritePath {
                 (path.clone(), path.to_string_lossy().into_owned(), v.clone())
             }
         };
-        // Intent first: the files about to be created are listed in the catalog as
-        // unreferenced, durably, before they exist, so a crash before the commit below leaves
-        // them named for the next writer's sweep (and nothing else is ever swept).
-        let mut planned: Vec<String> = Vec::new();
+        // Where each partition's pages go: appended to the partition's own last file when
+        // it has room (`append_target`), else into a new file.
+        let mut plans: Vec<Plan> = Vec::new();
         {
             let mut file_id = st.catalog.next_file_id;
             for (name, delta) in &st.deltas {
-                if delta.row_count() == 0 || !st.catalog.tables.contains_key(name) {
+                let Some(table) = st.catalog.tables.get(name) else { continue };
+                if delta.row_count() == 0 {
                     continue;
                 }
                 for p in 0..delta.partition_count() {
-                    if delta.pages(p).is_empty() {
+                    if delta.partition_row_count(p) == 0 {
                         continue;
                     }
-                    planned.push(place(name, p, file_id).1);
-                    file_id = file_id.wrapping_add(1);
+                    let page_count = delta.page_count(p) as u64;
+                    if let Some(f) = append_target(table, p, page_count) {
+                        plans.push(Plan { table: name.clone(), partition: p, target: Target::Append(f) });
+                        continue;
+                    }
+                    let Some(next) = file_id.checked_add(1) else {
+                        return Err(WriteError::InvalidArgument("the database has used all 2^32 data file ids".into()));
+                    };
+                    let (path, catalog_path, volume) = place(name, p, file_id);
+                    plans.push(Plan { table: name.clone(), partition: p, target: Target::New { file_id, path, catalog_path, volume } });
+                    file_id = next;
                 }
             }
         }
+        let planned: Vec<String> = plans
+            .iter()
+            .filter_map(|p| match &p.target {
+                Target::New { catalog_path, .. } => Some(catalog_path.clone()),
+                Target::Append(_) => None,
+            })
+            .collect();
+        // Intent first: the files about to be created are listed in the catalog as
+        // unreferenced, durably, before they exist, so a crash before the commit below leaves
+        // them named for the next writer's sweep (and nothing else is ever swept).
         if !planned.is_empty() {
             let mut intent = st.catalog.clone();
             intent.unreferenced_files.extend(planned.iter().cloned());
             intent.write_atomic(&db_dir)?;
             st.catalog = intent;
         }
-        let wal = WritePath::wal(&st)?;
+        let wal = WritePath::wal(st)?;
         let redo = wal.checkpoint_begin()?;
         let catalog = &st.catalog;
-        let mut next_file_id = catalog.next_file_id;
+        let next_file_id = plans.iter().filter_map(|p| if let Target::New { file_id, .. } = p.target { Some(file_id + 1) } else { None }).max().unwrap_or(catalog.next_file_id).max(catalog.next_file_id);
 
-        // Build the files' images: pages sealed with their real ids and the redo LSN.
+        // The files: created (O_EXCL) or opened to append, their space reserved, their
+        // pages sealed with their real ids and the redo LSN.
         let mut files: Vec<NewFile> = Vec::new();
-        let created = |files: &[NewFile]| {
+        // On failure: new files removed; appended files cut back to their committed size
+        // (only bytes no catalog ever referenced go).
+        let undo = |files: &[NewFile]| {
             for f in files {
-                let _ = std::fs::remove_file(&f.path);
+                match &f.appended_to {
+                    None => {
+                        let _ = std::fs::remove_file(&f.path);
+                    }
+                    Some(meta) => {
+                        let _ = f.file.set_len(meta.size_bytes);
+                    }
+                }
             }
         };
-        for (name, delta) in &st.deltas {
-            if delta.row_count() == 0 {
-                continue;
-            }
-            if !catalog.tables.contains_key(name) {
-                continue;
-            }
-            for p in 0..delta.partition_count() {
-                let pages = delta.pages(p);
-                if pages.is_empty() {
-                    continue;
+        for plan in &plans {
+            let Some(delta) = st.deltas.get(&plan.table) else { continue };
+            let p = plan.partition;
+            let opened = match &plan.target {
+                Target::New { file_id, path, catalog_path, volume } => {
+                    OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(path).map(|file| (file, *file_id, path.clone(), catalog_path.clone(), volume.clone(), 0u64, None))
                 }
-                let file_id = next_file_id;
-                next_file_id = match next_file_id.checked_add(1) {
-                    Some(n) => n,
-                    None => {
-                        created(&files);
-                        return Err(WriteError::InvalidArgument("the database has used all 2^32 data file ids".into()));
-                    }
-                };
-                let (path, catalog_path, volume) = place(name, p, file_id);
-                let file = match OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&path) {
-                    Ok(f) => f,
-                    Err(e) => {
-                        created(&files);
-                        return Err(WriteError::File { path, source: e });
-                    }
-                };
-                let mut image = Vec::with_capacity(pages.len() * PAGE_SIZE_BYTES);
-                for (i, mut page) in pages.into_iter().enumerate() {
-                    seal(&mut page, PageId::new(file_id, i as u32), Lsn(redo.0));
-                    image.extend_from_slice(&page);
+                Target::Append(meta) => {
+                    let path = db_dir.join(&meta.path);
+                    OpenOptions::new().write(true).custom_flags(libc::O_NOFOLLOW).open(&path).map(|file| (file, meta.file_id, path.clone(), meta.path.clone(), meta.volume.clone(), meta.page_count, Some(meta.clone())))
                 }
-                let rows = delta.partition_row_count(p);
-                files.push(NewFile { path, catalog_path, volume, file, file_id, table: name.clone(), partition: p, pages: image, rows });
+            };
+            let (file, file_id, path, catalog_path, volume, first_page, appended_to) = match opened {
+                Ok(o) => o,
+                Err(e) => {
+                    undo(&files);
+                    let path = match &plan.target {
+                        Target::New { path, .. } => path.clone(),
+                        Target::Append(meta) => db_dir.join(&meta.path),
+                    };
+                    if e.raw_os_error().is_some_and(is_no_space) {
+                        return Err(no_space(&path, 0));
+                    }
+                    return Err(WriteError::File { path, source: e });
+                }
+            };
+            let mut pages = delta.pages(p);
+            for (i, page) in pages.iter_mut().enumerate() {
+                seal(page, PageId::new(file_id, (first_page + i as u64) as u32), Lsn(redo.0));
+            }
+            let rows = delta.partition_row_count(p);
+            files.push(NewFile { path, catalog_path, volume, file, file_id, table: plan.table.clone(), partition: p, first_page, appended_to, pages, rows });
+            let last = files.len() - 1;
+            if let Err(e) = reserve(&files[last]) {
+                undo(&files);
+                return Err(e);
             }
         }
 
         // Writes sorted by (file, offset), neighbours coalesced.
+        let pages_per_write = CHECKPOINT_WRITE_BYTES_MAX / PAGE_SIZE_BYTES;
         let mut writes = Vec::new();
         for (fi, f) in files.iter().enumerate() {
-            let mut offset = 0usize;
-            while offset < f.pages.len() {
-                let len = CHECKPOINT_WRITE_BYTES_MAX.min(f.pages.len() - offset);
-                writes.push(PendingWrite { file: fi, offset_bytes: offset as u64, len_bytes: len });
-                offset += len;
+            let mut first_page = 0usize;
+            while first_page < f.pages.len() {
+                let page_count = pages_per_write.min(f.pages.len() - first_page);
+                writes.push(PendingWrite { file: fi, first_page, page_count });
+                first_page += page_count;
             }
         }
-        debug_assert!(writes.windows(2).all(|w| (w[0].file, w[0].offset_bytes) < (w[1].file, w[1].offset_bytes)));
+        debug_assert!(writes.windows(2).all(|w| (w[0].file, w[0].first_page) < (w[1].file, w[1].first_page)));
         let written = (|| {
-            let max_outstanding = issue_writes(&files, &writes, options.max_async_io)?;
+            let figures = if writes.is_empty() {
+                WriteFigures { max_outstanding: 0, writes_paced: 0, direct: false, engine: "none", write_s: 0.0 }
+            } else {
+                issue_writes(&files, &writes, options)?
+            };
             for f in &files {
-                // Extents are the unit of file sizes; the tail past the pages stays zero.
-                let size = (f.pages.len() as u64).div_ceil(EXTENT_SIZE_BYTES as u64) * EXTENT_SIZE_BYTES as u64;
-                f.file.set_len(size).map_err(file_err(&f.path))?;
-                f.file.sync_all().map_err(file_err(&f.path))?;
+                f.file.sync_all().map_err(|e| if e.raw_os_error().is_some_and(is_no_space) { no_space(&f.path, f.size_bytes()) } else { WriteError::File { path: f.path.clone(), source: e } })?;
             }
             let mut dirs: Vec<PathBuf> = files.iter().filter_map(|f| f.path.parent().map(Path::to_path_buf)).collect();
             dirs.sort();
@@ -264,12 +470,12 @@ impl WritePath {
             for d in dirs {
                 sync_dir(&d)?;
             }
-            Ok::<_, WriteError>(max_outstanding)
+            Ok::<_, WriteError>(figures)
         })();
-        let max_outstanding_writes = match written {
+        let figures = match written {
             Ok(m) => m,
             Err(e) => {
-                created(&files);
+                undo(&files);
                 return Err(e);
             }
         };
@@ -284,20 +490,37 @@ impl WritePath {
         let mut tables: Vec<String> = Vec::new();
         for f in &files {
             let Some(table) = next.tables.get_mut(&f.table) else { continue };
-            let page_count = (f.pages.len() / PAGE_SIZE_BYTES) as u64;
-            let size_bytes = (f.pages.len() as u64).div_ceil(EXTENT_SIZE_BYTES as u64) * EXTENT_SIZE_BYTES as u64;
-            let file_index = table.files.len() as u32;
-            table.files.push(DataFileMeta { file_id: f.file_id, path: f.catalog_path.clone(), volume: f.volume.clone(), size_bytes, page_count });
+            let page_count = f.pages.len() as u64;
             let Some(partition) = table.partitions.get_mut(f.partition) else { continue };
-            partition.runs.push(PageRun { file: f.catalog_path.clone(), offset_bytes: 0, page_count: page_count as u32, first_page_id: PageId::new(f.file_id, 0).0 });
-            partition.page_count += page_count;
-            partition.row_count += f.rows;
-            let filegroup = partition.filegroup as usize;
-            if let Some(fg) = table.filegroups.get_mut(filegroup) {
-                fg.files.push(file_index);
+            match &f.appended_to {
+                Some(meta) => {
+                    // The partition's last run ends where the new pages start: it grows.
+                    let Some(run) = partition.runs.last_mut() else { continue };
+                    debug_assert_eq!(run.first_page_id + run.page_count as u64, PageId::new(f.file_id, f.first_page as u32).0);
+                    run.page_count += page_count as u32;
+                    partition.page_count += page_count;
+                    partition.row_count += f.rows;
+                    let Some(file) = table.files.iter_mut().find(|m| m.file_id == meta.file_id) else { continue };
+                    let grown = f.size_bytes().saturating_sub(file.size_bytes);
+                    file.page_count += page_count;
+                    file.size_bytes = file.size_bytes.max(f.size_bytes());
+                    table.size_bytes += grown;
+                }
+                None => {
+                    let size_bytes = f.size_bytes();
+                    let file_index = table.files.len() as u32;
+                    partition.runs.push(PageRun { file: f.catalog_path.clone(), offset_bytes: 0, page_count: page_count as u32, first_page_id: PageId::new(f.file_id, 0).0 });
+                    partition.page_count += page_count;
+                    partition.row_count += f.rows;
+                    let filegroup = partition.filegroup as usize;
+                    table.files.push(DataFileMeta { file_id: f.file_id, path: f.catalog_path.clone(), volume: f.volume.clone(), size_bytes, page_count });
+                    if let Some(fg) = table.filegroups.get_mut(filegroup) {
+                        fg.files.push(file_index);
+                    }
+                    table.size_bytes += size_bytes;
+                }
             }
             table.row_count += f.rows;
-            table.size_bytes += size_bytes;
             rows_written += f.rows;
             pages_written += page_count;
             if !tables.contains(&f.table) {
@@ -311,7 +534,7 @@ impl WritePath {
             m.redo_lsn = redo.0;
         }
         if let Err(e) = next.write_atomic(&db_dir) {
-            created(&files);
+            undo(&files);
             return Err(e.into());
         }
         st.catalog = next;
@@ -321,22 +544,29 @@ impl WritePath {
                 st.deltas.insert(name.clone(), fresh);
             }
         }
-        let wal = WritePath::wal(&st)?;
+        let wal = WritePath::wal(st)?;
         wal.checkpoint_end(redo)?;
+        st.last_checkpoint_at = Instant::now();
         let write_count = writes.len() as u64;
-        let bytes: u64 = writes.iter().map(|w| w.len_bytes as u64).sum();
+        let bytes: u64 = writes.iter().map(|w| (w.page_count * PAGE_SIZE_BYTES) as u64).sum();
         Ok(CheckpointReport {
             tables: tables.len(),
             rows_written,
             pages_written,
-            files_created: files.len(),
+            files_created: files.iter().filter(|f| f.appended_to.is_none()).count(),
+            files_appended: files.iter().filter(|f| f.appended_to.is_some()).count(),
             writes: write_count,
             avg_write_bytes: if write_count == 0 { 0.0 } else { bytes as f64 / write_count as f64 },
             max_async_io: options.max_async_io,
-            max_outstanding_writes,
+            max_outstanding_writes: figures.max_outstanding,
+            writes_paced: figures.writes_paced,
+            pace: options.pace,
+            write_mode: if figures.direct { "direct".into() } else { "buffered".into() },
+            engine: figures.engine.into(),
             redo_lsn: redo.0,
             orphans_removed,
             recovery,
+            write_s: figures.write_s,
             elapsed_s: started.elapsed().as_secs_f64(),
         })
     }

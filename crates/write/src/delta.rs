@@ -54,6 +54,13 @@ impl PartitionDelta {
         true
     }
 
+    /// Memory the partition holds: its closed pages, the open page and its rows' copies.
+    fn memory_bytes(&self) -> u64 {
+        let open_rows: usize = self.open_rows.iter().map(|r| r.len()).sum();
+        let open_page = if self.open_rows.is_empty() { 0 } else { PAGE_SIZE_BYTES };
+        (self.closed.len() * PAGE_SIZE_BYTES + open_page + open_rows) as u64
+    }
+
     /// The closed pages and a sealed copy of the open one.
     fn pages(&self, column_count: u16) -> Vec<Vec<u8>> {
         let mut pages = self.closed.clone();
@@ -102,6 +109,12 @@ impl TableDelta {
         self.row_count.load(Ordering::Acquire)
     }
 
+    /// Memory the delta holds (pages and the open pages' rows): what the write path's
+    /// bound (`delta_bytes_max`) counts.
+    pub fn memory_bytes(&self) -> u64 {
+        self.partitions.lock().map(|parts| parts.iter().map(PartitionDelta::memory_bytes).sum()).unwrap_or(0)
+    }
+
     pub fn partition_count(&self) -> usize {
         self.partitions.lock().map(|p| p.len()).unwrap_or(0)
     }
@@ -131,6 +144,11 @@ impl TableDelta {
             Ok(parts) => parts.get(partition).map(|p| p.pages(self.column_count)).unwrap_or_default(),
             Err(_) => Vec::new(),
         }
+    }
+
+    /// Pages `pages(partition)` returns (closed ones and the open one).
+    pub fn page_count(&self, partition: usize) -> usize {
+        self.partitions.lock().ok().and_then(|p| p.get(partition).map(|p| p.closed.len() + usize::from(!p.open_rows.is_empty()))).unwrap_or(0)
     }
 
     pub fn partition_row_count(&self, partition: usize) -> u64 {

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use flashscan_io::IoError;
 use flashscan_storage::StorageError;
 use flashscan_wal::WalError;
 
@@ -12,6 +13,15 @@ pub enum WriteError {
     Storage(#[from] StorageError),
     #[error(transparent)]
     Wal(#[from] WalError),
+    #[error(transparent)]
+    Io(#[from] IoError),
+    /// The device holding `path` is full. Nothing half-written stays behind; committed rows
+    /// stay in the log (and readable) until a later checkpoint succeeds.
+    #[error("no space left on the device holding {path} ({what} needed {needed_mb:.1} MB more there): free space, then run it again; committed rows stay in the write-ahead log and readable meanwhile", needed_mb = *needed_bytes as f64 / 1e6)]
+    NoSpace { path: PathBuf, needed_bytes: u64, what: String },
+    /// INSERT would hold more committed rows in memory than the bound allows.
+    #[error("INSERT into {table}: {statement_mb:.1} MB of new rows on top of {delta_mb:.1} MB of committed rows not yet checkpointed exceeds the in-memory bound of {bound_mb:.1} MB (delta_bytes_max){cause}: insert fewer rows per statement, or free space for the checkpoint", statement_mb = *statement_bytes as f64 / 1e6, delta_mb = *delta_bytes as f64 / 1e6, bound_mb = *bound_bytes as f64 / 1e6)]
+    DeltaFull { table: String, statement_bytes: u64, delta_bytes: u64, bound_bytes: u64, cause: String },
     /// Something the user gave (a name, a value, an option) is wrong.
     #[error("{0}")]
     InvalidArgument(String),
@@ -38,7 +48,8 @@ impl WriteError {
                 WalError::MissingControl { .. } | WalError::AlreadyExists { .. } | WalError::Foreign { .. } | WalError::Locked { .. } | WalError::Config(_)
             ),
             WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::Unflushed { .. } => true,
-            WriteError::File { .. } | WriteError::Corrupt { .. } => false,
+            WriteError::DeltaFull { .. } => true,
+            WriteError::File { .. } | WriteError::Corrupt { .. } | WriteError::Io(_) | WriteError::NoSpace { .. } => false,
         }
     }
 }

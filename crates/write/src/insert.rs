@@ -178,6 +178,19 @@ impl WritePath {
         if row_count == 0 {
             return Ok(0);
         }
+        // Each row also costs its slot and a share of its page's header (what the delta's
+        // bound counts).
+        let statement_bytes: u64 = staged.iter().flat_map(|s| s.rows.iter().flatten()).map(|r| r.len() as u64 + 4).sum();
+        self.prepare_commit(&staged[0].key, statement_bytes)?;
+        let committed = self.commit_staged_gated(staged, row_count)?;
+        // Committed and visible: whatever an automatic checkpoint does now, the rows stay
+        // (its failure is kept in `auto_checkpoint_stats` and the rows stay in the log).
+        let _ = self.checkpoint_if_due();
+        Ok(committed)
+    }
+
+    /// The commit itself, under the commit gate (shared): logged, durable, then visible.
+    fn commit_staged_gated(&self, staged: &mut [Staged], row_count: u64) -> Result<u64, WriteError> {
         let _gate = self.commit_gate()?;
         let (wal, targets) = {
             let mut st = self.lock_state_shared()?;

@@ -10,6 +10,7 @@
 //!   API) and `BEGIN … COMMIT` transactions;
 //! - [`checkpoint`]: the deltas written as new heap pages, one catalog commit with the new
 //!   page counts and the redo point, then the log recycled;
+//! - [`limits`]: the delta's memory bound and the automatic checkpoint's triggers;
 //! - [`unflushed`]: for readers that do not merge the delta (scan, lookup, rebuild, index
 //!   create, drop): how many committed rows of a table are still only in the log.
 //!
@@ -25,15 +26,17 @@ pub mod delta;
 pub mod error;
 pub mod init;
 pub mod insert;
+pub mod limits;
 pub mod lock;
 pub mod unflushed;
 pub mod write_path;
 
-pub use checkpoint::{checkpoint, CheckpointOptions, CheckpointReport, MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX};
+pub use checkpoint::{checkpoint, CheckpointOptions, CheckpointReport};
+pub use limits::{MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX};
 pub use delta::TableDelta;
 pub use error::WriteError;
 pub use init::{init_database, InitOptions, InitReport};
 pub use insert::{PreparedInsert, Transaction};
 pub use lock::WriterLock;
 pub use unflushed::{refuse_if_unflushed, unflushed_rows};
-pub use write_path::{recover, NewTable, RecoveryReport, WritePath};
+pub use write_path::{recover, AutoCheckpointStats, NewTable, RecoveryReport, WriteLimits, WritePath};

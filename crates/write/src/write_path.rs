@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::column::ColumnDef;
@@ -24,8 +24,10 @@ use flashscan_storage::{Catalog, FilegroupMeta, PartitionMeta, StorageError, Tab
 use flashscan_wal::files::read_control;
 use flashscan_wal::{scan_dir, DatabaseIdentity, LogEnd, Scan, Wal, WalConfig, WalError};
 
-use crate::delta::TableDelta;
+use crate::checkpoint::{CheckpointOptions, CheckpointReport};
+use crate::delta::{rows_of_page, TableDelta};
 use crate::error::WriteError;
+use crate::limits::{CHECKPOINT_DELTA_BYTES_DEFAULT, CHECKPOINT_INTERVAL_S_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT, DELTA_BYTES_MAX_DEFAULT};
 use crate::lock::WriterLock;
 
 /// A table to create (from CREATE TABLE).
@@ -61,6 +63,49 @@ pub struct RecoveryReport {
     pub elapsed_s: f64,
 }
 
+/// The delta's memory bound and when checkpoints run by themselves (`limits` has the
+/// defaults and their reasons).
+#[derive(Debug, Clone)]
+pub struct WriteLimits {
+    /// Committed rows held in memory at most (all tables' deltas), bytes.
+    pub delta_bytes_max: u64,
+    /// After an INSERT: checkpoint once the deltas hold this much.
+    pub checkpoint_delta_bytes: u64,
+    /// After an INSERT: checkpoint once this much log was written since the redo point.
+    pub checkpoint_log_bytes: u64,
+    /// After an INSERT: checkpoint when the last one is older than this and rows wait.
+    pub checkpoint_interval: Duration,
+    /// Run the checkpoints above (off: only on demand; the bound still holds).
+    pub auto_checkpoint: bool,
+    /// How automatic checkpoints write.
+    pub checkpoint: CheckpointOptions,
+}
+
+impl Default for WriteLimits {
+    fn default() -> Self {
+        WriteLimits {
+            delta_bytes_max: DELTA_BYTES_MAX_DEFAULT,
+            checkpoint_delta_bytes: CHECKPOINT_DELTA_BYTES_DEFAULT,
+            checkpoint_log_bytes: CHECKPOINT_LOG_BYTES_DEFAULT,
+            checkpoint_interval: Duration::from_secs(CHECKPOINT_INTERVAL_S_DEFAULT),
+            auto_checkpoint: true,
+            checkpoint: CheckpointOptions::default(),
+        }
+    }
+}
+
+/// What the automatic checkpoints did (for counters and `--json` printers).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct AutoCheckpointStats {
+    pub checkpoints_count: u64,
+    /// "delta_bytes", "log_bytes", "interval" or "delta_bound" (to make room for an INSERT).
+    pub last_reason: Option<String>,
+    pub last_report: Option<CheckpointReport>,
+    /// The last automatic checkpoint's failure (the INSERT it followed still committed).
+    pub last_error: Option<String>,
+    pub failures_count: u64,
+}
+
 struct Writer {
     /// Shared so a commit can wait for its flush without holding the state mutex (see
     /// `commit_gate`).
@@ -73,6 +118,50 @@ pub(crate) struct State {
     pub(crate) deltas: BTreeMap<String, Arc<TableDelta>>,
     writer: Option<Writer>,
     pub(crate) recovery: RecoveryReport,
+    pub(crate) limits: WriteLimits,
+    pub(crate) last_checkpoint_at: Instant,
+    pub(crate) auto: AutoCheckpointStats,
+    /// The database lock, kept while a stopped log could not be reopened yet.
+    stopped_log: Option<WriterLock>,
+}
+
+impl State {
+    fn new(catalog: Catalog, deltas: BTreeMap<String, Arc<TableDelta>>, writer: Option<Writer>, recovery: RecoveryReport) -> State {
+        State { catalog, deltas, writer, recovery, limits: WriteLimits::default(), last_checkpoint_at: Instant::now(), auto: AutoCheckpointStats::default(), stopped_log: None }
+    }
+
+    /// Memory the deltas hold now.
+    pub(crate) fn delta_bytes(&self) -> u64 {
+        self.deltas.values().map(|d| d.memory_bytes()).sum()
+    }
+
+    /// Log written since the catalog's redo point (LSNs are byte positions).
+    fn log_bytes_since_redo(&self) -> u64 {
+        let redo = self.catalog.write.as_ref().map(|m| m.redo_lsn).unwrap_or(0);
+        match &self.writer {
+            Some(w) => w.wal.durable_lsn().0.saturating_sub(redo),
+            None => 0,
+        }
+    }
+
+    /// Why a checkpoint should run now, if one should.
+    fn checkpoint_due(&self) -> Option<&'static str> {
+        let l = &self.limits;
+        let delta_bytes = self.delta_bytes();
+        if delta_bytes == 0 {
+            return None;
+        }
+        if delta_bytes >= l.checkpoint_delta_bytes {
+            return Some("delta_bytes");
+        }
+        if self.log_bytes_since_redo() >= l.checkpoint_log_bytes {
+            return Some("log_bytes");
+        }
+        if self.last_checkpoint_at.elapsed() >= l.checkpoint_interval {
+            return Some("interval");
+        }
+        None
+    }
 }
 
 pub struct WritePath {
@@ -208,7 +297,7 @@ impl WritePath {
         let Some(meta) = catalog.write.clone() else { return Ok(None) };
         let scan = read_only_scan(db_dir, &meta)?;
         let (deltas, recovery) = replay(&catalog, &meta, &scan)?;
-        Ok(Some(WritePath { db_dir: db_dir.to_path_buf(), state: Mutex::new(State { catalog, deltas, writer: None, recovery }), commit_gate: RwLock::new(()) }))
+        Ok(Some(WritePath { db_dir: db_dir.to_path_buf(), state: Mutex::new(State::new(catalog, deltas, None, recovery)), commit_gate: RwLock::new(()) }))
     }
 
     /// Opens as the one writer: the database lock, the log (recovery: scan from the redo
@@ -218,7 +307,7 @@ impl WritePath {
         meta_of(&catalog, db_dir)?;
         let wp = WritePath {
             db_dir: db_dir.to_path_buf(),
-            state: Mutex::new(State { catalog, deltas: BTreeMap::new(), writer: None, recovery: RecoveryReport::default() }),
+            state: Mutex::new(State::new(catalog, BTreeMap::new(), None, RecoveryReport::default())),
             commit_gate: RwLock::new(()),
         };
         wp.become_writer(holder)?;
@@ -267,7 +356,9 @@ impl WritePath {
         let identity = identity_of(&self.db_dir, &meta)?;
         let (wal, scan) = Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity)?;
         let (deltas, recovery) = replay(&catalog, &meta, &scan)?;
-        *st = State { catalog, deltas, writer: Some(Writer { wal: Arc::new(wal), _lock: lock }), recovery };
+        let limits = st.limits.clone();
+        *st = State::new(catalog, deltas, Some(Writer { wal: Arc::new(wal), _lock: lock }), recovery);
+        st.limits = limits;
         Ok(true)
     }
 
@@ -279,6 +370,67 @@ impl WritePath {
         let st = self.lock_state_shared().ok()?;
         let key = key_of(&st.catalog, table)?;
         st.deltas.get(&key).cloned()
+    }
+
+    /// Sets the delta's bound and the automatic checkpoint's triggers.
+    pub fn set_limits(&self, limits: WriteLimits) -> Result<(), WriteError> {
+        if limits.checkpoint.max_async_io == 0 || limits.checkpoint.max_async_io > crate::limits::MAX_ASYNC_IO_MAX {
+            return Err(WriteError::InvalidArgument(format!("max_async_io {}: use 1 to {}", limits.checkpoint.max_async_io, crate::limits::MAX_ASYNC_IO_MAX)));
+        }
+        self.lock_state()?.limits = limits;
+        Ok(())
+    }
+
+    pub fn limits(&self) -> Result<WriteLimits, WriteError> {
+        Ok(self.lock_state()?.limits.clone())
+    }
+
+    /// Memory the deltas hold now (what `delta_bytes_max` bounds).
+    pub fn delta_bytes(&self) -> Result<u64, WriteError> {
+        Ok(self.lock_state()?.delta_bytes())
+    }
+
+    pub fn auto_checkpoint_stats(&self) -> Result<AutoCheckpointStats, WriteError> {
+        Ok(self.lock_state()?.auto.clone())
+    }
+
+    /// Runs a checkpoint now if one is due (`WriteLimits`' triggers); what `insert` calls
+    /// after each commit, and what a server may call on a timer.
+    pub fn checkpoint_if_due(&self) -> Result<Option<CheckpointReport>, WriteError> {
+        // Asked after every commit: answer from the state mutex alone, and drain the commits
+        // in flight (the exclusive gate) only when a checkpoint is due.
+        {
+            let st = self.lock_state_shared()?;
+            if st.writer.is_none() || !st.limits.auto_checkpoint || st.checkpoint_due().is_none() {
+                return Ok(None);
+            }
+        }
+        let mut st = self.lock_state()?;
+        if st.writer.is_none() || !st.limits.auto_checkpoint {
+            return Ok(None);
+        }
+        let Some(reason) = st.checkpoint_due() else { return Ok(None) };
+        self.auto_checkpoint(&mut st, reason)
+    }
+
+    /// One automatic checkpoint; its failure is recorded (and returned) but changes nothing
+    /// already committed.
+    fn auto_checkpoint(&self, st: &mut State, reason: &str) -> Result<Option<CheckpointReport>, WriteError> {
+        let options = st.limits.checkpoint.clone();
+        match self.checkpoint_locked(st, &options) {
+            Ok(report) => {
+                st.auto.checkpoints_count += 1;
+                st.auto.last_reason = Some(reason.to_string());
+                st.auto.last_report = Some(report.clone());
+                st.auto.last_error = None;
+                Ok(Some(report))
+            }
+            Err(e) => {
+                st.auto.failures_count += 1;
+                st.auto.last_error = Some(e.to_string());
+                Err(e)
+            }
+        }
     }
 
     pub fn recovery_report(&self) -> Result<RecoveryReport, WriteError> {
@@ -385,6 +537,95 @@ impl WritePath {
             let _ = std::fs::remove_file(self.db_dir.join(&f.path));
         }
         Ok(true)
+    }
+
+    /// After the log stopped on an I/O error (a full disk while a segment was created or
+    /// written, a failed flush), the next statement restarts it as a new process would:
+    /// the log is closed, opened again (recovery reads what is durable on disk — nothing
+    /// the failed write or flush claimed is trusted — and starts a new epoch), and the
+    /// deltas are rebuilt from it. Fails, and changes nothing, while the cause remains.
+    pub(crate) fn restart_log_if_stopped(&self, st: &mut State) -> Result<(), WriteError> {
+        let Some(w) = st.writer.as_ref() else { return Ok(()) };
+        let Some(cause) = w.wal.failure() else { return Ok(()) };
+        let meta = meta_of(&st.catalog, &self.db_dir)?;
+        let identity = identity_of(&self.db_dir, &meta)?;
+        let Some(old) = st.writer.take() else { return Ok(()) };
+        let Writer { wal, _lock: lock } = old;
+        // The log stopped: closing reports that stop again; it is known. The caller holds
+        // the commit gate exclusively, so no commit holds another handle to the log.
+        if let Ok(wal) = Arc::try_unwrap(wal) {
+            let _ = wal.close();
+        }
+        let reopened = Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity).map_err(WriteError::from).and_then(|(wal, scan)| {
+            let (deltas, recovery) = replay(&st.catalog, &meta, &scan)?;
+            Ok((wal, deltas, recovery))
+        });
+        match reopened {
+            Ok((wal, deltas, recovery)) => {
+                st.deltas = deltas;
+                st.recovery = recovery;
+                st.writer = Some(Writer { wal: Arc::new(wal), _lock: lock });
+                Ok(())
+            }
+            Err(e) => {
+                // Keep the database lock; the log stays closed until a later statement
+                // manages to reopen it.
+                st.writer = None;
+                st.stopped_log = Some(lock);
+                Err(WriteError::InvalidArgument(format!("the write-ahead log stopped ({cause}) and cannot be reopened yet: {e}")))
+            }
+        }
+    }
+
+    /// Before a commit: a stopped log restarted, and room under the delta's bound for
+    /// `statement_bytes` more (a checkpoint makes it if rows wait; else the statement is
+    /// refused whole, nothing logged). Cheap when neither applies: the state mutex alone.
+    /// The bound is checked before the commit gate, so commits racing past it at the same
+    /// moment can overshoot it by at most their own rows.
+    pub(crate) fn prepare_commit(&self, table_key: &str, statement_bytes: u64) -> Result<(), WriteError> {
+        {
+            let st = self.lock_state_shared()?;
+            let log_stopped = st.stopped_log.is_some() || st.writer.as_ref().is_some_and(|w| w.wal.failure().is_some());
+            if !log_stopped && st.delta_bytes() + statement_bytes <= st.limits.delta_bytes_max {
+                return Ok(());
+            }
+        }
+        let mut st = self.lock_state()?;
+        self.retry_stopped_log(&mut st)?;
+        self.restart_log_if_stopped(&mut st)?;
+        if st.delta_bytes() + statement_bytes > st.limits.delta_bytes_max {
+            let mut cause = String::new();
+            if st.delta_bytes() > 0 && st.limits.auto_checkpoint {
+                if let Err(e) = self.auto_checkpoint(&mut st, "delta_bound") {
+                    cause = format!(" (the checkpoint that would make room failed: {e})");
+                }
+            }
+            let delta_bytes = st.delta_bytes();
+            if delta_bytes + statement_bytes > st.limits.delta_bytes_max {
+                return Err(WriteError::DeltaFull { table: table_key.to_string(), statement_bytes, delta_bytes, bound_bytes: st.limits.delta_bytes_max, cause });
+            }
+        }
+        Ok(())
+    }
+
+    /// A writer whose log could not be reopened tries again (the lock is still held).
+    pub(crate) fn retry_stopped_log(&self, st: &mut State) -> Result<(), WriteError> {
+        let Some(lock) = st.stopped_log.take() else { return Ok(()) };
+        let meta = meta_of(&st.catalog, &self.db_dir)?;
+        let identity = identity_of(&self.db_dir, &meta)?;
+        match Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity) {
+            Ok((wal, scan)) => {
+                let (deltas, recovery) = replay(&st.catalog, &meta, &scan)?;
+                st.deltas = deltas;
+                st.recovery = recovery;
+                st.writer = Some(Writer { wal: Arc::new(wal), _lock: lock });
+                Ok(())
+            }
+            Err(e) => {
+                st.stopped_log = Some(lock);
+                Err(WriteError::InvalidArgument(format!("the write-ahead log cannot be reopened yet: {e}")))
+            }
+        }
     }
 
     /// INSERT: one transaction. Returns the rows inserted once their commit is durable.

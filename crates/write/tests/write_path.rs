@@ -190,7 +190,7 @@ fn crash_between_checkpoint_writes_and_catalog_commit_neither_loses_nor_duplicat
     new_db(&db);
     let wp = WritePath::open_writer(&db, "test").unwrap();
     wp.insert("t", &[batch(0, 500)]).unwrap();
-    let err = wp.checkpoint(&CheckpointOptions { max_async_io: 4, stop_before_catalog_commit: true }).unwrap_err();
+    let err = wp.checkpoint(&CheckpointOptions { max_async_io: 4, stop_before_catalog_commit: true, ..Default::default() }).unwrap_err();
     assert!(err.to_string().contains("before the catalog commit"), "{err}");
     drop(wp); // the crash: pages written and synced, catalog not committed
     let orphans: Vec<_> = std::fs::read_dir(&db).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".dat")).collect();
