@@ -1,20 +1,23 @@
 //! `flashscan checkpoint DB [--max-async-io N]`: the deltas become heap pages on disk.
 //!
 //! 1. `checkpoint_begin` logs the redo point R; every delta row was logged before it.
-//! 2. Each partition's delta pages are sealed (page id, LSN = R, checksum) into a new data
-//!    file of that partition (`TABLE.pNNN.fID.gGEN.dat`, O_EXCL|O_NOFOLLOW, named with the
-//!    catalog generation about to commit, so a crash before the commit leaves an orphan
-//!    the next writer removes).
+//! 2. Each partition's delta pages are sealed (page id, LSN = R, checksum) and appended
+//!    past the last page of the partition's own file (`append_target`), or written into a
+//!    new data file of that partition (`TABLE.pNNN.fID.gGEN.dat`, O_EXCL|O_NOFOLLOW, named
+//!    with the catalog generation about to commit, so a crash before the commit leaves an
+//!    orphan the next writer removes). Space is reserved before the first write.
 //! 3. The writes, sorted by (file, offset) and coalesced up to `CHECKPOINT_WRITE_BYTES_MAX`,
-//!    go out with at most `max_async_io` outstanding (SQL Server's "Max Async IO"); then
-//!    every file and directory is fsynced.
+//!    go out O_DIRECT through the request queue with at most `max_async_io` outstanding
+//!    (SQL Server's "Max Async IO"), paced while a scan reads; then every file and
+//!    directory is fsynced.
 //! 4. One atomic catalog commit: the new runs, page and row counts, and `redo_lsn = R`.
 //!    From here recovery skips every row logged before R: no row is in both a page and
 //!    the delta, whatever crashes when.
 //! 5. `checkpoint_end(R)` records R in the log's control file; older segments recycle.
 //!
 //! A crash before 4 leaves the old catalog (old counts, old redo point): the log replays
-//! the rows again and the orphans go. A crash between 4 and 5 leaves the log's redo point
+//! the rows again, the orphans go, and appended pages past the catalog's count are
+//! overwritten by the next checkpoint. A crash between 4 and 5 leaves the log's redo point
 //! behind the catalog's: recovery scans a little more and skips rows before the catalog's.
 
 use std::fs::{File, OpenOptions};
@@ -228,8 +231,9 @@ fn open_for_writes(files: &[NewFile]) -> Result<(FileSet, bool), WriteError> {
 /// The writes, in (file, offset) order, through the io crate's request queue: at most
 /// `max_async_io` in flight (SQL Server's "Max Async IO"). With `pace`, while a scan of
 /// this process is reading (or read within `PACED_GRACE`), at most one write per
-/// `PACED_READS_PER_WRITE` reads the scans have in flight (at least one): the device shares itself roughly by requests queued, so
-/// the scan keeps about 4/5 of it and the checkpoint still always moves forward.
+/// `PACED_READS_PER_WRITE` reads the scans have in flight (at least one): the device
+/// shares itself roughly by requests queued, so the scan keeps about 4/5 of it and the
+/// checkpoint still always moves forward.
 fn issue_writes(files: &[NewFile], writes: &[PendingWrite], options: &CheckpointOptions) -> Result<WriteFigures, WriteError> {
     let (set, direct) = open_for_writes(files)?;
     let set = Arc::new(set);
