@@ -6,7 +6,6 @@ use std::path::PathBuf;
 
 use flashscan_index::{create_index, drop_index, CreateIndex};
 
-use crate::exit::bad_input;
 
 #[derive(clap::Subcommand)]
 pub enum IndexCommand {

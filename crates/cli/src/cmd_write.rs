@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 
 use flashscan_write::{CheckpointOptions, InitOptions, MAX_ASYNC_IO_DEFAULT};
 
-use crate::exit::bad_input;
 
 #[derive(clap::Args)]
 pub struct InitArgs {
