@@ -12,7 +12,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use flashscan_storage::page::row_codec::Value;
+use flashscan_storage::heap::row_codec::Value;
 use flashscan_storage::{ColumnDef, ColumnType, TableMeta};
 
 /// Reads the input front to back; past its end every read returns zeros.
@@ -115,13 +115,13 @@ pub fn table(c: &mut Cursor) -> TableMeta {
             ColumnDef { name: format!("c{i}"), column_type: column_type(b), nullable: b & 0x80 != 0 }
         })
         .collect();
-    table_of(columns)
+    TableMeta::heap_without_rows("t", columns)
 }
 
 /// The table the compressed-page brief asks for: int, decimal, date and utf8 columns.
 pub fn mixed_table() -> TableMeta {
     let col = |name: &str, column_type, nullable| ColumnDef { name: name.into(), column_type, nullable };
-    table_of(vec![
+    let columns = vec![
         col("id", ColumnType::Int64, false),
         col("qty", ColumnType::Int32, true),
         col("price", ColumnType::Decimal { precision: 15, scale: 2 }, false),
@@ -130,24 +130,8 @@ pub fn mixed_table() -> TableMeta {
         col("comment", ColumnType::Utf8, true),
         col("ratio", ColumnType::Float64, true),
         col("flag", ColumnType::Boolean, false),
-    ])
-}
-
-pub fn table_of(columns: Vec<ColumnDef>) -> TableMeta {
-    TableMeta {
-        name: "t".into(),
-        columns,
-        partitions: vec![],
-        row_count: 0,
-        format: "heap".into(),
-        partition_by: "c0".into(),
-        filegroups: vec![],
-        files: vec![],
-        interleave_bytes: 65536,
-        size_bytes: 0,
-        source: "fuzz".into(),
-        load_lsn: 1,
-    }
+    ];
+    TableMeta::heap_without_rows("t", columns)
 }
 
 /// One value of type `t`, biased towards repeats and extremes so compression kicks in.
@@ -320,14 +304,47 @@ pub fn forced_codec(b: u8) -> Option<flashscan_storage::columnstore::CodecId> {
 /// Recomputes a heap page's checksum in place, trusting nothing else in it (`header::seal`
 /// is the writer's and asserts a well-formed page).
 pub fn reseal_page(page: &mut [u8]) {
-    use flashscan_storage::page::header::{compute_checksum, OFFSET_CHECKSUM};
+    use flashscan_storage::heap::header::{compute_checksum, OFFSET_CHECKSUM};
     let crc = compute_checksum(page);
     page[OFFSET_CHECKSUM..OFFSET_CHECKSUM + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Stamps the page id and recomputes the checksum.
 pub fn stamp_page(page: &mut [u8], page_id: u64) {
-    use flashscan_storage::page::header::OFFSET_PAGE_ID;
+    use flashscan_storage::heap::header::OFFSET_PAGE_ID;
     page[OFFSET_PAGE_ID..OFFSET_PAGE_ID + 8].copy_from_slice(&page_id.to_le_bytes());
     reseal_page(page);
+}
+
+/// Bytes of a column store segment's header; its checksum field sits at `SEGMENT_CHECKSUM_AT`.
+pub const SEGMENT_HEADER_BYTES: usize = 80;
+pub const SEGMENT_CHECKSUM_AT: usize = 12;
+
+/// Recomputes a column store segment's checksum (crc32c of the segment with the field as
+/// zero), so mutated bytes reach the codecs instead of stopping at the CRC.
+pub fn reseal_segment(segment: &mut [u8]) {
+    if segment.len() >= SEGMENT_HEADER_BYTES {
+        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].fill(0);
+        let crc = crc32c::crc32c(segment);
+        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// A segment made by `encode_segment` from input values of `data_type` (up to `rows_max`
+/// rows; nullable if bit 4 of `selector`, archived if bit 5; codec forced or analyzed),
+/// then mutated: the array it was made from, the segment, and how many mutations it took.
+pub fn synthesized_segment(
+    selector: u8,
+    c: &mut Cursor,
+    data_type: &arrow::datatypes::DataType,
+    rows_max: usize,
+) -> Option<(arrow::array::ArrayRef, Vec<u8>, usize)> {
+    use flashscan_storage::columnstore::{encode_segment, ColumnRef, SegmentOptions};
+    let rows = c.u16() as usize % rows_max;
+    let array = arrow_array(c, data_type, rows, selector & 0x10 != 0);
+    let options = SegmentOptions { archive: selector & 0x20 != 0, forced_codec: forced_codec(c.u8()) };
+    let encoded = encode_segment(array.as_ref(), &ColumnRef { index: 0, name: "c".into() }, options).ok()?;
+    let mut segment = encoded.bytes;
+    let mutations = mutate(&mut segment, c);
+    Some((array, segment, mutations))
 }

@@ -12,8 +12,8 @@ mod common;
 use std::path::Path;
 
 use common::{mixed_table, mutate, table, value, Cursor};
-use flashscan_storage::page::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP_PAGE_COMPRESSED, PAGE_KIND_HEAP_ROW_COMPRESSED, PAGE_MAGIC};
-use flashscan_storage::page::page_encoder::{HeapFormat, PageEncoder};
+use flashscan_storage::heap::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP_PAGE_COMPRESSED, PAGE_KIND_HEAP_ROW_COMPRESSED, PAGE_MAGIC};
+use flashscan_storage::heap::page_encoder::{HeapFormat, PageEncoder};
 use flashscan_storage::{decode_page_count_only, verify_page, HeapDecoder, PAGE_SIZE_BYTES};
 use libfuzzer_sys::fuzz_target;
 

@@ -10,19 +10,9 @@ mod common;
 
 use arrow::array::Array;
 use arrow::datatypes::DataType;
-use flashscan_storage::columnstore::{decode_segment, encode_segment, ColumnRef, SegmentOptions};
+use common::reseal_segment as reseal;
+use flashscan_storage::columnstore::decode_segment;
 use libfuzzer_sys::fuzz_target;
-
-const SEGMENT_HEADER_BYTES: usize = 80;
-const SEGMENT_CHECKSUM_AT: usize = 12;
-
-fn reseal(segment: &mut [u8]) {
-    if segment.len() >= SEGMENT_HEADER_BYTES {
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].fill(0);
-        let crc = crc32c::crc32c(segment);
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else { return };
@@ -42,12 +32,7 @@ fuzz_target!(|data: &[u8]| {
     };
     if selector & 0x40 != 0 {
         let mut c = common::Cursor::new(rest);
-        let rows = c.u16() as usize % 3000;
-        let array = common::arrow_array(&mut c, &data_type, rows, selector & 0x10 != 0);
-        let options = SegmentOptions { archive: selector & 0x20 != 0, forced_codec: common::forced_codec(c.u8()) };
-        let Ok(encoded) = encode_segment(array.as_ref(), &ColumnRef { index: 0, name: "c".into() }, options) else { return };
-        let mut segment = encoded.bytes;
-        let mutations = common::mutate(&mut segment, &mut c);
+        let Some((array, mut segment, mutations)) = common::synthesized_segment(selector, &mut c, &data_type, 3000) else { return };
         if selector & 0x80 != 0 {
             reseal(&mut segment);
         }

@@ -13,9 +13,9 @@ use std::path::Path;
 
 use common::{mutate, table, value, Cursor};
 use flashscan_index::heap_rows::row_at;
-use flashscan_storage::page::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
-use flashscan_storage::page::heap_page::{decode_page_rows, HeapPageBuilder};
-use flashscan_storage::page::row_codec::{decode_row, encode_row, RowLayout};
+use flashscan_storage::heap::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
+use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder};
+use flashscan_storage::heap::row_codec::{decode_row, encode_row, RowLayout};
 use flashscan_storage::{decode_page_count_only, verify_page, HeapDecoder, PAGE_SIZE_BYTES};
 use libfuzzer_sys::fuzz_target;
 

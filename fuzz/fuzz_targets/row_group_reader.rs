@@ -21,8 +21,6 @@ const ROW_GROUP_METADATA_BYTES_AT: usize = 32;
 const ROW_GROUP_COLUMN_COUNT_AT: usize = 12;
 const ROW_GROUP_HEADER_BYTES: usize = 64;
 const DIRECTORY_ENTRY_BYTES: usize = 64;
-const SEGMENT_HEADER_BYTES: usize = 80;
-const SEGMENT_CHECKSUM_AT: usize = 12;
 
 fn u64_at(bytes: &[u8], at: usize) -> u64 {
     let mut field = [0u8; 8];
@@ -54,13 +52,10 @@ fn reseal_segments(bytes: &mut [u8]) {
         let (offset, len) = (u64_at(bytes, entry), u64_at(bytes, entry + 8));
         let (Ok(offset), Ok(len)) = (usize::try_from(offset), usize::try_from(len)) else { continue };
         let Some(end) = offset.checked_add(len) else { continue };
-        if len < SEGMENT_HEADER_BYTES || end > bytes.len() {
+        if len < common::SEGMENT_HEADER_BYTES || end > bytes.len() {
             continue;
         }
-        let segment = &mut bytes[offset..end];
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].fill(0);
-        let crc = crc32c::crc32c(segment);
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
+        common::reseal_segment(&mut bytes[offset..end]);
     }
 }
 

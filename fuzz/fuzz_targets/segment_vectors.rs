@@ -10,20 +10,10 @@ mod common;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType, Date32Type, Decimal128Type, Int32Type, Int64Type};
-use flashscan_storage::columnstore::{decode_segment, encode_segment, ColumnRef, Location, SegmentOptions, SegmentView};
+use common::reseal_segment as reseal;
+use flashscan_storage::columnstore::{decode_segment, Location, SegmentView};
 use flashscan_storage::compression::VECTOR_VALUES;
 use libfuzzer_sys::fuzz_target;
-
-const SEGMENT_HEADER_BYTES: usize = 80;
-const SEGMENT_CHECKSUM_AT: usize = 12;
-
-fn reseal(segment: &mut [u8]) {
-    if segment.len() >= SEGMENT_HEADER_BYTES {
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].fill(0);
-        let crc = crc32c::crc32c(segment);
-        segment[SEGMENT_CHECKSUM_AT..SEGMENT_CHECKSUM_AT + 4].copy_from_slice(&crc.to_le_bytes());
-    }
-}
 
 /// Every value the vector readers produce (integers; codes for strings), and the sum.
 fn read_vectors(segment: &[u8]) -> Option<(Vec<i64>, Option<i128>)> {
@@ -70,12 +60,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     let mut c = common::Cursor::new(rest);
-    let rows = c.u16() as usize % 5000;
-    let array = common::arrow_array(&mut c, &data_type, rows, selector & 0x10 != 0);
-    let options = SegmentOptions { archive: selector & 0x20 != 0, forced_codec: common::forced_codec(c.u8()) };
-    let Ok(encoded) = encode_segment(array.as_ref(), &ColumnRef { index: 0, name: "c".into() }, options) else { return };
-    let mut segment = encoded.bytes;
-    let mutations = common::mutate(&mut segment, &mut c);
+    let Some((_, mut segment, mutations)) = common::synthesized_segment(selector, &mut c, &data_type, 5000) else { return };
     if selector & 0x80 != 0 || mutations > 0 {
         reseal(&mut segment);
     }

@@ -1,15 +1,16 @@
 //! `flashscan bench costs DB [--csv FILE] [--chart FILE]`: the CPU cost structure of
 //! database I/O on this machine — scans of 1…323 rows per page, key lookups of 10…10,000
 //! rows per query, in memory and cold, 8 KB and 64 KB reads, sync and prefetching. The
-//! synthetic tables live in DB/bench_costs and are reused by later runs.
-//! (Needs wiring in main.rs as `bench costs`.)
+//! synthetic tables live in DB/bench_costs and are reused by later runs. The measuring,
+//! the table, the CSV and the chart live in `flashscan_bench::costs`; this file parses flags
+//! and prints.
 
 use std::path::PathBuf;
 
-use flashscan_index::costs::{self, chart::write_chart, CostsOptions};
+use flashscan_bench::chart::write_costs_chart;
+use flashscan_bench::costs::{self, CostsOptions};
 
-use crate::cmd_index::index_error;
-use crate::exit::bad_input;
+use crate::exit::{bad_input, bench_error};
 
 #[derive(clap::Args)]
 pub struct BenchCostsArgs {
@@ -42,7 +43,7 @@ pub fn run_bench_costs(args: BenchCostsArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&args.db).map_err(|e| bad_input(format!("cannot create {}: {e}", args.db.display())))?;
     let pool_bytes = ((args.lookup_rows / 20 + 4096) * 8192 * 5 / 4).max(64 << 20);
     let options = CostsOptions { scan_pages: args.scan_pages, lookup_rows: args.lookup_rows, lookup_rows_target: args.lookup_rows_target, depth: args.depth, pool_bytes };
-    let report = costs::run(&args.db, &options, &mut |m| eprintln!("{m}")).map_err(index_error)?;
+    let report = costs::run(&args.db, &options, &mut |m| eprintln!("{m}")).map_err(bench_error)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -52,7 +53,7 @@ pub fn run_bench_costs(args: BenchCostsArgs) -> anyhow::Result<()> {
         std::fs::write(path, report.to_csv()).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
     }
     if let Some(path) = &args.chart {
-        write_chart(&report, path).map_err(index_error)?;
+        write_costs_chart(&report, path).map_err(bench_error)?;
     }
     Ok(())
 }

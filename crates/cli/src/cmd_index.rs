@@ -4,9 +4,8 @@
 
 use std::path::PathBuf;
 
-use flashscan_index::{create_index, drop_index, CreateIndex, IndexError};
+use flashscan_index::{create_index, drop_index, CreateIndex};
 
-use crate::exit::bad_input;
 
 #[derive(clap::Subcommand)]
 pub enum IndexCommand {
@@ -44,13 +43,7 @@ pub struct CreateArgs {
 }
 
 /// Index errors as the CLI reports them: exit 2 when the user can fix the cause.
-pub fn index_error(e: IndexError) -> anyhow::Error {
-    if e.is_user_input() {
-        bad_input(e.to_string())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
+pub use crate::exit::index_error;
 
 pub fn run(command: IndexCommand) -> anyhow::Result<()> {
     match command {

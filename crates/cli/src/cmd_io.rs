@@ -12,10 +12,10 @@ use flashscan_workbench::report::IntervalReport;
 use flashscan_workbench::runner::IntervalOutcome;
 use flashscan_workbench::spec::JobSpec;
 use flashscan_workbench::test_file::{prepare_targets, PreparedTarget, TargetNeeds};
-use flashscan_workbench::{chart, html, output, print_csv, print_json, print_table, sweep, verify, JobOptions, Report, SweepAxis, WorkbenchError};
+use flashscan_workbench::{chart, html, output, print_csv, print_json, print_table, sweep, verify, JobOptions, Report, SweepAxis};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::exit::bad_input;
+use crate::exit::{bad_input, workbench_error as classify};
 
 /// Largest child request read on stdin (`--child`): a job is a few KB.
 const CHILD_REQUEST_BYTES_MAX: u64 = 16 << 20;
@@ -121,11 +121,6 @@ pub struct IoArgs {
     /// Internal: run the job read on stdin as one process of --sweep processes=.
     #[arg(long, hide = true)]
     child: bool,
-}
-
-/// Workbench errors become exit 2 when the user can fix them, exit 1 otherwise.
-fn classify(e: WorkbenchError) -> anyhow::Error {
-    if e.is_bad_input() { bad_input(e.to_string()) } else { anyhow::Error::new(e) }
 }
 
 fn notice(message: &str) {

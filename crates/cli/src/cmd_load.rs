@@ -76,13 +76,7 @@ pub struct LoadArgs {
 }
 
 /// Storage errors the user can fix exit 2, the rest 1.
-pub fn storage_error(e: StorageError) -> anyhow::Error {
-    if e.is_user_input() {
-        bad_input(e.to_string())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
+pub use crate::exit::storage_error;
 
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     let files = args.parquet.len() + args.csv.len();

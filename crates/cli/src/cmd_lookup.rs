@@ -14,7 +14,7 @@ use flashscan_buffer::BufferPool;
 use flashscan_index::lookup::session::{LOOKUP_DEPTH_DEFAULT, PREFETCH_FROM_ROWS_DEFAULT};
 use flashscan_index::{KeyQuery, LookupOptions, LookupSession, LookupStats, PersistedStats};
 use flashscan_io::EngineKind;
-use flashscan_storage::page::row_codec::{decode_row, RowLayout, Value};
+use flashscan_storage::heap::row_codec::{decode_row, RowLayout, Value};
 use serde::Serialize;
 
 use crate::cmd_index::index_error;

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Cell, CellAlignment, Table};
 use flashscan_exec::report_json::report_json;
 use flashscan_exec::run::default_thread_count;
-use flashscan_exec::{open_source, run_query, BuiltinQuery, CacheMode, ExecError, ScanOptions, ScanReport};
+use flashscan_exec::{open_source, run_query, BuiltinQuery, CacheMode, ScanOptions, ScanReport};
 use flashscan_io::EngineKind;
 use flashscan_storage::Database;
 use flashscan_workbench::size::parse_size_bytes;
@@ -57,13 +57,7 @@ pub struct ScanArgs {
     pub json: bool,
 }
 
-pub(crate) fn exec_error(e: ExecError) -> anyhow::Error {
-    if e.is_bad_input() {
-        bad_input(e.to_string())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
+pub(crate) use crate::exit::exec_error;
 
 fn parse_query(args: &ScanArgs) -> anyhow::Result<BuiltinQuery> {
     let mut query = BuiltinQuery::parse(&args.query).map_err(exec_error)?;

@@ -3,9 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use flashscan_write::{CheckpointOptions, InitOptions, WriteError, MAX_ASYNC_IO_DEFAULT};
+use flashscan_write::{CheckpointOptions, InitOptions, MAX_ASYNC_IO_DEFAULT};
 
-use crate::exit::bad_input;
 
 #[derive(clap::Args)]
 pub struct InitArgs {
@@ -41,13 +40,8 @@ pub struct RecoverArgs {
     pub json: bool,
 }
 
-pub fn write_error(e: WriteError) -> anyhow::Error {
-    if e.is_user_input() {
-        bad_input(e.to_string())
-    } else {
-        anyhow::anyhow!(e.to_string())
-    }
-}
+// The exit code of every error is decided in exit.rs; the old path stays for callers.
+pub use crate::exit::write_error;
 
 /// Refuses `what` on a table with committed rows only in the log (`flashscan checkpoint` first).
 pub fn refuse_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {

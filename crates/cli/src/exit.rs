@@ -1,6 +1,138 @@
-//! How errors leave the binary: one line, `flashscan: <what>`, and an exit code.
-//! Exit 2 means the input was wrong (a flag, a file, a directory, the data); the user can
-//! fix it. Exit 1 means something failed while running.
+//! How errors leave the binary: one line, `flashscan: <what>`, and an exit code. This is
+//! the one place that decides the code, for every crate's error type ([`Classified`]):
+//! - exit 2: the input was wrong (a flag, a file, a directory, the data); the user can fix it;
+//! - exit 1: something failed while running (a device error, a full disk);
+//! - exit 1 too for an internal bug (a worker panicked, an invariant broke), and the line
+//!   says it is a bug in flashscan rather than blaming the input.
+
+use flashscan_bench::BenchError;
+use flashscan_exec::ExecError;
+use flashscan_index::IndexError;
+use flashscan_storage::StorageError;
+use flashscan_workbench::WorkbenchError;
+use flashscan_write::WriteError;
+
+/// Whose fault an error is: that decides the exit code and how the line reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The user can fix it: exit 2.
+    Input,
+    /// It failed while running: exit 1.
+    Running,
+    /// flashscan itself is wrong: exit 1, and the line says so.
+    Bug,
+}
+
+/// An error type the binary knows how to classify.
+pub trait Classified: std::error::Error + Send + Sync + Sized + 'static {
+    fn fault(&self) -> Fault;
+
+    /// The error as it leaves while running (the chain of causes, joined on one line).
+    fn into_running(self) -> anyhow::Error {
+        anyhow::Error::new(self)
+    }
+}
+
+/// The error as the binary reports it: its fault decides the code.
+pub fn classify<E: Classified>(e: E) -> anyhow::Error {
+    match e.fault() {
+        Fault::Input => bad_input(e.to_string()),
+        Fault::Running => e.into_running(),
+        Fault::Bug => anyhow::Error::new(InternalBug(e.to_string())),
+    }
+}
+
+fn input_or_running(user_input: bool) -> Fault {
+    if user_input { Fault::Input } else { Fault::Running }
+}
+
+impl Classified for StorageError {
+    fn fault(&self) -> Fault {
+        input_or_running(self.is_user_input())
+    }
+}
+
+impl Classified for ExecError {
+    fn fault(&self) -> Fault {
+        match self {
+            // A panic in a worker, or a stop (control flow between a scan and its consumer)
+            // that reached the command: both are flashscan's bugs, not the user's input.
+            ExecError::WorkerPanic(_) | ExecError::Stopped | ExecError::FileNotInPlan { .. } | ExecError::Internal(_) => Fault::Bug,
+            e => input_or_running(e.is_bad_input()),
+        }
+    }
+}
+
+impl Classified for IndexError {
+    fn fault(&self) -> Fault {
+        input_or_running(self.is_user_input())
+    }
+}
+
+impl Classified for WriteError {
+    fn fault(&self) -> Fault {
+        input_or_running(self.is_user_input())
+    }
+
+    // Its messages already carry their causes: one line without repeating them.
+    fn into_running(self) -> anyhow::Error {
+        anyhow::anyhow!(self.to_string())
+    }
+}
+
+impl Classified for WorkbenchError {
+    fn fault(&self) -> Fault {
+        match self {
+            WorkbenchError::ThreadPanicked(_) => Fault::Bug,
+            e => input_or_running(e.is_bad_input()),
+        }
+    }
+}
+
+impl Classified for BenchError {
+    fn fault(&self) -> Fault {
+        match self {
+            BenchError::Exec(e) => e.fault(),
+            e => input_or_running(e.is_user_input()),
+        }
+    }
+}
+
+pub fn storage_error(e: StorageError) -> anyhow::Error {
+    classify(e)
+}
+
+pub fn exec_error(e: ExecError) -> anyhow::Error {
+    classify(e)
+}
+
+pub fn index_error(e: IndexError) -> anyhow::Error {
+    classify(e)
+}
+
+pub fn write_error(e: WriteError) -> anyhow::Error {
+    classify(e)
+}
+
+pub fn workbench_error(e: WorkbenchError) -> anyhow::Error {
+    classify(e)
+}
+
+pub fn bench_error(e: BenchError) -> anyhow::Error {
+    classify(e)
+}
+
+/// A broken invariant of flashscan itself, reported as such.
+#[derive(Debug)]
+pub struct InternalBug(pub String);
+
+impl std::fmt::Display for InternalBug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "internal error (a bug in flashscan, not in your input; please report it with the command line): {}", self.0)
+    }
+}
+
+impl std::error::Error for InternalBug {}
 
 /// An error caused by what the user gave us. Wrap with `bad_input(...)`.
 #[derive(Debug)]

@@ -2,29 +2,17 @@
 
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-use flashscan_index::synth::{write_table, SynthSpec};
-
-fn flashscan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).output().expect("run flashscan")
-}
-
-fn ok(args: &[&str]) -> String {
-    let out = flashscan(args);
-    assert!(out.status.success(), "flashscan {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use common::{flashscan, indexed_synthetic_db, ok};
 
 fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&ok(args)).expect("JSON output")
 }
 
 fn setup(dir: &Path) -> String {
-    write_table(dir, &SynthSpec { name: "t".into(), rows_per_page: 10, row_count: 3000, shuffle_seed: Some(3) }).unwrap();
-    let db = dir.to_str().unwrap().to_string();
-    let out = ok(&["index", "create", &db, "t", "--name", "by_id", "--columns", "id"]);
-    assert!(out.contains("3000 entries"), "{out}");
+    let (db, created) = indexed_synthetic_db(dir);
+    assert!(created.contains("3000 entries"), "{created}");
     db
 }
 

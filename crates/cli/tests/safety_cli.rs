@@ -3,34 +3,17 @@
 //! names, `stats` on a directory that is not a database, and flags out of range.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use flashscan_index::synth::{write_table, SynthSpec};
+use flashscan_bench::synth::{write_table, SynthSpec};
 use flashscan_storage::Catalog;
 
-fn flashscan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).output().expect("run flashscan")
-}
+mod common;
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = flashscan(args);
-    assert!(o.status.success(), "flashscan {args:?} failed: {}", stderr(&o));
-    stdout(&o)
-}
+use common::{flashscan, indexed_synthetic_db, ok, stderr, stdout};
 
 fn setup(dir: &Path) -> String {
-    write_table(dir, &SynthSpec { name: "t".into(), rows_per_page: 10, row_count: 3000, shuffle_seed: Some(3) }).unwrap();
-    let db = dir.to_str().unwrap().to_string();
-    ok(&["index", "create", &db, "t", "--name", "by_id", "--columns", "id"]);
-    db
+    indexed_synthetic_db(dir).0
 }
 
 fn index_names(dir: &Path) -> Vec<String> {

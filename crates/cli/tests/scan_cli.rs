@@ -2,22 +2,15 @@
 //! and every bad input as one line on stderr with exit code 2 and no panic.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn flashscan() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flashscan"))
-}
+mod common;
+
+use common::command as flashscan;
 
 /// A small TPC-H database: lineitem (SF 0.01, 60K rows) and nation.
 fn small_db() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let db = dir.path().join("db");
-    let out = flashscan()
-        .args(["load", &db.to_string_lossy(), "--sf", "0.01", "--tables", "lineitem,nation", "--partitions", "3"])
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert!(out.status.success(), "load failed: {}", String::from_utf8_lossy(&out.stderr));
-    dir
+    common::small_tpch_db("lineitem,nation", 3)
 }
 
 /// Buffered reads: the test directory's file system may refuse O_DIRECT.

@@ -26,7 +26,7 @@ use flashscan_storage::{Database, TableMeta, PAGE_SIZE_BYTES};
 use crate::chunk::Chunk;
 use crate::error::ExecError;
 use crate::segments::{RowGroupSegments, SegmentSink};
-use crate::source::{distinct_paths, ChunkDecoder, PageDecoder, ReadPlan, RunSpec, ScanFilter, TableSource};
+use crate::source::{distinct_paths, file_index_of, ChunkDecoder, PageDecoder, ReadPlan, RunSpec, ScanFilter, TableSource};
 
 /// Segments closer than this are read together: one larger read costs less than two
 /// (a gap of 64 KB is read in ~30 µs at 2 GB/s, about one I/O's overhead).
@@ -62,7 +62,7 @@ impl<'a> ColumnStoreTable<'a> {
     /// execution partition reads a share of them).
     pub fn with_selection(db_dir: &Path, meta: &'a TableMeta, keep: &dyn Fn(u32, usize) -> bool) -> Result<ColumnStoreTable<'a>, ExecError> {
         if !meta.is_column_store() {
-            return Err(ExecError::Storage(format!("table {} is stored as {}, not as a column store", meta.name, meta.format)));
+            return Err(ExecError::NotColumnStore { table: meta.name.clone(), format: meta.format.clone() });
         }
         let mut row_groups = Vec::new();
         for partition in &meta.partitions {
@@ -180,7 +180,7 @@ impl TableSource for ColumnStoreTable<'_> {
     }
 
     fn new_decoder(&self, _projection: &[usize]) -> Result<Box<dyn PageDecoder>, ExecError> {
-        Err(ExecError::Storage(format!("table {} is a column store: it is read by row groups, not by pages", self.meta.name)))
+        Err(ExecError::Internal(format!("table {} is a column store: it is read by row groups, not by pages", self.meta.name)))
     }
 
     fn plan_reads(&self, projection: &[usize], filter: &ScanFilter, io_size_bytes: usize) -> Result<ReadPlan, ExecError> {
@@ -198,7 +198,7 @@ impl TableSource for ColumnStoreTable<'_> {
                 plan.skipped.rows_skipped += group.row_count;
                 continue;
             }
-            let file_index = plan.paths.iter().position(|p| p == &group.path).unwrap_or(0) as u32;
+            let file_index = file_index_of(&plan.paths, &group.path)?;
             let ranges: Vec<(u64, u64)> = if projection.is_empty() {
                 vec![(group.offset_bytes, group.offset_bytes + page_ceil(group.metadata_bytes))]
             } else {
@@ -283,7 +283,7 @@ impl RowGroupDecoder {
     /// read in place; otherwise each is gathered (compressed bytes, ~1-3 bytes a value for
     /// TPC-H, far less than decoded vectors) until the row group is complete.
     fn decode_segments(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, sink: &mut dyn SegmentSink) -> Result<u64, ExecError> {
-        let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Storage(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
+        let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Internal(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
         debug_assert_eq!(path, group.path);
         let chunk_start = chunk.offset_bytes;
         let chunk_end = chunk_start + bytes.len() as u64;
@@ -396,7 +396,7 @@ impl ChunkDecoder for RowGroupDecoder {
         path: &Path,
         emit: &mut dyn FnMut(&RecordBatch) -> Result<(), ExecError>,
     ) -> Result<u64, ExecError> {
-        let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Storage(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
+        let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Internal(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
         debug_assert_eq!(path, group.path);
         let row_count = group.row_count as usize;
         if self.projection.is_empty() {
@@ -482,7 +482,7 @@ impl ChunkDecoder for RowGroupDecoder {
     fn finish(&mut self) -> Result<(), ExecError> {
         match self.pending.keys().next() {
             None => Ok(()),
-            Some(tag) => Err(ExecError::Storage(format!("row group {tag}: the scan ended before all its columns were read"))),
+            Some(tag) => Err(ExecError::Internal(format!("row group {tag}: the scan ended before all its columns were read"))),
         }
     }
 }

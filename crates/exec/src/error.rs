@@ -20,15 +20,24 @@ pub enum ExecError {
     UnknownQuery(String),
     #[error("invalid scan option: {0}")]
     InvalidOption(String),
-    /// A storage-layer problem carried as text (kept for callers that build their own).
-    #[error("{0}")]
-    Storage(String),
+    /// A table of another format given where a column store is needed.
+    #[error("table {table} is stored as {format}, not as a column store")]
+    NotColumnStore { table: String, format: String },
+    /// An invariant of the scan broke (a plan and its sources disagree): a bug in
+    /// flashscan, not in the input, and said so.
+    #[error("internal error (a bug in flashscan): {0}")]
+    Internal(String),
     /// Errors from the storage layer: catalog, unknown table, page checksum or layout.
     #[error(transparent)]
     StorageLayer(#[from] flashscan_storage::StorageError),
-    /// A sink asked the scan to stop early (e.g. a LIMIT was satisfied); not a failure.
+    /// A sink asked the scan to stop early (e.g. a LIMIT was satisfied): the scan takes it
+    /// as control flow and returns successfully; it reaches a caller only by a bug.
     #[error("scan stopped by its consumer")]
     Stopped,
+    /// A read plan named a file that is not among the scan's files: a bug in the source
+    /// that built the plan (never picks another file instead).
+    #[error("internal error: {path} is not among the files of the scan's read plan")]
+    FileNotInPlan { path: PathBuf },
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
     #[error("a scan worker panicked: {0}")]
@@ -60,10 +69,10 @@ impl ExecError {
             | ExecError::QueryColumns { .. }
             | ExecError::UnknownQuery(_)
             | ExecError::InvalidOption(_)
-            | ExecError::Storage(_) => true,
+            | ExecError::NotColumnStore { .. } => true,
             ExecError::StorageLayer(e) => e.is_user_input(),
             ExecError::Buffer(flashscan_buffer::BufferError::File { .. }) => true,
-            ExecError::Arrow(_) | ExecError::WorkerPanic(_) | ExecError::Stopped | ExecError::Buffer(_) => false,
+            ExecError::Arrow(_) | ExecError::WorkerPanic(_) | ExecError::Stopped | ExecError::FileNotInPlan { .. } | ExecError::Internal(_) | ExecError::Buffer(_) => false,
         }
     }
 }

@@ -11,13 +11,10 @@
 //! - [`check`]: the same files read raw, beside the scan, for the efficiency verdict;
 //! - [`report`] / [`report_json`]: where the time went, collected once, printed by others.
 
-pub mod bench_compression;
 pub mod cache;
 pub mod check;
 pub mod chunk;
 pub mod columnstore_source;
-// The one CPU clock lives in flashscan-measure; the old path stays until callers move.
-pub use flashscan_measure::cpu as cpu_time;
 pub mod error;
 pub mod limits;
 pub mod queries;

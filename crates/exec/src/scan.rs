@@ -14,9 +14,9 @@ use std::time::Instant;
 
 use arrow::record_batch::RecordBatch;
 use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, FileStats, FileStatsSnapshot, OpenMode};
+use flashscan_measure::CpuTime;
 
 use crate::chunk::{Chunk, ChunkCursor};
-use crate::cpu_time::CpuTime;
 use crate::error::ExecError;
 use crate::limits::{SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX};
 use crate::read_ahead::{ReadAhead, ReadAheadStats};
@@ -26,6 +26,8 @@ use crate::waits::WaitTimes;
 
 /// Where decoded batches go. One per worker; the caller merges them after the scan.
 pub trait BatchSink: Send {
+    /// Takes one batch. `Err(ExecError::Stopped)` ends the scan early and successfully
+    /// (the consumer needs no more rows); any other error fails it.
     fn consume(&mut self, batch: &RecordBatch) -> Result<(), ExecError>;
 
     /// A kernel that decodes column store segments itself, a vector at a time, returns
@@ -306,6 +308,13 @@ fn run_workers<W: ChunkWork>(
                     stats.busy_ns = started.elapsed().as_nanos() as u64;
                     match result {
                         Ok(()) => Ok((work, stats)),
+                        // The consumer has all it needs (a LIMIT): control flow, not a
+                        // failure. The other workers stop at their next chunk; the scan
+                        // returns what was read so far, with its figures.
+                        Err(ExecError::Stopped) => {
+                            abort.store(true, Ordering::Relaxed);
+                            Ok((work, stats))
+                        }
                         Err(e) => {
                             abort.store(true, Ordering::Relaxed);
                             Err(e)

@@ -157,11 +157,15 @@ pub struct ReadPlan {
 
 impl ReadPlan {
     /// Page formats: every run cut into chunks of at most `io_size_bytes`, a few chunks a unit.
-    pub fn of_runs(runs: &[RunSpec], page_size_bytes: usize, io_size_bytes: usize) -> ReadPlan {
+    pub fn of_runs(runs: &[RunSpec], page_size_bytes: usize, io_size_bytes: usize) -> Result<ReadPlan, ExecError> {
         let paths = distinct_paths(runs);
-        let chunks = chunks_of_runs(runs, page_size_bytes, io_size_bytes, |r| paths.iter().position(|p| p == &r.path).unwrap_or(0) as u32);
+        let mut chunks = Vec::new();
+        for run in runs {
+            let file_index = file_index_of(&paths, &run.path)?;
+            chunks.extend(chunks_of_runs(std::slice::from_ref(run), page_size_bytes, io_size_bytes, |_| file_index));
+        }
         let unit_ends = units_every(chunks.len(), CHUNKS_PER_GRAB);
-        ReadPlan { paths, chunks, unit_ends, skipped: SkipFigures::default() }
+        Ok(ReadPlan { paths, chunks, unit_ends, skipped: SkipFigures::default() })
     }
 
     pub fn bytes(&self) -> u64 {
@@ -184,7 +188,7 @@ pub trait TableSource: Sync {
     /// What a scan of `projection` under `filter` reads. Page formats read every run.
     fn plan_reads(&self, projection: &[usize], filter: &ScanFilter, io_size_bytes: usize) -> Result<ReadPlan, ExecError> {
         let _ = (projection, filter);
-        Ok(ReadPlan::of_runs(&self.runs(), self.page_size_bytes(), io_size_bytes))
+        ReadPlan::of_runs(&self.runs(), self.page_size_bytes(), io_size_bytes)
     }
 
     /// A decoder for the chunks of `plan`. Page formats walk pages with `new_decoder`.
@@ -207,6 +211,12 @@ pub fn projection_of(source: &dyn TableSource, query: &str, names: &[&str]) -> R
             })
         })
         .collect()
+}
+
+/// The index of `path` among a plan's `paths`: a chunk's `file_index`. A path that is not
+/// there is a bug in the plan's builder, reported as such rather than read from file 0.
+pub fn file_index_of(paths: &[PathBuf], path: &Path) -> Result<u32, ExecError> {
+    paths.iter().position(|p| p == path).map(|i| i as u32).ok_or_else(|| ExecError::FileNotInPlan { path: path.to_path_buf() })
 }
 
 /// Distinct files of the runs, in first-seen order.

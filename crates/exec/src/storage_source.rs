@@ -12,9 +12,6 @@ use std::sync::Arc;
 use crate::error::ExecError;
 use crate::source::{PageDecoder, RunSpec, TableSource};
 
-/// The storage formats this scan decodes.
-const HEAP_FORMAT_PREFIX: &str = "heap";
-
 /// The scan source for any stored table: heap pages or column store row groups.
 pub fn open_source<'a>(db: &'a Database, table: &str) -> Result<Box<dyn TableSource + 'a>, ExecError> {
     let meta = db.table(table)?;
@@ -33,7 +30,7 @@ pub struct StorageTable<'a> {
 impl<'a> StorageTable<'a> {
     pub fn new(db: &'a Database, table: &str) -> Result<StorageTable<'a>, ExecError> {
         let meta = db.table(table)?;
-        if !meta.format.starts_with(HEAP_FORMAT_PREFIX) {
+        if meta.table_format()?.is_column_store() {
             return Err(ExecError::QueryColumns {
                 query: "scan".into(),
                 table: meta.name.clone(),

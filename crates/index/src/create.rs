@@ -8,12 +8,13 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use flashscan_storage::page::header::read_u16;
-use flashscan_storage::page::heap_page::slot_offset;
-use flashscan_storage::page::row_codec::RowLayout;
+use flashscan_storage::heap::header::read_u16;
+use flashscan_storage::heap::heap_page::slot_offset;
+use flashscan_storage::heap::row_codec::RowLayout;
 use flashscan_storage::load::lock_database;
 use flashscan_storage::orphans::sweep_unreferenced;
-use flashscan_storage::{verify_page, Catalog, Database, PAGE_SIZE_BYTES};
+use flashscan_storage::heap::page_encoder::HeapFormat;
+use flashscan_storage::{verify_page, Catalog, Database, TableFormat, PAGE_SIZE_BYTES};
 
 use crate::btree::{BuildOptions, TreeBuilder};
 use crate::catalog::{IndexCatalog, IndexMeta};
@@ -52,7 +53,7 @@ pub fn create_index(dir: &Path, request: &CreateIndex) -> Result<IndexMeta, Inde
     sweep_unreferenced(dir, &mut catalog)?;
     let db = Database::open(dir)?;
     let table = db.table(&request.table)?.clone();
-    if table.format != "heap" {
+    if table.table_format()? != TableFormat::Heap(HeapFormat::Plain) {
         return Err(IndexError::InvalidArgument(format!(
             "table {} is stored as {}: indexes cover uncompressed heap tables only; run `flashscan rebuild DB {} --compression none` first",
             table.name, table.format, table.name
@@ -166,17 +167,17 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
                     let page_id = run.first_page_id + (done + p) as u64;
                     let page_offset = offset + (p * PAGE_SIZE_BYTES) as u64;
                     let header = verify_page(page, page_id, &path, page_offset)?;
-                    if header.page_kind != flashscan_storage::page::header::PAGE_KIND_HEAP {
+                    if header.page_kind != flashscan_storage::heap::header::PAGE_KIND_HEAP {
                         return Err(IndexError::UnsupportedLayout {
                             table: table.name.clone(),
                             reason: format!("page {page_id:#x} is compressed (kind {}): indexes cover uncompressed heap tables only; rebuild the table as heap", header.page_kind),
                         });
                     }
                     let free = header.free_space_offset as usize;
-                    debug_assert_eq!(read_u16(page, flashscan_storage::page::header::OFFSET_ROW_COUNT), header.row_count);
+                    debug_assert_eq!(read_u16(page, flashscan_storage::heap::header::OFFSET_ROW_COUNT), header.row_count);
                     for slot in 0..header.row_count {
                         let at = slot_offset(page, slot as usize);
-                        if at < flashscan_storage::page::header::PAGE_HEADER_BYTES || at + layout.fixed_end_bytes > free {
+                        if at < flashscan_storage::heap::header::PAGE_HEADER_BYTES || at + layout.fixed_end_bytes > free {
                             return Err(flashscan_storage::StorageError::PageCorrupt {
                                 file: path.clone(),
                                 page_id,

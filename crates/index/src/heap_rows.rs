@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
-use flashscan_storage::page::header::{read_u16, OFFSET_FREE_SPACE, OFFSET_PAGE_KIND, OFFSET_ROW_COUNT, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
-use flashscan_storage::page::heap_page::slot_offset;
+use flashscan_storage::heap::header::{read_u16, OFFSET_FREE_SPACE, OFFSET_PAGE_KIND, OFFSET_ROW_COUNT, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
+use flashscan_storage::heap::heap_page::slot_offset;
 use flashscan_storage::StorageError;
 
 /// The bytes of the row in `slot`, from its start to the end of the page's rows (the row

@@ -3,7 +3,7 @@
 //! composite key is the concatenation of its parts. NULL is stored as i64::MIN (NULLs
 //! sort first, as in most engines).
 
-use flashscan_storage::page::row_codec::{ColumnSlot, RowLayout};
+use flashscan_storage::heap::row_codec::{ColumnSlot, RowLayout};
 use flashscan_storage::{ColumnType, TableMeta};
 
 use crate::error::IndexError;

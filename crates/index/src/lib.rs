@@ -1,5 +1,6 @@
-//! flashscan-index: B+tree indexes over heap tables, key lookups that switch from one
-//! read at a time to asynchronous prefetch, and the I/O cost bench.
+//! flashscan-index: B+tree indexes over heap tables, and key lookups that switch from one
+//! read at a time to asynchronous prefetch (the I/O cost bench that measures them is in
+//! crates/bench).
 //!
 //! Data flow of a lookup: keys → [`btree`] seeks (nodes through the buffer pool) → row
 //! locators → [`lookup`] plan (pages, read units) → reads (sync or a prefetch window) →
@@ -10,14 +11,10 @@
 //! - [`create`]: `index create` (scan, sort, build, register); [`catalog`]: the indexes in `catalog.json`;
 //! - [`table_files`]: the `FileSet` of a table and its index; [`heap_rows`]: a row by slot;
 //! - [`lookup`]: sessions, plans, the fetch loop, stats;
-//! - [`persisted_stats`]: buffer counters kept across commands;
-//! - [`synth`]: synthetic tables with N rows per page; [`costs`]: the cost bench;
-//! - [`cpu_time`]: process and thread CPU clocks.
+//! - [`persisted_stats`]: buffer counters kept across commands.
 
 pub mod btree;
 pub mod catalog;
-pub mod costs;
-pub mod cpu_time;
 pub mod create;
 pub mod error;
 pub mod heap_rows;
@@ -25,7 +22,6 @@ pub mod key;
 pub mod locator;
 pub mod lookup;
 pub mod persisted_stats;
-pub mod synth;
 pub mod table_files;
 pub mod verify;
 

@@ -9,11 +9,11 @@ use std::path::Path;
 
 use flashscan_buffer::BufferPool;
 use flashscan_index::key::encode_part;
-use flashscan_index::synth::{write_table, SynthSpec};
+use flashscan_bench::synth::{write_table, SynthSpec};
 use flashscan_index::{create_index, CreateIndex, IndexError, KeyQuery, LookupOptions, LookupSession};
 use flashscan_io::EngineKind;
-use flashscan_storage::page::heap_page::decode_page_rows;
-use flashscan_storage::page::row_codec::{decode_row, RowLayout, Value};
+use flashscan_storage::heap::heap_page::decode_page_rows;
+use flashscan_storage::heap::row_codec::{decode_row, RowLayout, Value};
 use flashscan_storage::{Database, PAGE_SIZE_BYTES};
 use rand::{Rng, SeedableRng};
 

@@ -75,15 +75,33 @@ impl IoCompletion {
 
 pub trait IoEngine: Send {
     fn name(&self) -> &'static str;
-    fn files(&self) -> &FileSet;
-    fn arena(&self) -> &BufferArena;
+    /// What every engine owns alike (files, arena, slots in flight, queue depth); the
+    /// accessors below read it, so an engine implements only how it moves bytes.
+    fn core(&self) -> &EngineCore;
+    fn core_mut(&mut self) -> &mut EngineCore;
+    fn files(&self) -> &FileSet {
+        &self.core().files
+    }
+    fn arena(&self) -> &BufferArena {
+        &self.core().arena
+    }
     /// The caller's view of an idle slot, to fill before a write.
-    fn slot_mut(&mut self, slot: u32) -> &mut [u8];
+    fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
+        let core = self.core_mut();
+        core.in_flight.slot_mut(&mut core.arena, slot)
+    }
     /// The caller's view of an idle slot, to read after a read completes.
-    fn slot(&self, slot: u32) -> &[u8];
+    fn slot(&self, slot: u32) -> &[u8] {
+        let core = self.core();
+        core.in_flight.slot(&core.arena, slot)
+    }
     /// Requests queued or submitted and not yet reaped.
-    fn in_flight(&self) -> u32;
-    fn queue_depth(&self) -> u32;
+    fn in_flight(&self) -> u32 {
+        self.core().in_flight.count
+    }
+    fn queue_depth(&self) -> u32 {
+        self.core().queue_depth
+    }
     /// Adds a request to the next batch. Fails if the queue is full or the request is invalid.
     fn queue(&mut self, request: IoRequest) -> Result<(), IoError>;
     /// Hands every queued request to the device.
@@ -245,6 +263,33 @@ pub(crate) fn check_request(
     Ok(())
 }
 
+/// What every engine owns and manages alike: its files, its buffer arena (one slot per
+/// request, allocated once), the slots in flight, its queue depth. Engines differ only in
+/// how they move bytes.
+pub struct EngineCore {
+    pub(crate) files: Arc<FileSet>,
+    pub(crate) arena: BufferArena,
+    pub(crate) in_flight: InFlight,
+    pub(crate) queue_depth: u32,
+}
+
+impl EngineCore {
+    pub(crate) fn new(files: Arc<FileSet>, config: &EngineConfig) -> Result<EngineCore, IoError> {
+        let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
+        Ok(EngineCore { files, in_flight: InFlight::new(arena.slot_count()), arena, queue_depth: config.queue_depth })
+    }
+
+    /// Every engine's `queue` starts here (see `InFlight::admit`).
+    pub(crate) fn admit(&self, engine: &'static str, request: &IoRequest) -> Result<(), IoError> {
+        self.in_flight.admit(engine, request, &self.files, &self.arena, self.queue_depth)
+    }
+
+    /// Ends the request on `slot` (see `InFlight::finish`).
+    pub(crate) fn finish(&mut self, slot: u32, result: Result<u32, i32>, now: Instant) -> IoCompletion {
+        self.in_flight.finish(slot, result, now, &self.files)
+    }
+}
+
 /// Per-slot bookkeeping shared by the engines: what is in flight and since when.
 pub(crate) struct InFlight {
     pub busy: Vec<bool>,
@@ -272,6 +317,39 @@ impl InFlight {
         self.requests[s] = request;
         self.started[s] = now;
         self.count += 1;
+    }
+
+    /// Every engine's `queue` starts here: the request is well formed (file, slot, length,
+    /// O_DIRECT alignment) and the engine has room for it.
+    pub fn admit(&self, engine: &'static str, request: &IoRequest, files: &FileSet, arena: &BufferArena, queue_depth: u32) -> Result<(), IoError> {
+        check_request(engine, request, files, arena, &self.busy)?;
+        if self.count >= queue_depth {
+            return Err(IoError::InvalidRequest(format!("{engine}: queue full ({queue_depth} in flight)")));
+        }
+        Ok(())
+    }
+
+    /// A slot's bytes; a slot in flight belongs to the device (asserted).
+    pub fn slot<'a>(&self, arena: &'a BufferArena, slot: u32) -> &'a [u8] {
+        assert!(!self.busy[slot as usize], "slot {slot} is in flight");
+        arena.slot(slot)
+    }
+
+    /// A slot's bytes to fill; a slot in flight belongs to the device (asserted).
+    pub fn slot_mut<'a>(&self, arena: &'a mut BufferArena, slot: u32) -> &'a mut [u8] {
+        assert!(!self.busy[slot as usize], "slot {slot} is in flight");
+        arena.slot_mut(slot)
+    }
+
+    /// Called from every engine's `Drop`. A slot in flight is memory the kernel (or a
+    /// worker) may still write: dropping the engine then frees it under the device's feet.
+    /// `RequestQueue` drains on drop.
+    pub fn assert_drained(&self, engine: &'static str) {
+        debug_assert!(
+            self.count == 0 || std::thread::panicking(),
+            "{engine} engine dropped with {} I/Os in flight: drain it first (RequestQueue does)",
+            self.count
+        );
     }
 
     /// Ends the request on `slot`, records it in the file's stats, returns its completion.

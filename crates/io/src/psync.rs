@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::buffer_arena::BufferArena;
-use crate::engine::{check_request, EngineConfig, InFlight, IoCompletion, IoEngine, IoOp, IoRequest};
+use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoOp, IoRequest};
 use crate::error::IoError;
 use crate::file_set::FileSet;
 use crate::limits::PSYNC_THREADS_MAX;
@@ -27,10 +26,7 @@ struct Job {
 }
 
 pub struct PsyncEngine {
-    files: Arc<FileSet>,
     raw_fds: Vec<i32>,
-    in_flight: InFlight,
-    queue_depth: u32,
     /// Requests queued but not yet handed to the workers (or run inline).
     pending: Vec<IoRequest>,
     /// Inline completions waiting to be reaped.
@@ -38,8 +34,8 @@ pub struct PsyncEngine {
     jobs: Option<Sender<Job>>,
     results: Option<Receiver<(u32, Result<u32, i32>, Instant)>>,
     workers: Vec<JoinHandle<()>>,
-    // Dropped last: workers are joined in Drop before the memory goes away.
-    arena: BufferArena,
+    // The arena inside is freed last: workers are joined in Drop before the memory goes away.
+    core: EngineCore,
 }
 
 /// One positioned transfer, retried on EINTR. Short transfers are returned as they are.
@@ -64,18 +60,14 @@ pub(crate) fn transfer(fd: i32, op: IoOp, ptr: *mut u8, length_bytes: u32, offse
 
 impl PsyncEngine {
     pub fn new(files: Arc<FileSet>, config: EngineConfig) -> Result<PsyncEngine, IoError> {
-        let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
         let mut engine = PsyncEngine {
             raw_fds: files.raw_fds(),
-            files,
-            in_flight: InFlight::new(arena.slot_count()),
-            queue_depth: config.queue_depth,
+            core: EngineCore::new(files, &config)?,
             pending: Vec::with_capacity(config.queue_depth as usize),
             done_inline: Vec::with_capacity(config.queue_depth as usize),
             jobs: None,
             results: None,
             workers: Vec::new(),
-            arena,
         };
         if config.queue_depth > 1 {
             let (job_tx, job_rx) = crossbeam_channel::bounded::<Job>(config.queue_depth as usize);
@@ -104,7 +96,7 @@ impl PsyncEngine {
 
     fn collect(&mut self, out: &mut Vec<IoCompletion>, mut min: usize) -> Result<(), IoError> {
         for (slot, r, at) in self.done_inline.drain(..) {
-            out.push(self.in_flight.finish(slot, r, at, &self.files));
+            out.push(self.core.finish(slot, r, at));
             min = min.saturating_sub(1);
         }
         let Some(results) = &self.results else { return Ok(()) };
@@ -113,11 +105,11 @@ impl PsyncEngine {
                 engine: NAME,
                 source: std::io::Error::other("worker threads stopped"),
             })?;
-            out.push(self.in_flight.finish(slot, r, at, &self.files));
+            out.push(self.core.finish(slot, r, at));
             min -= 1;
         }
         while let Ok((slot, r, at)) = results.try_recv() {
-            out.push(self.in_flight.finish(slot, r, at, &self.files));
+            out.push(self.core.finish(slot, r, at));
         }
         Ok(())
     }
@@ -127,39 +119,15 @@ impl IoEngine for PsyncEngine {
     fn name(&self) -> &'static str {
         NAME
     }
-
-    fn files(&self) -> &FileSet {
-        &self.files
+    fn core(&self) -> &EngineCore {
+        &self.core
     }
-
-    fn arena(&self) -> &BufferArena {
-        &self.arena
+    fn core_mut(&mut self) -> &mut EngineCore {
+        &mut self.core
     }
-
-    fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
-        assert!(!self.in_flight.busy[slot as usize], "slot {slot} is in flight");
-        self.arena.slot_mut(slot)
-    }
-
-    fn slot(&self, slot: u32) -> &[u8] {
-        assert!(!self.in_flight.busy[slot as usize], "slot {slot} is in flight");
-        self.arena.slot(slot)
-    }
-
-    fn in_flight(&self) -> u32 {
-        self.in_flight.count
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
     fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
-        check_request(NAME, &request, &self.files, &self.arena, &self.in_flight.busy)?;
-        if self.in_flight.count >= self.queue_depth {
-            return Err(IoError::InvalidRequest(format!("{NAME}: queue full ({} in flight)", self.queue_depth)));
-        }
-        self.in_flight.start(request, Instant::now());
+        self.core.admit(NAME, &request)?;
+        self.core.in_flight.start(request, Instant::now());
         self.pending.push(request);
         Ok(())
     }
@@ -167,7 +135,7 @@ impl IoEngine for PsyncEngine {
     fn submit(&mut self) -> Result<(), IoError> {
         for r in self.pending.drain(..) {
             let fd = self.raw_fds[r.file_index as usize];
-            let ptr = self.arena.slot_ptr(r.slot);
+            let ptr = self.core.arena.slot_ptr(r.slot);
             match &self.jobs {
                 None => {
                     let result = transfer(fd, r.op, ptr, r.length_bytes, r.offset_bytes);
@@ -183,18 +151,14 @@ impl IoEngine for PsyncEngine {
 
     fn reap(&mut self, min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         self.submit()?;
-        let min = min_complete.min(self.in_flight.count) as usize;
+        let min = min_complete.min(self.core.in_flight.count) as usize;
         self.collect(out, min)
     }
 }
 
 impl Drop for PsyncEngine {
     fn drop(&mut self) {
-        debug_assert!(
-            self.in_flight.count == 0 || std::thread::panicking(),
-            "{NAME} engine dropped with {} I/Os in flight: drain it first (RequestQueue does)",
-            self.in_flight.count
-        );
+        self.core.in_flight.assert_drained(NAME);
         // Closing the job channel ends the workers; join them before the arena is freed,
         // since a worker may still be writing into a slot.
         self.jobs = None;

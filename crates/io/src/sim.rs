@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::buffer_arena::BufferArena;
-use crate::engine::{check_request, EngineConfig, InFlight, IoCompletion, IoEngine, IoOp, IoRequest};
+use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoOp, IoRequest};
 use crate::error::IoError;
 use crate::file_set::FileSet;
 use crate::psync::transfer;
@@ -238,11 +237,8 @@ impl SimDisk {
 }
 
 pub struct SimEngine {
-    files: Arc<FileSet>,
     raw_fds: Vec<i32>,
-    arena: BufferArena,
-    in_flight: InFlight,
-    queue_depth: u32,
+    core: EngineCore,
     pending: Vec<IoRequest>,
     plan: FaultPlan,
     io_count: u64,
@@ -259,7 +255,6 @@ pub struct SimEngine {
 impl SimEngine {
     pub fn new(files: Arc<FileSet>, config: EngineConfig, plan: FaultPlan) -> Result<SimEngine, IoError> {
         config.validate()?;
-        let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
         let flushes_each_write = files
             .raw_fds()
             .into_iter()
@@ -270,10 +265,7 @@ impl SimEngine {
             flushes_each_write,
             flushed_writes: Arc::new(AtomicU64::new(0)),
             raw_fds: files.raw_fds(),
-            files,
-            in_flight: InFlight::new(arena.slot_count()),
-            arena,
-            queue_depth: config.queue_depth,
+            core: EngineCore::new(files, &config)?,
             pending: Vec::new(),
             plan,
             io_count: 0,
@@ -305,32 +297,15 @@ impl IoEngine for SimEngine {
     fn name(&self) -> &'static str {
         NAME
     }
-    fn files(&self) -> &FileSet {
-        &self.files
+    fn core(&self) -> &EngineCore {
+        &self.core
     }
-    fn arena(&self) -> &BufferArena {
-        &self.arena
-    }
-    fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
-        assert!(!self.in_flight.busy[slot as usize]);
-        self.arena.slot_mut(slot)
-    }
-    fn slot(&self, slot: u32) -> &[u8] {
-        assert!(!self.in_flight.busy[slot as usize]);
-        self.arena.slot(slot)
-    }
-    fn in_flight(&self) -> u32 {
-        self.in_flight.count
-    }
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
+    fn core_mut(&mut self) -> &mut EngineCore {
+        &mut self.core
     }
     fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
-        check_request(NAME, &request, &self.files, &self.arena, &self.in_flight.busy)?;
-        if self.in_flight.count >= self.queue_depth {
-            return Err(IoError::InvalidRequest(format!("{NAME}: queue full")));
-        }
-        self.in_flight.start(request, Instant::now());
+        self.core.admit(NAME, &request)?;
+        self.core.in_flight.start(request, Instant::now());
         self.pending.push(request);
         Ok(())
     }
@@ -349,14 +324,14 @@ impl IoEngine for SimEngine {
             } else {
                 match (&self.disk, r.op) {
                     (Some(disk), IoOp::Write) => disk.write(
-                        &self.files.get(r.file_index).path,
+                        &self.core.files.get(r.file_index).path,
                         fd,
-                        self.arena.slot_ptr(r.slot),
+                        self.core.arena.slot_ptr(r.slot),
                         r.length_bytes,
                         r.offset_bytes,
                     ),
                     (Some(disk), IoOp::Read) if disk.is_power_cut() => Err(libc::EIO),
-                    _ => transfer(fd, r.op, self.arena.slot_ptr(r.slot), r.length_bytes, r.offset_bytes),
+                    _ => transfer(fd, r.op, self.core.arena.slot_ptr(r.slot), r.length_bytes, r.offset_bytes),
                 }
             };
             if r.op == IoOp::Read {
@@ -368,16 +343,16 @@ impl IoEngine for SimEngine {
             if r.op == IoOp::Write && result.is_ok() && self.flushes_each_write[r.file_index as usize] {
                 self.flushed_writes.fetch_add(1, Ordering::Relaxed);
             }
-            out.push(self.in_flight.finish(r.slot, result, Instant::now(), &self.files));
+            out.push(self.core.finish(r.slot, result, Instant::now()));
         }
         Ok(())
     }
     fn flush(&mut self, file_index: u32) -> Result<(), IoError> {
-        if file_index as usize >= self.files.len() {
-            return Err(IoError::InvalidRequest(format!("{NAME}: flush of file index {file_index} of {}", self.files.len())));
+        if file_index as usize >= self.core.files.len() {
+            return Err(IoError::InvalidRequest(format!("{NAME}: flush of file index {file_index} of {}", self.core.files.len())));
         }
         self.flush_count += 1;
-        let path = &self.files.get(file_index).path;
+        let path = &self.core.files.get(file_index).path;
         let failed = |errno: i32| IoError::File {
             path: path.clone(),
             what: format!("fdatasync failed: {}", std::io::Error::from_raw_os_error(errno)),
@@ -387,19 +362,13 @@ impl IoEngine for SimEngine {
         }
         match &self.disk {
             Some(disk) => disk.flush(path).map_err(failed),
-            None => crate::engine::fdatasync_file(&self.files, file_index),
+            None => crate::engine::fdatasync_file(&self.core.files, file_index),
         }
     }
 }
 
 impl Drop for SimEngine {
     fn drop(&mut self) {
-        // A slot in flight is memory the kernel (or a worker) may still write: dropping the
-        // engine then frees it under the device's feet. `RequestQueue` drains on drop.
-        debug_assert!(
-            self.in_flight.count == 0 || std::thread::panicking(),
-            "{NAME} engine dropped with {} I/Os in flight: drain it first (RequestQueue does)",
-            self.in_flight.count
-        );
+        self.core.in_flight.assert_drained(NAME);
     }
 }

@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use crate::buffer_arena::BufferArena;
-use crate::engine::{check_request, EngineConfig, InFlight, IoCompletion, IoEngine, IoOp, IoRequest};
+use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoOp, IoRequest};
 use crate::error::IoError;
 use crate::file_set::FileSet;
 
@@ -19,10 +18,7 @@ const NAME: &str = "uring";
 pub struct UringEngine {
     // Field order matters for drop: the ring (and its registrations) go before the arena.
     ring: IoUring,
-    files: Arc<FileSet>,
-    arena: BufferArena,
-    in_flight: InFlight,
-    queue_depth: u32,
+    core: EngineCore,
     unsubmitted: u32,
     fixed_files: bool,
     fixed_buffers: bool,
@@ -67,20 +63,17 @@ impl UringEngine {
                 source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, "disabled by FLASHSCAN_DISABLE_URING"),
             });
         }
-        let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
+        let raw_fds = files.raw_fds();
+        let core = EngineCore::new(files, &config)?;
         let entries = config.queue_depth.next_power_of_two().max(2);
         let (ring, deferred_taskrun) = build_ring(entries, config.single_thread)?;
-        let raw_fds = files.raw_fds();
         let fixed_files = !raw_fds.is_empty() && ring.submitter().register_files(&raw_fds).is_ok();
-        let iovecs = arena.iovecs();
+        let iovecs = core.arena.iovecs();
         // SAFETY: the iovecs point into `arena`, which outlives the ring (drop order above).
         let fixed_buffers = unsafe { ring.submitter().register_buffers(&iovecs) }.is_ok();
         Ok(UringEngine {
             ring,
-            in_flight: InFlight::new(arena.slot_count()),
-            files,
-            arena,
-            queue_depth: config.queue_depth,
+            core,
             unsubmitted: 0,
             fixed_files,
             fixed_buffers,
@@ -100,7 +93,7 @@ impl UringEngine {
     }
 
     fn entry(&self, r: &IoRequest) -> squeue::Entry {
-        let ptr = self.arena.slot_ptr(r.slot);
+        let ptr = self.core.arena.slot_ptr(r.slot);
         let len = r.length_bytes;
         let slot = r.slot as u16;
         macro_rules! build {
@@ -149,7 +142,7 @@ impl UringEngine {
             }
             for &(slot, res) in &done[..n] {
                 let result = if res < 0 { Err(-res) } else { Ok(res as u32) };
-                out.push(self.in_flight.finish(slot as u32, result, now, &self.files));
+                out.push(self.core.finish(slot as u32, result, now));
             }
             if n < done.len() {
                 break;
@@ -162,45 +155,21 @@ impl IoEngine for UringEngine {
     fn name(&self) -> &'static str {
         NAME
     }
-
-    fn files(&self) -> &FileSet {
-        &self.files
+    fn core(&self) -> &EngineCore {
+        &self.core
     }
-
-    fn arena(&self) -> &BufferArena {
-        &self.arena
+    fn core_mut(&mut self) -> &mut EngineCore {
+        &mut self.core
     }
-
-    fn slot_mut(&mut self, slot: u32) -> &mut [u8] {
-        assert!(!self.in_flight.busy[slot as usize], "slot {slot} is in flight");
-        self.arena.slot_mut(slot)
-    }
-
-    fn slot(&self, slot: u32) -> &[u8] {
-        assert!(!self.in_flight.busy[slot as usize], "slot {slot} is in flight");
-        self.arena.slot(slot)
-    }
-
-    fn in_flight(&self) -> u32 {
-        self.in_flight.count
-    }
-
-    fn queue_depth(&self) -> u32 {
-        self.queue_depth
-    }
-
     fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
-        check_request(NAME, &request, &self.files, &self.arena, &self.in_flight.busy)?;
-        if self.in_flight.count >= self.queue_depth {
-            return Err(IoError::InvalidRequest(format!("{NAME}: queue full ({} in flight)", self.queue_depth)));
-        }
+        self.core.admit(NAME, &request)?;
         let entry = self.entry(&request);
         // SAFETY: the entry's buffer is the request's slot, owned by the engine until its
         // completion is reaped; the descriptor stays open as long as `files`.
         while unsafe { self.ring.submission().push(&entry) }.is_err() {
             self.enter(0)?;
         }
-        self.in_flight.start(request, Instant::now());
+        self.core.in_flight.start(request, Instant::now());
         self.unsubmitted += 1;
         Ok(())
     }
@@ -214,10 +183,10 @@ impl IoEngine for UringEngine {
 
     fn reap(&mut self, min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         let before = out.len();
-        let want = min_complete.min(self.in_flight.count) as usize;
+        let want = min_complete.min(self.core.in_flight.count) as usize;
         // Completion work the kernel left for us (TASKRUN flag) only runs inside an enter;
         // a caller polling with min_complete 0 must still see those completions.
-        if want == 0 && self.in_flight.count > 0 && self.ring.submission().taskrun() {
+        if want == 0 && self.core.in_flight.count > 0 && self.ring.submission().taskrun() {
             self.enter(0)?;
         }
         self.drain(out);
@@ -235,12 +204,6 @@ impl IoEngine for UringEngine {
 
 impl Drop for UringEngine {
     fn drop(&mut self) {
-        // A slot in flight is memory the kernel (or a worker) may still write: dropping the
-        // engine then frees it under the device's feet. `RequestQueue` drains on drop.
-        debug_assert!(
-            self.in_flight.count == 0 || std::thread::panicking(),
-            "{NAME} engine dropped with {} I/Os in flight: drain it first (RequestQueue does)",
-            self.in_flight.count
-        );
+        self.core.in_flight.assert_drained(NAME);
     }
 }

@@ -147,8 +147,8 @@ pub fn read_unit(
     }
 }
 
-/// Hands batches to the callback; turns `Flow::Stop` into an error, the only way to end
-/// exec's scan early, and remembers that it did so.
+/// Hands batches to the callback; turns `Flow::Stop` into `ExecError::Stopped`, which exec's
+/// scan takes as control flow (it ends early and successfully), and remembers that it did so.
 struct DeliverSink<'a> {
     deliver: &'a (dyn Fn(RecordBatch) -> Flow + Sync),
     stopped: &'a AtomicBool,
@@ -160,7 +160,7 @@ impl BatchSink for DeliverSink<'_> {
             Flow::Continue => Ok(()),
             Flow::Stop => {
                 self.stopped.store(true, Ordering::Relaxed);
-                Err(ExecError::Storage("scan stopped: the query needs no more rows".into()))
+                Err(ExecError::Stopped)
             }
         }
     }
@@ -223,7 +223,7 @@ impl TableSource for HeapUnitSource<'_> {
     }
 
     fn new_decoder(&self, projection: &[usize]) -> Result<Box<dyn PageDecoder>, ExecError> {
-        let decoder = HeapDecoder::try_new(self.table, projection).map_err(|e| ExecError::Storage(e.to_string()))?;
+        let decoder = HeapDecoder::try_new(self.table, projection)?;
         Ok(Box::new(HeapPageDecoder { decoder, decoded: self.decoded.clone() }))
     }
 }

@@ -308,20 +308,7 @@ mod tests {
     use crate::column::ColumnDef;
 
     fn table_with(column_type: ColumnType) -> TableMeta {
-        TableMeta {
-            name: "t".into(),
-            columns: vec![ColumnDef { name: "d".into(), column_type, nullable: true }],
-            partitions: vec![],
-            row_count: 0,
-            format: "heap".into(),
-            partition_by: "d".into(),
-            filegroups: vec![],
-            files: vec![],
-            interleave_bytes: 65536,
-            size_bytes: 0,
-            source: "test".into(),
-            load_lsn: 1,
-        }
+        TableMeta::heap_without_rows("t", vec![ColumnDef { name: "d".into(), column_type, nullable: true }])
     }
 
     /// Found by fuzz/catalog: partition page counts summing past u64::MAX overflowed in

@@ -6,7 +6,7 @@
 //! Each file holds only this partition, so its pages are contiguous in the file and a
 //! scan can read them with large I/Os.
 
-use crate::page::{PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
+use crate::heap::{PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 use crate::table_meta::PageRun;
 
 /// Stripe unit bounds: at least one extent, at most 1 GB.

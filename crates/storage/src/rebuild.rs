@@ -19,43 +19,16 @@ use crate::catalog::Catalog;
 use crate::columnstore::{encode_row_group, ColumnStoreOptions, RowGroupReader, ROW_GROUP_ROWS_DEFAULT, ROW_GROUP_ROWS_MAX};
 use crate::database::Database;
 use crate::error::StorageError;
-use crate::heap_reader::read_partition;
+use crate::heap::reader::read_partition;
 use crate::load::batch_encoder::PagesMessage;
 use crate::load::{abandon_intent, commit_table, lock_database, CatalogStep};
 use crate::load::partition_writer::{PartitionWriter, WritePlan, WrittenTable};
-use crate::page::page_encoder::{HeapFormat, PageEncoder};
-use crate::page::Lsn;
+use crate::heap::page_encoder::{HeapFormat, PageEncoder};
+use crate::heap::Lsn;
 use crate::table_meta::TableMeta;
 
-/// The formats a table can be rebuilt into (`--compression`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RebuildTarget {
-    Heap(HeapFormat),
-    ColumnStore { archive: bool },
-}
-
-impl RebuildTarget {
-    /// Parses `none|row|page|columnstore|columnstore_archive`.
-    pub fn parse(s: &str) -> Result<RebuildTarget, StorageError> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "none" => RebuildTarget::Heap(HeapFormat::Plain),
-            "row" => RebuildTarget::Heap(HeapFormat::Row),
-            "page" => RebuildTarget::Heap(HeapFormat::Page),
-            "columnstore" => RebuildTarget::ColumnStore { archive: false },
-            "columnstore_archive" => RebuildTarget::ColumnStore { archive: true },
-            _ => return Err(StorageError::InvalidArgument(format!("--compression {s:?}: choose none, row, page, columnstore or columnstore_archive"))),
-        })
-    }
-
-    /// The table format the catalog records.
-    pub fn catalog_name(self) -> &'static str {
-        match self {
-            RebuildTarget::Heap(format) => format.catalog_name(),
-            RebuildTarget::ColumnStore { archive: false } => "columnstore",
-            RebuildTarget::ColumnStore { archive: true } => "columnstore_archive",
-        }
-    }
-}
+/// The formats a table can be rebuilt into (`--compression`): every table format.
+pub use crate::table_format::TableFormat as RebuildTarget;
 
 /// Where a rebuild is, for a progress line.
 #[derive(Debug, Clone, Copy)]

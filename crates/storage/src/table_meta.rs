@@ -8,9 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::column::ColumnDef;
 use crate::error::StorageError;
-
-/// Every column store format name starts with this.
-pub const COLUMN_STORE_FORMAT_PREFIX: &str = "columnstore";
+use crate::table_format::TableFormat;
 
 /// Contiguous pages in one file, in scan order: one large read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,9 +112,36 @@ impl TableMeta {
         })
     }
 
-    /// True for the column store formats (row groups), false for heap pages.
+    /// A plain heap table of `columns` with no rows, partitions or files yet, partitioned on
+    /// its first column: the one way tests, fuzzers and property tests make a `TableMeta`
+    /// (a load or a CREATE TABLE fills in the rest).
+    pub fn heap_without_rows(name: &str, columns: Vec<ColumnDef>) -> TableMeta {
+        let partition_by = columns.first().map(|c| c.name.clone()).unwrap_or_default();
+        TableMeta {
+            name: name.to_string(),
+            columns,
+            partitions: Vec::new(),
+            row_count: 0,
+            format: TableFormat::Heap(crate::heap::page_encoder::HeapFormat::Plain).catalog_name().to_string(),
+            partition_by,
+            filegroups: Vec::new(),
+            files: Vec::new(),
+            interleave_bytes: crate::EXTENT_SIZE_BYTES as u64,
+            size_bytes: 0,
+            source: String::new(),
+            load_lsn: 1,
+        }
+    }
+
+    /// The table's format; an unknown name is an error naming the table.
+    pub fn table_format(&self) -> Result<TableFormat, StorageError> {
+        TableFormat::from_catalog_name(&self.name, &self.format)
+    }
+
+    /// True for the column store formats (row groups), false for heap pages (and for an
+    /// unknown format, which `table_format` refuses wherever the format decides a read).
     pub fn is_column_store(&self) -> bool {
-        self.format.starts_with(COLUMN_STORE_FORMAT_PREFIX)
+        self.table_format().is_ok_and(TableFormat::is_column_store)
     }
 
     pub fn page_count(&self) -> u64 {

@@ -19,9 +19,9 @@ use serde::Serialize;
 use crate::columnstore::RowGroupReader;
 use crate::database::Database;
 use crate::error::StorageError;
-use crate::heap_decoder::HeapDecoder;
+use crate::heap::decoder::HeapDecoder;
 use crate::page_path::FileReader;
-use crate::page::PAGE_SIZE_BYTES;
+use crate::heap::PAGE_SIZE_BYTES;
 use crate::table_meta::TableMeta;
 
 /// Pages read per call while verifying: 1 MB.

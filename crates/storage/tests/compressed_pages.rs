@@ -6,21 +6,21 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::array::{Array, AsArray};
 use arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
-use arrow::util::display::{ArrayFormatter, FormatOptions};
-use flashscan_storage::heap_reader::read_table;
+use flashscan_storage::heap::reader::read_table;
 use flashscan_storage::load::tpch::tpch_source;
-use flashscan_storage::page::header::{read_header, seal, PAGE_KIND_HEAP_PAGE_COMPRESSED, PAGE_KIND_HEAP_ROW_COMPRESSED};
-use flashscan_storage::page::page_encoder::{HeapFormat, PageEncoder};
-use flashscan_storage::page::row_codec::Value;
+use flashscan_storage::heap::header::{read_header, seal, PAGE_KIND_HEAP_PAGE_COMPRESSED, PAGE_KIND_HEAP_ROW_COMPRESSED};
+use flashscan_storage::heap::page_encoder::{HeapFormat, PageEncoder};
+use flashscan_storage::heap::row_codec::Value;
 use flashscan_storage::{
-    decode_page_count_only, load_table, rebuild_table, ColumnDef, ColumnType, Database, HeapDecoder, LoadOptions, Lsn, PageId, RebuildOptions, RebuildTarget, TableMeta,
+    decode_page_count_only, load_table, rebuild_table, ColumnType, Database, HeapDecoder, LoadOptions, Lsn, PageId, RebuildOptions, RebuildTarget, TableMeta,
     PAGE_SIZE_BYTES,
 };
 use proptest::prelude::*;
 
 mod common;
+use common::{dir_listing, row_lines, same, table};
 use common::{column_type, new_type_decoded, new_type_value};
 
 /// Values biased towards what compression must get right: extremes, zero, repeats (a
@@ -50,30 +50,6 @@ fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
         prop_oneof![1 => Just(Value::Null), 4 => v].boxed()
     } else {
         v
-    }
-}
-
-fn table(columns: &[(ColumnType, bool)]) -> TableMeta {
-    TableMeta {
-        name: "t".into(),
-        columns: columns.iter().enumerate().map(|(i, &(column_type, nullable))| ColumnDef { name: format!("c{i}"), column_type, nullable }).collect(),
-        partitions: vec![],
-        row_count: 0,
-        format: "heap".into(),
-        partition_by: "c0".into(),
-        filegroups: vec![],
-        files: vec![],
-        interleave_bytes: 65536,
-        size_bytes: 0,
-        source: "test".into(),
-        load_lsn: 1,
-    }
-}
-
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Float64(x), Value::Float64(y)) => x.to_bits() == y.to_bits(),
-        _ => a == b,
     }
 }
 
@@ -197,29 +173,11 @@ fn long_strings_and_all_nulls_round_trip() {
     }
 }
 
-/// Every row as one line of displayed values: order-independent comparison of tables.
-fn row_lines(batches: &[RecordBatch]) -> Vec<String> {
-    let mut lines = Vec::new();
-    let opts = FormatOptions::default();
-    for b in batches {
-        let fmts: Vec<ArrayFormatter> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap()).collect();
-        for r in 0..b.num_rows() {
-            lines.push(fmts.iter().map(|f| f.value(r).to_string()).collect::<Vec<_>>().join("|"));
-        }
-    }
-    lines.sort();
-    lines
-}
-
 fn table_lines(db_dir: &Path, name: &str) -> (Vec<String>, TableMeta) {
     let db = Database::open(db_dir).unwrap();
     let t = db.table(name).unwrap().clone();
     let projection: Vec<usize> = (0..t.columns.len()).collect();
     (row_lines(&read_table(&db, &t, &projection).unwrap()), t)
-}
-
-fn dir_listing(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
 }
 
 #[test]

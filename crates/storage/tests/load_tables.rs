@@ -2,39 +2,22 @@
 //! the failure paths: injected disk full, corrupt and truncated files, bad names.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use arrow::array::{Array, AsArray, RecordBatch};
-use arrow::util::display::{ArrayFormatter, FormatOptions};
-use flashscan_storage::heap_reader::{check_files, read_table};
+use flashscan_storage::heap::reader::{check_files, read_table};
 use flashscan_storage::load::csv::csv_source;
 use flashscan_storage::load::tpch::{tpch_source, TPCH_TABLES};
 use flashscan_storage::{load_table, Database, LoadOptions, StorageError, PAGE_SIZE_BYTES};
 use tpchgen::generators::LineItemGenerator;
 use tpchgen_arrow::LineItemArrow;
 
+mod common;
+use common::{dir_listing, row_lines};
+
 const SF: f64 = 0.01;
 
 fn options(partitions: u32) -> LoadOptions {
     LoadOptions { partition_count: partitions, threads: 2, ..LoadOptions::default() }
-}
-
-/// Every row as one line of displayed values: order-independent comparison of tables.
-fn row_lines(batches: &[RecordBatch]) -> Vec<String> {
-    let mut lines = Vec::new();
-    let opts = FormatOptions::default();
-    for b in batches {
-        let fmts: Vec<ArrayFormatter> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap()).collect();
-        for r in 0..b.num_rows() {
-            lines.push(fmts.iter().map(|f| f.value(r).to_string()).collect::<Vec<_>>().join("|"));
-        }
-    }
-    lines.sort();
-    lines
-}
-
-fn dir_listing(dir: &Path) -> BTreeSet<String> {
-    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
 }
 
 #[test]

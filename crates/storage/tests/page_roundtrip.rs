@@ -5,13 +5,14 @@ use std::path::Path;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
-use flashscan_storage::page::header::seal;
-use flashscan_storage::page::heap_page::{decode_page_rows, HeapPageBuilder};
-use flashscan_storage::page::row_codec::{encode_row, RowLayout, Value, ROW_BYTES_MAX};
-use flashscan_storage::{ColumnDef, ColumnType, HeapDecoder, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::heap::header::seal;
+use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder};
+use flashscan_storage::heap::row_codec::{encode_row, RowLayout, Value, ROW_BYTES_MAX};
+use flashscan_storage::{ColumnType, HeapDecoder, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
 use proptest::prelude::*;
 
 mod common;
+use common::{same, table};
 use common::{column_type, new_type_decoded, new_type_value};
 
 fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
@@ -31,30 +32,6 @@ fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
         prop_oneof![1 => Just(Value::Null), 4 => v].boxed()
     } else {
         v
-    }
-}
-
-fn table(columns: &[(ColumnType, bool)]) -> TableMeta {
-    TableMeta {
-        name: "t".into(),
-        columns: columns.iter().enumerate().map(|(i, &(column_type, nullable))| ColumnDef { name: format!("c{i}"), column_type, nullable }).collect(),
-        partitions: vec![],
-        row_count: 0,
-        format: "heap".into(),
-        partition_by: "c0".into(),
-        filegroups: vec![],
-        files: vec![],
-        interleave_bytes: 65536,
-        size_bytes: 0,
-        source: "test".into(),
-        load_lsn: 1,
-    }
-}
-
-fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Float64(x), Value::Float64(y)) => x.to_bits() == y.to_bits(),
-        _ => a == b,
     }
 }
 

@@ -371,7 +371,7 @@ fn a_link_planted_at_a_data_file_name_is_never_read_through() {
     std::fs::copy(&data_file, &elsewhere).unwrap();
     std::fs::remove_file(&data_file).unwrap();
     std::os::unix::fs::symlink(&elsewhere, &data_file).unwrap();
-    let result = flashscan_storage::heap_reader::read_table(&database, &table, &[0]);
+    let result = flashscan_storage::heap::reader::read_table(&database, &table, &[0]);
     let message = format!("{:?}", result.as_ref().err());
     assert!(result.is_err(), "a table read went through a link planted at {}", data_file.display());
     assert!(message.contains("symbolic link") || message.contains("ELOOP") || message.contains("40"), "{message}");

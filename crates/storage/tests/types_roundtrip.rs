@@ -15,10 +15,10 @@ use arrow::array::{
 use arrow::compute::{concat_batches, sort_to_indices, take_record_batch};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use flashscan_storage::columnstore::{encode_row_group, ColumnStoreOptions, RowGroupReader, StatValue};
-use flashscan_storage::heap_reader::read_table;
+use flashscan_storage::heap::reader::read_table;
 use flashscan_storage::load::csv::{csv_source, csv_source_with, CsvOptions};
 use flashscan_storage::load::source::{BatchIter, PartSource};
-use flashscan_storage::page::row_codec::{decode_row, encode_row, RowLayout, Value};
+use flashscan_storage::heap::row_codec::{decode_row, encode_row, RowLayout, Value};
 use flashscan_storage::{load_table, rebuild_table, ColumnType, Database, LoadOptions, RebuildOptions, RebuildTarget, TableSource};
 use proptest::prelude::*;
 

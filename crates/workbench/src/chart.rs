@@ -6,23 +6,13 @@
 //! - a run's timeline (`--status-interval`): IOPS and p50/p99 latency per interval, where a
 //!   flat line shows a limit reached.
 
+use flashscan_measure::chart::{legend, line, panel};
 use plotters::prelude::*;
 
 use crate::error::WorkbenchError;
 use crate::report::Report;
 use crate::size::format_size_bytes;
 use crate::spec::SweepAxis;
-
-const PALETTE: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
 
 /// The settings a line holds fixed: everything but the swept value.
 fn line_label(r: &Report, axis: SweepAxis) -> String {
@@ -63,33 +53,15 @@ pub fn sweep_svg(reports: &[Report], axis: SweepAxis) -> Result<String, Workbenc
         let panels = root.split_evenly((3, 1));
         let metrics: [(&str, fn(&Report) -> f64); 3] =
             [("IOPS", |r| r.figures.iops), ("MB/s", |r| r.figures.mb_per_s), ("p99 latency (µs)", |r| r.figures.latency_us.p99)];
-        for (panel, (name, value)) in panels.iter().zip(metrics) {
+        for (area, (name, value)) in panels.iter().zip(metrics) {
             let y_max = reports.iter().map(value).fold(0.0f64, f64::max).max(1.0) * 1.1;
-            let mut chart = ChartBuilder::on(panel)
-                .caption(format!("{name} against {}", axis.label()), ("sans-serif", 20))
-                .margin(10)
-                .x_label_area_size(34)
-                .y_label_area_size(70)
-                .build_cartesian_2d((1u32..x_top).log_scale(), 0.0..y_max)
-                .map_err(chart_error)?;
+            let mut chart = panel(area, &format!("{name} against {}", axis.label()), (1u32..x_top).log_scale(), 0.0..y_max).map_err(WorkbenchError::Chart)?;
             chart.configure_mesh().x_desc(axis.label()).y_desc(name).draw().map_err(chart_error)?;
             for (i, (label, points)) in lines.iter().enumerate() {
-                let color = PALETTE[i % PALETTE.len()];
                 let data: Vec<(u32, f64)> = points.iter().map(|r| (r.swept_value(axis), value(r))).collect();
-                chart
-                    .draw_series(LineSeries::new(data.clone(), color.stroke_width(2)))
-                    .map_err(chart_error)?
-                    .label(label.clone())
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-                chart.draw_series(data.into_iter().map(|(x, y)| Circle::new((x, y), 3, color.filled()))).map_err(chart_error)?;
+                line(&mut chart, data, i, label, true).map_err(WorkbenchError::Chart)?;
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .draw()
-                .map_err(chart_error)?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(WorkbenchError::Chart)?;
         }
         root.present().map_err(chart_error)?;
     }
@@ -115,7 +87,7 @@ pub fn timeline_svg(report: &Report) -> Result<String, WorkbenchError> {
                 vec![("p50 µs", |i| i.figures.latency_us.p50), ("p99 µs", |i| i.figures.latency_us.p99)],
             ),
         ];
-        for (panel, (title, metrics)) in panels.iter().zip(panel_metrics) {
+        for (area, (title, metrics)) in panels.iter().zip(panel_metrics) {
             let y_max = report
                 .intervals
                 .iter()
@@ -123,31 +95,13 @@ pub fn timeline_svg(report: &Report) -> Result<String, WorkbenchError> {
                 .fold(0.0f64, f64::max)
                 .max(1.0)
                 * 1.1;
-            let mut chart = ChartBuilder::on(panel)
-                .caption(title, ("sans-serif", 20))
-                .margin(10)
-                .x_label_area_size(34)
-                .y_label_area_size(70)
-                .build_cartesian_2d(0.0..t_max, 0.0..y_max)
-                .map_err(chart_error)?;
+            let mut chart = panel(area, title, 0.0..t_max, 0.0..y_max).map_err(WorkbenchError::Chart)?;
             chart.configure_mesh().x_desc("seconds into the measurement").y_desc(title).draw().map_err(chart_error)?;
             for (k, (name, f)) in metrics.iter().enumerate() {
-                let color = PALETTE[k % PALETTE.len()];
                 let data: Vec<(f64, f64)> = report.intervals.iter().map(|i| (i.t_s, f(i))).collect();
-                chart
-                    .draw_series(LineSeries::new(data.clone(), color.stroke_width(2)))
-                    .map_err(chart_error)?
-                    .label(*name)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
-                chart.draw_series(data.into_iter().map(|(x, y)| Circle::new((x, y), 3, color.filled()))).map_err(chart_error)?;
+                line(&mut chart, data, k, name, true).map_err(WorkbenchError::Chart)?;
             }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::LowerRight)
-                .draw()
-                .map_err(chart_error)?;
+            legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(WorkbenchError::Chart)?;
         }
         root.present().map_err(chart_error)?;
     }

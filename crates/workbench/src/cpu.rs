@@ -1,6 +1,9 @@
-//! CPU accounting: user and system time from getrusage, for the process (every thread,
-//! including the psync engine's workers) and for one thread (RUSAGE_THREAD). The runner
-//! reads them at the end of warm-up and at the end of the run, so warm-up is excluded.
+//! CPU accounting in the workbench's unit (µs), read from flashscan's one CPU clock
+//! (`flashscan_measure::CpuTime`, getrusage) for the process (every thread, including the
+//! psync engine's workers) and for one thread. The runner reads them at the end of warm-up
+//! and at the end of the run, so warm-up is excluded.
+
+use flashscan_measure::CpuTime;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CpuTimes {
@@ -18,27 +21,20 @@ impl CpuTimes {
     }
 }
 
-fn rusage(who: libc::c_int) -> CpuTimes {
-    // SAFETY: getrusage writes into the zeroed struct we own.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(who, &mut usage) != 0 {
-            return CpuTimes::default();
-        }
-        usage
-    };
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    CpuTimes { user_us: us(usage.ru_utime), sys_us: us(usage.ru_stime) }
+impl From<CpuTime> for CpuTimes {
+    fn from(t: CpuTime) -> CpuTimes {
+        CpuTimes { user_us: t.user_ns / 1000, sys_us: t.system_ns / 1000 }
+    }
 }
 
 /// CPU time of the whole process so far.
 pub fn process_cpu() -> CpuTimes {
-    rusage(libc::RUSAGE_SELF)
+    CpuTime::now().into()
 }
 
 /// CPU time of the calling thread so far.
 pub fn thread_cpu() -> CpuTimes {
-    rusage(libc::RUSAGE_THREAD)
+    CpuTime::thread_now().into()
 }
 
 /// CPUs online: the denominator of the process-wide percentages.

@@ -4,9 +4,9 @@
 
 use crate::chart;
 use crate::error::WorkbenchError;
-use crate::histogram::MS_BUCKET_COUNT;
+use flashscan_measure::histogram::MS_BUCKET_COUNT;
 use crate::print_json;
-use crate::report::{Figures, Report};
+use crate::report::{Figures, Report, FIGURE_COLUMNS};
 use crate::size::format_size_bytes;
 use crate::spec::SweepAxis;
 
@@ -66,31 +66,17 @@ fn settings(r: &Report) -> String {
 }
 
 fn figures_cells(f: &Figures) -> String {
-    let l = &f.latency_us;
-    [
-        format!("{:.0}", f.iops),
-        format!("{:.1}", f.mb_per_s),
-        format!("{:.1}", l.p50),
-        format!("{:.1}", l.p90),
-        format!("{:.1}", l.p99),
-        format!("{:.1}", l.p99_9),
-        format!("{:.1}", l.max),
-        format!("{:.1}", f.cpu_user_pct),
-        format!("{:.1}", f.cpu_sys_pct),
-        format!("{:.2}", f.cpu_us_per_io),
-    ]
-    .iter()
-    .map(|c| format!("<td>{c}</td>"))
-    .collect()
+    f.cells().iter().map(|c| format!("<td>{c}</td>")).collect()
 }
 
-const FIGURE_HEADERS: &str =
-    "<th>IOPS</th><th>MB/s</th><th>p50 µs</th><th>p90 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>max µs</th><th>CPU user %</th><th>CPU sys %</th><th>CPU µs/IO</th>";
+fn figure_headers() -> String {
+    FIGURE_COLUMNS.iter().map(|c| format!("<th>{c}</th>")).collect()
+}
 
 /// The page for one run.
 pub fn run_page(report: &Report) -> Result<String, WorkbenchError> {
     let mut body = format!("<p>{}</p>\n", escape(&settings(report)));
-    body.push_str(&format!("<h2>Totals</h2>\n<table><tr><th>scope</th>{FIGURE_HEADERS}</tr>\n"));
+    body.push_str(&format!("<h2>Totals</h2>\n<table><tr><th>scope</th>{}</tr>\n", figure_headers()));
     body.push_str(&format!("<tr><td>total</td>{}</tr>\n", figures_cells(&report.figures)));
     for t in &report.targets {
         body.push_str(&format!("<tr><td>{}</td>{}</tr>\n", escape(&t.path), figures_cells(&t.figures)));
@@ -111,7 +97,8 @@ pub fn run_page(report: &Report) -> Result<String, WorkbenchError> {
         body.push_str("<h2>Timeline</h2>\n");
         body.push_str(&inline_svg(&chart::timeline_svg(report)?));
         body.push_str(&format!(
-            "\n<table><tr><th>t (s)</th><th>outstanding</th>{FIGURE_HEADERS}</tr>\n"
+            "\n<table><tr><th>t (s)</th><th>outstanding</th>{}</tr>\n",
+            figure_headers()
         ));
         for i in &report.intervals {
             body.push_str(&format!("<tr><td>{:.3}</td><td>{}</td>{}</tr>\n", i.t_s, i.outstanding_ios, figures_cells(&i.figures)));
@@ -133,7 +120,8 @@ pub fn sweep_page(reports: &[Report], axis: SweepAxis) -> Result<String, Workben
     }
     body.push_str(&inline_svg(&chart::sweep_svg(reports, axis)?));
     body.push_str(&format!(
-        "\n<h2>Points</h2>\n<table><tr><th>pattern</th><th>rw</th><th>block</th><th>threads</th><th>processes</th><th>QD</th>{FIGURE_HEADERS}</tr>\n"
+        "\n<h2>Points</h2>\n<table><tr><th>pattern</th><th>rw</th><th>block</th><th>threads</th><th>processes</th><th>QD</th>{}</tr>\n",
+        figure_headers()
     ));
     for r in reports {
         body.push_str(&format!(

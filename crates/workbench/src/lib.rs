@@ -1,7 +1,7 @@
 //! flashscan's I/O workbench: what SQLIO, DiskSpd, IOMeter and fio do, for database people.
 //!
 //! Data flows one way: options ([`spec`], [`param_file`], [`size`]) → test files
-//! ([`test_file`]) → measurement ([`runner`], [`histogram`], [`cpu`]) → one struct
+//! ([`test_file`]) → measurement ([`runner`], `flashscan_measure`'s histogram and CPU clock via [`cpu`]) → one struct
 //! ([`report`]) → printers ([`print_table`], [`print_json`], [`print_csv`], [`chart`]).
 //! [`sweep`] runs the IOMeter matrix and the thread/process/queue-depth sweeps; [`processes`]
 //! runs one job in several OS processes; [`job_file`] saves and replays jobs; [`html`] writes
@@ -11,7 +11,6 @@
 pub mod chart;
 pub mod cpu;
 pub mod error;
-pub use flashscan_measure::histogram;
 pub mod html;
 pub mod job_file;
 pub mod output;

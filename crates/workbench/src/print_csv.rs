@@ -3,7 +3,9 @@
 //! `--status-interval` a single run also gets one `interval` row per interval (the timeline:
 //! that interval's own figures, `t_s` = seconds from the start of the measurement to its end).
 
-use crate::histogram::MS_BUCKET_COUNT;
+use flashscan_measure::csv::quote;
+
+use flashscan_measure::histogram::MS_BUCKET_COUNT;
 use crate::report::{Figures, IntervalReport, Report};
 
 /// The column names, in order.
@@ -22,10 +24,6 @@ pub fn header() -> String {
     cols.push("t_s".into());
     cols.push("outstanding_ios".into());
     cols.join(",")
-}
-
-fn quote(text: &str) -> String {
-    if text.contains([',', '"', '\n']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_string() }
 }
 
 fn row(report: &Report, scope: &str, target: &str, thread: &str, f: &Figures) -> String {

@@ -3,8 +3,8 @@
 
 use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
 
-use crate::histogram::MS_BUCKET_COUNT;
-use crate::report::{Figures, Report};
+use flashscan_measure::histogram::MS_BUCKET_COUNT;
+use crate::report::{Figures, Report, FIGURE_COLUMNS};
 use crate::size::format_size_bytes;
 
 pub fn to_table(report: &Report) -> String {
@@ -23,9 +23,7 @@ pub fn to_table(report: &Report) -> String {
     );
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "scope", "IOPS", "MB/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "CPU user %", "CPU sys %", "CPU µs/IO",
-    ]);
+    table.set_header(std::iter::once("scope").chain(FIGURE_COLUMNS).collect::<Vec<_>>());
     let multi = report.targets.len() > 1 || report.targets.iter().any(|t| t.threads.len() > 1);
     table.add_row(cells("total", &report.figures));
     if multi {
@@ -38,7 +36,7 @@ pub fn to_table(report: &Report) -> String {
             }
         }
     }
-    for col in 1..11 {
+    for col in 1..=FIGURE_COLUMNS.len() {
         if let Some(c) = table.column_mut(col) {
             c.set_cell_alignment(CellAlignment::Right);
         }
@@ -50,20 +48,7 @@ pub fn to_table(report: &Report) -> String {
 }
 
 fn cells(scope: &str, f: &Figures) -> Vec<String> {
-    let l = &f.latency_us;
-    vec![
-        scope.to_string(),
-        format!("{:.0}", f.iops),
-        format!("{:.1}", f.mb_per_s),
-        format!("{:.1}", l.p50),
-        format!("{:.1}", l.p90),
-        format!("{:.1}", l.p99),
-        format!("{:.1}", l.p99_9),
-        format!("{:.1}", l.max),
-        format!("{:.1}", f.cpu_user_pct),
-        format!("{:.1}", f.cpu_sys_pct),
-        format!("{:.2}", f.cpu_us_per_io),
-    ]
+    std::iter::once(scope.to_string()).chain(f.cells()).collect()
 }
 
 /// SQLIO's `-LS` histogram: percent of I/Os per whole millisecond.

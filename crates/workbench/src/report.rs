@@ -8,7 +8,7 @@
 use serde::Serialize;
 
 use crate::cpu::CpuTimes;
-use crate::histogram::{LatencyHistogram, LatencySummary};
+use flashscan_measure::histogram::{LatencyHistogram, LatencySummary};
 use crate::job_file::JobFile;
 use crate::runner::{IntervalOutcome, RunOutcome, ThreadOutcome};
 use crate::spec::{JobSpec, SweepAxis};
@@ -126,7 +126,27 @@ impl IntervalReport {
     }
 }
 
+/// The columns every table of figures shows (text table and HTML alike), in order.
+pub const FIGURE_COLUMNS: [&str; 10] = ["IOPS", "MB/s", "p50 µs", "p90 µs", "p99 µs", "p99.9 µs", "max µs", "CPU user %", "CPU sys %", "CPU µs/IO"];
+
 impl Figures {
+    /// The figures as the cells of `FIGURE_COLUMNS`, formatted once for every printer.
+    pub fn cells(&self) -> [String; 10] {
+        let l = &self.latency_us;
+        [
+            format!("{:.0}", self.iops),
+            format!("{:.1}", self.mb_per_s),
+            format!("{:.1}", l.p50),
+            format!("{:.1}", l.p90),
+            format!("{:.1}", l.p99),
+            format!("{:.1}", l.p99_9),
+            format!("{:.1}", l.max),
+            format!("{:.1}", self.cpu_user_pct),
+            format!("{:.1}", self.cpu_sys_pct),
+            format!("{:.2}", self.cpu_us_per_io),
+        ]
+    }
+
     /// Figures of a group of threads. Rates add up over threads (each ran its own window);
     /// `cpu` is the group's CPU time over `cpu_window_s`.
     pub fn from_threads(threads: &[&ThreadOutcome], cpu: CpuTimes, cpu_window_s: f64, cpu_count: u32) -> Figures {

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cpu::{self, CpuTimes};
 use crate::error::WorkbenchError;
-use crate::histogram::LatencyHistogram;
+use flashscan_measure::histogram::LatencyHistogram;
 use crate::rng::FastRng;
 use crate::spec::{JobSpec, Pattern};
 use crate::test_file::PreparedTarget;

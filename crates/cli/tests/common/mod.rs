@@ -1,12 +1,25 @@
-//! Helpers the command line tests share: run the binary, read its output, check a bad
-//! input's exit code and message.
+//! The command line tests' kit: run the binary, read its output, check a bad input's exit
+//! code and message, and make the databases the tests start from (a small TPC-H load, a
+//! synthetic table with an index).
 #![allow(dead_code)] // each test file uses its own subset
 
 use std::path::Path;
 use std::process::{Command, Output};
 
+/// The binary, to add arguments, environment or stdin to.
+pub fn command() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_flashscan"))
+}
+
 pub fn flashscan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_flashscan")).args(args).output().expect("run flashscan")
+    command().args(args).output().expect("run flashscan")
+}
+
+/// Runs and expects success; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let o = flashscan(args);
+    assert!(o.status.success(), "flashscan {args:?} failed: {}", stderr(&o));
+    stdout(&o)
 }
 
 pub fn flashscan_env(args: &[&str], key: &str, value: &str) -> Output {
@@ -45,4 +58,23 @@ pub fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     v.sort();
     v
+}
+
+/// A small TPC-H database in `DIR/db` (SF 0.01) with these tables and partitions.
+pub fn small_tpch_db(tables: &str, partitions: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let db = dir.path().join("db");
+    let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", tables, "--partitions", &partitions.to_string()]);
+    assert!(o.status.success(), "load failed: {}", stderr(&o));
+    dir
+}
+
+/// A synthetic table `t` (10 rows per page, 3000 rows, ids shuffled) with index `by_id`;
+/// returns the database path and the index create's output.
+pub fn indexed_synthetic_db(dir: &Path) -> (String, String) {
+    use flashscan_bench::synth::{write_table, SynthSpec};
+    write_table(dir, &SynthSpec { name: "t".into(), rows_per_page: 10, row_count: 3000, shuffle_seed: Some(3) }).unwrap();
+    let db = p(dir).to_string();
+    let created = ok(&["index", "create", &db, "t", "--name", "by_id", "--columns", "id"]);
+    (db, created)
 }

@@ -12,7 +12,7 @@ use super::plan::{PageGroup, ReadPlan};
 use super::stats::LookupStats;
 use crate::btree::BTree;
 use crate::catalog::{IndexCatalog, IndexMeta};
-use crate::cpu_time::process_cpu_ns;
+use flashscan_measure::cpu::process_cpu_ns;
 use crate::error::IndexError;
 use crate::key::KeySchema;
 use crate::locator::RowLocator;

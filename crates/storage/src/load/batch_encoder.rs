@@ -16,9 +16,9 @@ use arrow::datatypes::{
 
 use crate::column::{ColumnDef, ColumnType};
 use crate::error::StorageError;
-use crate::page::heap_page::HeapPageBuilder;
-use crate::page::row_codec::{ColumnSlot, RowLayout, RowWriter, ROW_BYTES_MAX};
-use crate::page::PAGE_SIZE_BYTES;
+use crate::heap::heap_page::HeapPageBuilder;
+use crate::heap::row_codec::{ColumnSlot, RowLayout, RowWriter, ROW_BYTES_MAX};
+use crate::heap::PAGE_SIZE_BYTES;
 use crate::partitioning::partition_rows;
 
 /// Pages per writer message: 16 pages = 128 KB, large enough that channel overhead is
@@ -65,6 +65,8 @@ pub struct BatchEncoder {
     partitions: Vec<PartitionPages>,
     row_buf: Vec<u8>,
     partition_of_row: Vec<u32>,
+    /// A page is closed at this many rows even if more would fit (`usize::MAX`: never).
+    rows_per_page_max: usize,
 }
 
 impl BatchEncoder {
@@ -82,7 +84,16 @@ impl BatchEncoder {
                 .collect(),
             row_buf: Vec::with_capacity(ROW_BYTES_MAX),
             partition_of_row: Vec::new(),
+            rows_per_page_max: usize::MAX,
         }
+    }
+
+    /// Closes every page at `rows` rows (at least 1), for tables with an exact number of
+    /// rows per page (the cost bench's synthetic tables).
+    pub fn with_rows_per_page_max(mut self, rows: usize) -> BatchEncoder {
+        debug_assert!(rows >= 1);
+        self.rows_per_page_max = rows.max(1);
+        self
     }
 
     /// Encodes a batch; calls `emit` with every message that fills up.
@@ -138,7 +149,7 @@ impl BatchEncoder {
             debug_assert_eq!(row_bytes, self.row_buf.len());
             let p = self.partition_of_row[row] as usize;
             let part = &mut self.partitions[p];
-            if !part.builder.try_append(&self.row_buf) {
+            if part.builder.row_count() >= self.rows_per_page_max || !part.builder.try_append(&self.row_buf) {
                 part.builder.take_page(&mut part.pages);
                 let appended = part.builder.try_append(&self.row_buf);
                 debug_assert!(appended, "a row of at most ROW_BYTES_MAX fits an empty page");

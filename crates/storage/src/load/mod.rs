@@ -27,7 +27,7 @@ use crossbeam_channel::bounded;
 use crate::catalog::Catalog;
 use crate::column::{ColumnDef, ColumnType};
 use crate::error::StorageError;
-use crate::page::Lsn;
+use crate::heap::Lsn;
 use crate::partitioning::PARTITION_COUNT_MAX;
 use crate::placement::{INTERLEAVE_BYTES_DEFAULT, INTERLEAVE_BYTES_MAX, INTERLEAVE_BYTES_MIN};
 use crate::table_meta::TableMeta;
@@ -71,6 +71,9 @@ pub struct LoadOptions {
     pub threads: usize,
     /// Test hook: fail as if the disk were full after this many pages.
     pub fault_after_pages: Option<u64>,
+    /// At most this many rows per page (None: as many as fit). Synthetic benchmark tables
+    /// (crates/bench `synth`) use it to get an exact number of rows on every page.
+    pub rows_per_page_max: Option<usize>,
     pub counters: Arc<LoadCounters>,
 }
 
@@ -85,6 +88,7 @@ impl Default for LoadOptions {
             replace: false,
             threads: cores,
             fault_after_pages: None,
+            rows_per_page_max: None,
             counters: Arc::new(LoadCounters::default()),
         }
     }
@@ -271,6 +275,9 @@ fn validate_options(options: &LoadOptions) -> Result<(), StorageError> {
     let i = options.interleave_bytes;
     if !(INTERLEAVE_BYTES_MIN..=INTERLEAVE_BYTES_MAX).contains(&i) || i % EXTENT_SIZE_BYTES as u64 != 0 {
         return Err(StorageError::InvalidArgument(format!("--interleave {i} bytes: use a multiple of 64K between 64K and 1G")));
+    }
+    if options.rows_per_page_max == Some(0) {
+        return Err(StorageError::InvalidArgument("rows per page must be at least 1".into()));
     }
     if options.volumes.len() > VOLUME_COUNT_MAX {
         return Err(StorageError::InvalidArgument(format!("{} volumes: at most {VOLUME_COUNT_MAX}", options.volumes.len())));
@@ -496,6 +503,9 @@ fn run_pipeline(
             let (cancel, fail) = (&cancel, &fail);
             scope.spawn(move || {
                 let mut encoder = BatchEncoder::new(table_name, columns, partition_by, options.partition_count);
+                if let Some(rows) = options.rows_per_page_max {
+                    encoder = encoder.with_rows_per_page_max(rows);
+                }
                 let mut emit = |m: PagesMessage| page_tx.send(m).map_err(|_| StorageError::Worker("writer stopped".into()));
                 for batch in batch_rx.iter() {
                     if cancel.load(Ordering::Relaxed) {

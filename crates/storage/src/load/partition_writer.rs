@@ -9,8 +9,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use crate::error::StorageError;
-use crate::page::header::seal;
-use crate::page::{Lsn, PageId, PAGE_SIZE_BYTES};
+use crate::heap::header::seal;
+use crate::heap::{Lsn, PageId, PAGE_SIZE_BYTES};
 use crate::placement::{round_up_to_extent, Stripe};
 use crate::table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, RowGroupMeta};
 

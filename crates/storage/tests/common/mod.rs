@@ -1,12 +1,17 @@
-//! Proptest strategies and decoders shared by the heap page tests (plain, row- and
-//! page-compressed pages): column types, values of every type, decoded values.
+//! The storage tests' kit: proptest strategies and decoders shared by the heap page tests
+//! (plain, row- and page-compressed pages: column types, values of every type, decoded
+//! values), the one `TableMeta` they build, and order-independent table contents.
 #![allow(dead_code)]
 
-use arrow::array::{Array, AsArray};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Decimal128Type;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 use flashscan_storage::column::TemporalUnit;
-use flashscan_storage::page::row_codec::Value;
-use flashscan_storage::ColumnType;
+use flashscan_storage::heap::row_codec::Value;
+use flashscan_storage::{ColumnDef, ColumnType, TableMeta};
 use proptest::prelude::*;
 
 pub fn column_type() -> impl Strategy<Value = ColumnType> {
@@ -71,3 +76,36 @@ pub fn new_type_decoded(t: ColumnType, a: &dyn Array, r: usize) -> Option<Value>
     })
 }
 
+
+/// A heap table of columns `c0, c1, …` of these (type, nullable) pairs.
+pub fn table(columns: &[(ColumnType, bool)]) -> TableMeta {
+    let columns = columns.iter().enumerate().map(|(i, &(column_type, nullable))| ColumnDef { name: format!("c{i}"), column_type, nullable }).collect();
+    TableMeta::heap_without_rows("t", columns)
+}
+
+/// Values equal, floats compared by their bits (NaN payloads and -0.0 must survive too).
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Float64(x), Value::Float64(y)) => x.to_bits() == y.to_bits(),
+        _ => a == b,
+    }
+}
+
+/// Every row as one line of displayed values: order-independent comparison of tables.
+pub fn row_lines(batches: &[RecordBatch]) -> Vec<String> {
+    let mut lines = Vec::new();
+    let opts = FormatOptions::default();
+    for b in batches {
+        let fmts: Vec<ArrayFormatter> = b.columns().iter().map(|c| ArrayFormatter::try_new(c.as_ref(), &opts).unwrap()).collect();
+        for r in 0..b.num_rows() {
+            lines.push(fmts.iter().map(|f| f.value(r).to_string()).collect::<Vec<_>>().join("|"));
+        }
+    }
+    lines.sort();
+    lines
+}
+
+/// File names in `dir`.
+pub fn dir_listing(dir: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}

@@ -7,9 +7,9 @@ use arrow::array::RecordBatch;
 
 use crate::database::Database;
 use crate::error::StorageError;
-use crate::heap_decoder::HeapDecoder;
+use crate::heap::decoder::HeapDecoder;
 use crate::page_path::FileReader;
-use crate::page::PAGE_SIZE_BYTES;
+use crate::heap::PAGE_SIZE_BYTES;
 use crate::table_meta::{PartitionMeta, TableMeta};
 
 /// Checks every data file of the table exists and is as long as the catalog says.

@@ -13,12 +13,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::cache::CacheMode;
-use crate::error::ExecError;
-use crate::queries::BuiltinQuery;
-use crate::run::{run_query, ScanOptions};
-use crate::storage_source::open_source;
+use flashscan_exec::run::default_thread_count;
+use flashscan_exec::{open_source, run_query, BuiltinQuery, CacheMode, ScanOptions, ScanReport};
+use flashscan_measure::stats::median;
 use flashscan_storage::{rebuild_table, Database, RebuildOptions, RebuildTarget};
+
+use crate::error::BenchError;
 
 /// The formats, in the article's order, by their `--compression` names.
 pub const FORMATS: [&str; 5] = ["none", "row", "page", "columnstore", "columnstore_archive"];
@@ -84,24 +84,15 @@ pub fn copy_name(table: &str, format: &str) -> String {
     format!("{}__{}", table.to_ascii_lowercase(), format)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    if values.is_empty() {
-        return 0.0;
-    }
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 { values[n / 2] } else { (values[n / 2 - 1] + values[n / 2]) / 2.0 }
-}
-
 /// Makes (or reuses) one copy per format, then measures every query in every cache mode.
-pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progress: &mut dyn FnMut(&str)) -> Result<CompressionReport, ExecError> {
+pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progress: &mut dyn FnMut(&str)) -> Result<CompressionReport, BenchError> {
     if options.rounds == 0 {
-        return Err(ExecError::InvalidOption("--rounds must be at least 1".into()));
+        return Err(BenchError::InvalidOption("--rounds must be at least 1".into()));
     }
     let mut targets = Vec::new();
     for format in &options.formats {
         if !FORMATS.contains(&format.as_str()) {
-            return Err(ExecError::InvalidOption(format!("format {format:?}: choose from {}", FORMATS.join(", "))));
+            return Err(BenchError::InvalidOption(format!("format {format:?}: choose from {}", FORMATS.join(", "))));
         }
         targets.push((format.clone(), RebuildTarget::parse(format)?));
     }
@@ -110,9 +101,9 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
     let mut sizes = Vec::new();
     for (format, target) in &targets {
         // The table itself when it is already in this format; a copy otherwise.
-        let copy = if source_meta.format == target.catalog_name() { source_meta.name.clone() } else { copy_name(&source_meta.name, format) };
+        let copy = if source_meta.table_format()? == *target { source_meta.name.clone() } else { copy_name(&source_meta.name, format) };
         let db = Database::open(db_dir)?;
-        let existing = db.catalog().tables.get(&copy).filter(|t| t.row_count == source_meta.row_count && t.format == target.catalog_name());
+        let existing = db.catalog().tables.get(&copy).filter(|t| t.row_count == source_meta.row_count && t.table_format().ok() == Some(*target));
         let rebuild_s = if copy == source_meta.name {
             None
         } else if existing.is_some() && !options.rebuild {
@@ -134,7 +125,7 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
     }
 
     // samples[(format, query, cache)] = one report per round.
-    let mut samples: Vec<Vec<crate::report::ScanReport>> = Vec::new();
+    let mut samples: Vec<Vec<ScanReport>> = Vec::new();
     let mut keys = Vec::new();
     for query in &options.queries {
         for cache in &options.cache_modes {
@@ -164,17 +155,17 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
         }
     }
 
-    let cores = crate::run::default_thread_count();
+    let cores = default_thread_count();
     let mut runs = Vec::new();
     for ((size, query, cache), reports) in keys.iter().zip(samples) {
         let answer = format!("{:?}", reports[0].result);
         for r in &reports {
             let other = format!("{:?}", r.result);
             if other != answer {
-                return Err(ExecError::Storage(format!("{} on {} gave two different answers in two rounds: the table or the scan is broken", query.name(), size.table)));
+                return Err(BenchError::AnswersDiffer(format!("{} on {} gave two different answers in two rounds: the table or the scan is broken", query.name(), size.table)));
             }
         }
-        let pick = |f: &dyn Fn(&crate::report::ScanReport) -> f64| median(reports.iter().map(f).collect());
+        let pick = |f: &dyn Fn(&ScanReport) -> f64| median(reports.iter().map(f).collect());
         runs.push(CompressionRun {
             format: size.format.clone(),
             query: query.name().to_string(),
@@ -194,7 +185,7 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
     for run in &runs {
         if let Some(first) = runs.iter().find(|r| r.query == run.query) {
             if first.answer != run.answer {
-                return Err(ExecError::Storage(format!(
+                return Err(BenchError::AnswersDiffer(format!(
                     "{} answers differently on {} and {}: a format is broken; rerun with --rebuild",
                     run.query, first.format, run.format
                 )));
@@ -204,43 +195,9 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
     Ok(CompressionReport { table: source_meta.name.clone(), row_count: source_meta.row_count, cores, formats: sizes, runs })
 }
 
-impl CompressionReport {
-    pub fn to_csv(&self) -> String {
-        let mut out = String::from("format,table,size_bytes,size_ratio_to_heap,query,cache,rounds,elapsed_s,mb_per_s,rows_per_s,cpu_pct,decode_s,bytes_read,rows_scanned\n");
-        for r in &self.runs {
-            let size = self.formats.iter().find(|s| s.format == r.format);
-            out.push_str(&format!(
-                "{},{},{},{},{},{},{},{:.4},{:.1},{:.0},{:.1},{:.4},{},{}\n",
-                r.format,
-                size.map_or("", |s| s.table.as_str()),
-                size.map_or(0, |s| s.size_bytes),
-                size.and_then(|s| s.size_ratio_to_heap).map_or(String::new(), |x| format!("{x:.3}")),
-                r.query,
-                r.cache,
-                r.rounds,
-                r.elapsed_s,
-                r.mb_per_s,
-                r.rows_per_s,
-                r.cpu_pct,
-                r.decode_s,
-                r.bytes_read,
-                r.rows_scanned
-            ));
-        }
-        out
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even_counts() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(vec![]), 0.0);
-    }
 
     #[test]
     fn copies_are_named_by_format() {

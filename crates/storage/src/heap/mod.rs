@@ -1,13 +1,20 @@
-//! 8 KB heap pages: the header ([`header`]), the row format ([`row_codec`]) and the slotted
-//! page that holds rows ([`heap_page`]); row compression ([`row_compression`]) and page
-//! compression ([`page_compression`]) of the same slotted pages, read by [`compressed_page`]. Byte layouts are in docs/formats.md.
+//! The heap table format, beside `columnstore/`: 8 KB pages in 64 KB extents.
+//! - format: the header ([`header`]), the row format ([`row_codec`]) and the slotted page
+//!   that holds rows ([`heap_page`]); row compression ([`row_compression`], [`cell_rows`],
+//!   [`value_bytes`]) and page compression ([`page_compression`]) of the same slotted
+//!   pages, read by [`compressed_page`]; [`page_encoder`] writes any of the three;
+//! - decoder: [`decoder`] (`HeapDecoder`, every page kind into Arrow columns);
+//! - reader: [`reader`] (a table's or partition's pages through the page path).
+//! Byte layouts are in docs/formats.md.
 
 pub mod cell_rows;
 pub mod compressed_page;
+pub mod decoder;
 pub mod header;
 pub mod heap_page;
 pub mod page_compression;
 pub mod page_encoder;
+pub mod reader;
 pub mod row_codec;
 pub mod row_compression;
 pub mod value_bytes;

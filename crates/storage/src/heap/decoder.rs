@@ -17,11 +17,11 @@ use arrow::datatypes::{Schema, SchemaRef};
 
 use crate::column::{ColumnType, TemporalUnit, TIMESTAMP_TIME_ZONE};
 use crate::error::StorageError;
-use crate::page::compressed_page::{parse_page, value_pieces, CompressedScratch};
-use crate::page::header::{read_u16, PageHeader, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
-use crate::page::value_bytes::{get_float, get_integer, get_integer128, ValueEncoding};
-use crate::page::heap_page::{slot_offset, verify_page};
-use crate::page::row_codec::{ColumnSlot, RowLayout};
+use crate::heap::compressed_page::{parse_page, value_pieces, CompressedScratch};
+use crate::heap::header::{read_u16, PageHeader, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
+use crate::heap::value_bytes::{get_float, get_integer, get_integer128, ValueEncoding};
+use crate::heap::heap_page::{slot_offset, verify_page};
+use crate::heap::row_codec::{ColumnSlot, RowLayout};
 use crate::table_meta::TableMeta;
 
 /// Rows a decoder is sized for before its first `finish`; later batches reuse the size of
@@ -452,30 +452,17 @@ mod tests {
 
     use super::*;
     use crate::column::ColumnDef;
-    use crate::page::header::seal;
-    use crate::page::heap_page::HeapPageBuilder;
-    use crate::page::row_codec::RowWriter;
-    use crate::page::{Lsn, PageId};
+    use crate::heap::header::seal;
+    use crate::heap::heap_page::HeapPageBuilder;
+    use crate::heap::row_codec::RowWriter;
+    use crate::heap::{Lsn, PageId};
 
     /// Invalid UTF-8 in one cell (checksum recomputed, as fuzz/heap_page forges it) made the
     /// lossy fallback drop the column's NULLs: NULL cells came back as "".
     #[test]
     fn invalid_utf8_keeps_nulls() {
         let columns = vec![ColumnDef { name: "s".into(), column_type: ColumnType::Utf8, nullable: true }];
-        let table = TableMeta {
-            name: "t".into(),
-            columns,
-            partitions: vec![],
-            row_count: 0,
-            format: "heap".into(),
-            partition_by: "s".into(),
-            filegroups: vec![],
-            files: vec![],
-            interleave_bytes: 65536,
-            size_bytes: 0,
-            source: "test".into(),
-            load_lsn: 1,
-        };
+        let table = TableMeta::heap_without_rows("t", columns);
         let layout = RowLayout::new(&table.columns);
         let mut builder = HeapPageBuilder::new(1);
         let mut row = Vec::new();

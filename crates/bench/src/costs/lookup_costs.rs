@@ -15,25 +15,23 @@ use flashscan_io::EngineKind;
 use super::report::LookupCostRow;
 use super::scan_costs::ensure_table;
 use super::{CostsOptions, LOOKUP_ROWS_PER_QUERY};
-use crate::catalog::IndexCatalog;
-use crate::create::{create_index, CreateIndex};
-use crate::error::IndexError;
-use crate::lookup::{KeyQuery, LookupOptions, LookupSession, LookupStats};
+use crate::error::BenchError;
 use crate::synth::SynthSpec;
+use flashscan_index::{create_index, drop_index, CreateIndex, IndexCatalog, KeyQuery, LookupOptions, LookupSession, LookupStats};
 
 pub const LOOKUP_TABLE: &str = "lookup";
 pub const LOOKUP_INDEX: &str = "by_id";
 const QUERIES_PER_SIZE_MAX: usize = 200;
 
 /// Writes the lookup table and its index unless they exist in this shape.
-pub fn ensure_lookup_table(dir: &Path, row_count: u64) -> Result<(), IndexError> {
+pub fn ensure_lookup_table(dir: &Path, row_count: u64) -> Result<(), BenchError> {
     let spec = SynthSpec { name: LOOKUP_TABLE.into(), rows_per_page: 20, row_count, shuffle_seed: Some(7) };
     let table = ensure_table(dir, &spec)?;
     let catalog = IndexCatalog::read(dir)?;
     let found = catalog.find(LOOKUP_TABLE, LOOKUP_INDEX).ok().map(|i| i.table_load_lsn == table.load_lsn);
     if found != Some(true) {
         if found.is_some() {
-            crate::create::drop_index(dir, LOOKUP_TABLE, LOOKUP_INDEX)?;
+            drop_index(dir, LOOKUP_TABLE, LOOKUP_INDEX)?;
         }
         create_index(dir, &CreateIndex { table: LOOKUP_TABLE.into(), name: LOOKUP_INDEX.into(), columns: vec!["id".into()], build_options: None })?;
     }
@@ -54,7 +52,7 @@ fn row(rows_per_query: usize, mode: &str, queries: usize, s: &LookupStats) -> Lo
     }
 }
 
-pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -> Result<(Vec<LookupCostRow>, String), IndexError> {
+pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -> Result<(Vec<LookupCostRow>, String), BenchError> {
     progress("lookup costs: table and index");
     ensure_lookup_table(dir, options.lookup_rows)?;
     let pool = BufferPool::new(options.pool_bytes)?;

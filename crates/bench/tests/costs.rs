@@ -1,7 +1,8 @@
 //! The cost bench end to end at tiny sizes: every row present, numbers finite, printers
 //! consistent (no timing assertions).
 
-use flashscan_index::costs::{self, chart::write_chart, CostsOptions, LOOKUP_ROWS_PER_QUERY, SCAN_ROWS_PER_PAGE};
+use flashscan_bench::chart::write_costs_chart;
+use flashscan_bench::costs::{self, CostsOptions, LOOKUP_ROWS_PER_QUERY, SCAN_ROWS_PER_PAGE};
 
 #[test]
 fn tiny_cost_bench_fills_every_row() {
@@ -20,7 +21,7 @@ fn tiny_cost_bench_fills_every_row() {
     let csv = report.to_csv();
     assert_eq!(csv.lines().count(), 1 + report.scans.len() + 1 + report.lookups.len());
     let chart = dir.path().join("costs.svg");
-    write_chart(&report, &chart).unwrap();
+    write_costs_chart(&report, &chart).unwrap();
     assert!(std::fs::read_to_string(&chart).unwrap().contains("<svg"));
     // A second run reuses the tables.
     costs::run(dir.path(), &CostsOptions::tiny(), &mut |_| {}).unwrap();

@@ -7,16 +7,17 @@ use std::path::Path;
 
 use flashscan_buffer::{BufferPool, Fetch, LoadTicket, PageKey, PageReader};
 use flashscan_io::{open_engine, EngineConfig, EngineKind};
-use flashscan_storage::page::header::{read_u16, OFFSET_ROW_COUNT};
-use flashscan_storage::page::heap_page::slot_offset;
+use flashscan_storage::heap::header::{read_u16, OFFSET_ROW_COUNT};
+use flashscan_storage::heap::heap_page::slot_offset;
 use flashscan_storage::{verify_page, Database, TableMeta, PAGE_SIZE_BYTES};
 
 use super::report::ScanCostRow;
 use super::{CostsOptions, SCAN_ROWS_PER_PAGE};
-use crate::cpu_time::process_cpu_ns;
-use crate::error::IndexError;
+use flashscan_index::table_files::TableFiles;
+use flashscan_measure::cpu::process_cpu_ns;
+
+use crate::error::BenchError;
 use crate::synth::{write_table, SynthSpec};
-use crate::table_files::TableFiles;
 
 const SCAN_READ_PAGES: u32 = 32;
 const SCAN_DEPTH: u32 = 4;
@@ -47,11 +48,10 @@ struct Acc {
 }
 
 /// Reuses a synthetic table if one of this shape exists, else writes it.
-pub(crate) fn ensure_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, IndexError> {
+pub(crate) fn ensure_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, BenchError> {
     if let Ok(db) = Database::open(dir) {
         if let Ok(t) = db.table(&spec.name) {
-            let shape = format!("synthetic rows_per_page={} rows={}", spec.rows_per_page, spec.row_count);
-            if t.source == shape && t.row_count == spec.row_count {
+            if t.source == spec.description() && t.row_count == spec.row_count {
                 return Ok(t.clone());
             }
         }
@@ -88,7 +88,7 @@ struct ScanTarget<'a> {
 }
 
 impl<'a> ScanTarget<'a> {
-    fn open(db: &Database, table: &'a TableMeta, pool: &BufferPool) -> Result<ScanTarget<'a>, IndexError> {
+    fn open(db: &Database, table: &'a TableMeta, pool: &BufferPool) -> Result<ScanTarget<'a>, BenchError> {
         let files = TableFiles::open(db, table, &[], true, pool)?;
         let mut keys = Vec::new();
         for p in &table.partitions {
@@ -103,16 +103,16 @@ impl<'a> ScanTarget<'a> {
     }
 
     /// Every page through the pool, from memory (they must be resident).
-    fn scan_memory(&self, pool: &BufferPool, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
+    fn scan_memory(&self, pool: &BufferPool, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
         for &(key, _) in &self.keys {
-            let guard = pool.get_resident(key).ok_or_else(|| IndexError::InvalidArgument(format!("page {key:?} of {} fell out of the pool during an in-memory scan", self.table.name)))?;
+            let guard = pool.get_resident(key).ok_or_else(|| BenchError::NotResident(format!("page {key:?} of {} fell out of the pool during an in-memory scan", self.table.name)))?;
             scan_page(guard.data(), op, acc);
         }
         Ok(())
     }
 
     /// The random path's reader over this table's files (O_DIRECT, 4 reads of 32 pages).
-    fn reader<'p>(&self, pool: &'p BufferPool) -> Result<PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, IndexError> {
+    fn reader<'p>(&self, pool: &'p BufferPool) -> Result<PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, BenchError> {
         let config = EngineConfig::for_depth(SCAN_DEPTH, SCAN_READ_PAGES as usize * PAGE_SIZE_BYTES).on_one_thread();
         let engine = open_engine(EngineKind::Auto, self.files.files.clone(), config, &mut |_| {})?;
         Ok(PageReader::new(pool, engine)?)
@@ -120,7 +120,7 @@ impl<'a> ScanTarget<'a> {
 
     /// Every page read from the files in runs of 32 pages, 4 reads in flight, each read
     /// carrying the load tickets of the pages it fills.
-    fn scan_disk<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
+    fn scan_disk<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
         let result = self.scan_disk_inner(pool, reader, op, acc);
         if result.is_err() {
             reader.drain();
@@ -128,7 +128,7 @@ impl<'a> ScanTarget<'a> {
         result
     }
 
-    fn scan_disk_inner<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), IndexError> {
+    fn scan_disk_inner<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
         let mut next = 0usize;
         loop {
             while next < self.keys.len() && reader.has_free_slot() {
@@ -153,13 +153,13 @@ impl<'a> ScanTarget<'a> {
                 reader.queue_read(first_key.file_index, first_key.offset_bytes(), n * PAGE_SIZE_BYTES as u32, wanted)?;
             }
             let files = &self.files;
-            let done = reader.complete_next(|c| -> Result<(), IndexError> {
+            let done = reader.complete_next(|c| -> Result<(), BenchError> {
                 let bytes = c.result?;
                 pool.counters().read(c.completion.length_bytes as u64);
                 for (key, id, ticket) in c.tag {
                     let at = (key.offset_bytes() - c.completion.offset_bytes) as usize;
                     let path = files.path(key.file_index);
-                    let guard = ticket.complete_from(&bytes[at..at + PAGE_SIZE_BYTES], |b| verify_page(b, id, path, key.offset_bytes()).map(drop).map_err(IndexError::from))?;
+                    let guard = ticket.complete_from(&bytes[at..at + PAGE_SIZE_BYTES], |b| verify_page(b, id, path, key.offset_bytes()).map(drop).map_err(BenchError::from))?;
                     scan_page(guard.data(), op, acc);
                 }
                 Ok(())
@@ -180,7 +180,7 @@ fn us_per(ns: u64, count: u64) -> f64 {
     }
 }
 
-pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -> Result<ScanCosts, IndexError> {
+pub fn run(dir: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -> Result<ScanCosts, BenchError> {
     let mut rows = Vec::new();
     let mut eviction_cpu_us_per_page = 0.0;
     for &n in SCAN_ROWS_PER_PAGE.iter() {

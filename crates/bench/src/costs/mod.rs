@@ -3,9 +3,9 @@
 //! page (in memory, from disk, aggregating; the cost of evicting a page), and key lookups
 //! of 10…10,000 rows per query (in memory, cold with 8 KB and 64 KB reads, synchronous vs
 //! prefetching). One measurement core ([`scan_costs`], [`lookup_costs`]) fills
-//! [`report::CostReport`]; the table, CSV and SVG printers only read it.
+//! [`report::CostReport`]; the table, CSV (`crate::table`) and SVG (`crate::chart`) printers
+//! only read it.
 
-pub mod chart;
 pub mod lookup_costs;
 pub mod report;
 pub mod scan_costs;
@@ -14,7 +14,7 @@ pub use report::CostReport;
 
 use std::path::{Path, PathBuf};
 
-use crate::error::IndexError;
+use crate::error::BenchError;
 
 pub const SCAN_ROWS_PER_PAGE: [usize; 9] = [1, 2, 5, 10, 20, 40, 80, 158, 323];
 pub const LOOKUP_ROWS_PER_QUERY: [usize; 11] = [10, 20, 25, 26, 30, 50, 100, 300, 1000, 3000, 10000];
@@ -49,7 +49,7 @@ pub fn bench_dir(db: &Path) -> PathBuf {
     db.join("bench_costs")
 }
 
-pub fn run(db: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -> Result<CostReport, IndexError> {
+pub fn run(db: &Path, options: &CostsOptions, progress: &mut dyn FnMut(&str)) -> Result<CostReport, BenchError> {
     let dir = bench_dir(db);
     let scans = scan_costs::run(&dir, options, progress)?;
     let (lookups, engine) = lookup_costs::run(&dir, options, progress)?;
