@@ -147,6 +147,12 @@ impl FlashscanSession {
         &self.ctx
     }
 
+    /// The write path of a database made by `flashscan init` (`None` for a loaded one):
+    /// its limits, automatic checkpoint figures and log counters.
+    pub fn write_path(&self) -> Option<&Arc<flashscan_write::WritePath>> {
+        self.write.as_ref()
+    }
+
     pub fn db_dir(&self) -> &Path {
         &self.db_dir
     }

@@ -76,8 +76,18 @@ impl FlashscanTable {
         self
     }
 
-    fn delta_rows(&self) -> u64 {
-        self.delta.as_ref().map(|d| d.row_count()).unwrap_or(0)
+    /// The table as committed now and its delta, taken together. A checkpoint (on demand
+    /// or automatic, in this process) moves delta rows into pages and starts a fresh delta,
+    /// swapping both at once; a provider that kept the pair it was registered with would
+    /// miss every row inserted after that checkpoint. So scans and statistics ask the write
+    /// path each time; a database without a log never changes under a session.
+    fn current(&self) -> (Arc<TableMeta>, Option<Arc<TableDelta>>) {
+        if let Some(w) = &self.write {
+            if let Ok(Some((table, delta))) = w.table_snapshot(&self.table.name) {
+                return (Arc::new(table), delta);
+            }
+        }
+        (self.table.clone(), self.delta.clone())
     }
 
     /// Per column statistics for the planner; ignored unless one per column.
@@ -184,19 +194,22 @@ impl TableProvider for FlashscanTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
+        let (table, delta) = self.current();
+        let delta_rows = delta.as_ref().map(|d| d.row_count()).unwrap_or(0);
         let mut statistics = Statistics::new_unknown(&self.schema)
-            .with_num_rows(Precision::Exact((self.table.row_count + self.delta_rows()) as usize))
-            .with_total_byte_size(Precision::Inexact(self.table.size_bytes as usize));
-        if !self.column_statistics.is_empty() && self.delta_rows() == 0 {
+            .with_num_rows(Precision::Exact((table.row_count + delta_rows) as usize))
+            .with_total_byte_size(Precision::Inexact(table.size_bytes as usize));
+        if !self.column_statistics.is_empty() && delta_rows == 0 {
             statistics.column_statistics = self.column_statistics.to_vec();
         }
         Some(statistics)
     }
 
     async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
+        let (table, delta) = self.current();
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
-            None => (0..self.table.columns.len()).collect(),
+            None => (0..table.columns.len()).collect(),
         };
         let mut predicates = Vec::new();
         let mut pruning_filters = Vec::new();
@@ -206,34 +219,34 @@ impl TableProvider for FlashscanTable {
                 pruning_filters.push(f.to_string());
             }
         }
-        let kept_positions: Vec<usize> = (0..self.table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates)).collect();
-        let kept: Vec<&PartitionMeta> = kept_positions.iter().map(|&i| &self.table.partitions[i]).collect();
-        let partitions_total = self.table.partitions.len();
+        let kept_positions: Vec<usize> = (0..table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates)).collect();
+        let kept: Vec<&PartitionMeta> = kept_positions.iter().map(|&i| &table.partitions[i]).collect();
+        let partitions_total = table.partitions.len();
         let partitions_pruned = partitions_total - kept.len();
         let units = plan_units(&kept, state.config().target_partitions());
-        let full_scan_bytes = self.table.page_count() * flashscan_storage::PAGE_SIZE_BYTES as u64;
-        self.scan_log.record_plan(&self.table.name, partitions_total as u64, partitions_pruned as u64, full_scan_bytes);
+        let full_scan_bytes = table.page_count() * flashscan_storage::PAGE_SIZE_BYTES as u64;
+        self.scan_log.record_plan(&table.name, partitions_total as u64, partitions_pruned as u64, full_scan_bytes);
         let spec = ScanSpec {
-            table: self.table.clone(),
+            table: table.clone(),
             db_dir: self.db_dir.clone(),
             projection: projection.clone(),
             units,
             partitions_total,
             partitions_pruned,
-            scan_filter: if self.table.is_column_store() { scan_filter_of(&predicates, &self.schema) } else { flashscan_exec::ScanFilter::none() },
+            scan_filter: if table.is_column_store() { scan_filter_of(&predicates, &self.schema) } else { flashscan_exec::ScanFilter::none() },
             pruning_filters,
             limit,
             read_options: self.read_options,
             column_statistics: self.column_statistics.clone(),
         };
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
-        let Some(delta) = self.delta.as_ref().filter(|d| d.row_count() > 0) else { return Ok(pages) };
+        let Some(delta) = delta.as_ref().filter(|d| d.row_count() > 0) else { return Ok(pages) };
         // The delta of each partition the pruning kept (rows are hashed to partitions as a
         // load hashes them, so the same pruning holds), decoded as the pages are.
         let schema = pages.schema();
         let mut batches = Vec::new();
         for &p in &kept_positions {
-            let decoded = delta.decode(&self.table, p, &projection).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            let decoded = delta.decode(&table, p, &projection).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
             if let Some(b) = decoded {
                 batches.push(arrow::record_batch::RecordBatch::try_new_with_options(
                     schema.clone(),

@@ -105,6 +105,32 @@ fn create_insert_select_round_trip_then_checkpoint() {
     assert!(fails(&rt, &s, "SELECT * FROM u").contains("not found"));
 }
 
+/// A long-lived session (the shell, the server) across automatic checkpoints: each one
+/// moves delta rows into pages and starts a fresh delta, and the session's tables must see
+/// the rows inserted after it (they once kept the delta they were registered with).
+#[test]
+fn rows_inserted_after_an_automatic_checkpoint_are_seen_by_the_same_session() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
+    let s = session(&db);
+    run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL) WITH (partitions = 4, partition_by = 'id')");
+    let w = s.write_path().expect("an init database has a write path").clone();
+    // A checkpoint after every INSERT.
+    w.set_limits(flashscan_write::WriteLimits { checkpoint_delta_bytes: 1, ..Default::default() }).unwrap();
+    for chunk in 0..5 {
+        run(&rt, &s, &format!("INSERT INTO t VALUES {}", values(chunk * 10 + 1, chunk * 10 + 10)));
+        assert_eq!(rows(&rt, &s, "SELECT id, name, qty FROM t ORDER BY id"), expected(chunk * 10 + 10));
+        assert_eq!(count(&rt, &s, "SELECT count(*) FROM t"), chunk * 10 + 10);
+    }
+    let auto = w.auto_checkpoint_stats().unwrap();
+    assert!(auto.checkpoints_count >= 5, "{auto:?}");
+    drop(s);
+    let s = session(&db);
+    assert_eq!(rows(&rt, &s, "SELECT id, name, qty FROM t ORDER BY id"), expected(50));
+}
+
 #[test]
 fn failed_statements_leave_nothing_and_refusals_are_clear() {
     let rt = runtime();

@@ -366,6 +366,16 @@ impl WritePath {
         Ok(self.lock_state_shared()?.catalog.clone())
     }
 
+    /// The table as committed now and its delta, read together under the state mutex: a
+    /// checkpoint replaces both at once (new page counts, a fresh delta), so a reader that
+    /// takes them here sees every committed row exactly once. `None`: no such table.
+    pub fn table_snapshot(&self, table: &str) -> Result<Option<(TableMeta, Option<Arc<TableDelta>>)>, WriteError> {
+        let st = self.lock_state_shared()?;
+        let Some(key) = key_of(&st.catalog, table) else { return Ok(None) };
+        let Some(meta) = st.catalog.tables.get(&key) else { return Ok(None) };
+        Ok(Some((meta.clone(), st.deltas.get(&key).cloned())))
+    }
+
     pub fn delta(&self, table: &str) -> Option<Arc<TableDelta>> {
         let st = self.lock_state_shared().ok()?;
         let key = key_of(&st.catalog, table)?;
