@@ -126,25 +126,31 @@ pub fn new_table(name: String, columns: Vec<flashscan_storage::ColumnDef>, parti
     NewTable { name, columns, partition_count: partitions, partition_by, if_not_exists }
 }
 
-/// The columns an INSERT fills, in the order of its VALUES (or SELECT) list: the listed
-/// columns, or every column of the table. `None` when the table is unknown (the plan's
-/// own error comes first then).
-pub fn insert_column_names(write: &WritePath, insert: &datafusion::sql::sqlparser::ast::Insert) -> Option<Vec<String>> {
+/// The columns an INSERT fills, in the order of its VALUES (or SELECT) list — the listed
+/// columns, or every column of the table — and the table's columns in table order. `None`
+/// when the table is unknown (the plan's own error comes first then).
+pub fn insert_column_names(write: &WritePath, insert: &datafusion::sql::sqlparser::ast::Insert) -> Option<InsertColumns> {
     let unquote = |s: String| s.rsplit('.').next().unwrap_or_default().trim_matches('"').to_string();
-    if !insert.columns.is_empty() {
-        return Some(insert.columns.iter().map(|c| unquote(c.to_string())).collect());
-    }
     let table = unquote(insert.table.to_string());
     let catalog = write.catalog().ok()?;
     let meta = catalog.tables.iter().find(|(k, _)| k.eq_ignore_ascii_case(&table)).map(|(_, t)| t)?;
-    Some(meta.columns.iter().map(|c| c.name.clone()).collect())
+    let table_columns: Vec<String> = meta.columns.iter().map(|c| c.name.clone()).collect();
+    let listed = if insert.columns.is_empty() { table_columns.clone() } else { insert.columns.iter().map(|c| unquote(c.to_string())).collect() };
+    Some(InsertColumns { listed, table: table_columns })
+}
+
+/// See [`insert_column_names`].
+#[derive(Debug, Clone)]
+pub struct InsertColumns {
+    pub listed: Vec<String>,
+    pub table: Vec<String>,
 }
 
 /// DataFusion reports NULL into a NOT NULL column by position: Arrow's "Column 'column3'
-/// is declared as non-nullable …" (the VALUES list's 3rd column, 1-based) or "Invalid batch
-/// column at '2' has null …" (0-based). Names the column instead, from `columns` (the
-/// INSERT's column list in order); any other error passes unchanged.
-pub fn name_null_column(error: SqlError, columns: Option<&[String]>) -> SqlError {
+/// is declared as non-nullable …" (the 3rd column of the INSERT's list, 1-based) or
+/// "Invalid batch column at '2' has null …" (the table's 3rd column, 0-based). Names the
+/// column instead; any other error passes unchanged.
+pub fn name_null_column(error: SqlError, columns: Option<&InsertColumns>) -> SqlError {
     let Some(columns) = columns else { return error };
     let message = match &error {
         SqlError::Execution(m) | SqlError::Plan(m) | SqlError::Internal(m) => m.clone(),
@@ -155,14 +161,14 @@ pub fn name_null_column(error: SqlError, columns: Option<&[String]>) -> SqlError
         let len = message[from..].find(end)?;
         Some(message[from..from + len].to_string())
     };
-    let index = if let Some(n) = between("Column 'column", "' is declared as non-nullable") {
-        n.parse::<usize>().ok().and_then(|n| n.checked_sub(1))
+    let name = if let Some(n) = between("Column 'column", "' is declared as non-nullable") {
+        n.parse::<usize>().ok().and_then(|n| n.checked_sub(1)).and_then(|i| columns.listed.get(i))
     } else if let Some(n) = between("Invalid batch column at '", "' has null but schema specifies non-nullable") {
-        n.parse::<usize>().ok()
+        n.parse::<usize>().ok().and_then(|i| columns.table.get(i))
     } else {
         None
     };
-    match index.and_then(|i| columns.get(i)) {
+    match name {
         Some(name) => SqlError::Execution(format!("NULL in column {name}, which is NOT NULL: give it a value in every row (nothing was inserted)")),
         None => error,
     }
@@ -174,11 +180,12 @@ mod null_column_tests {
 
     #[test]
     fn null_errors_name_the_column() {
-        let cols = vec!["id".to_string(), "name".to_string(), "qty".to_string()];
-        let e = name_null_column(SqlError::Execution("Invalid argument error: Column 'column3' is declared as non-nullable but contains null values".into()), Some(&cols));
+        let cols = InsertColumns { listed: vec!["qty".into(), "id".into()], table: vec!["id".into(), "name".into(), "qty".into()] };
+        let e = name_null_column(SqlError::Execution("Invalid argument error: Column 'column1' is declared as non-nullable but contains null values".into()), Some(&cols));
         assert_eq!(e.to_string(), "NULL in column qty, which is NOT NULL: give it a value in every row (nothing was inserted)");
-        let e = name_null_column(SqlError::Execution("Invalid batch column at '0' has null but schema specifies non-nullable".into()), Some(&cols));
-        assert!(e.to_string().contains("column id,"), "{e}");
+        // The batch form counts the table's columns from 0.
+        let e = name_null_column(SqlError::Execution("Invalid batch column at '2' has null but schema specifies non-nullable".into()), Some(&cols));
+        assert!(e.to_string().contains("column qty,"), "{e}");
         // Out of range or other errors: unchanged.
         let e = name_null_column(SqlError::Execution("Invalid argument error: Column 'column9' is declared as non-nullable but contains null values".into()), Some(&cols));
         assert!(e.to_string().contains("column9"), "{e}");

@@ -199,7 +199,7 @@ impl FlashscanSession {
         }
         let text = statement.to_string();
         // INSERT: the columns it fills, to name a NOT NULL column DataFusion names by position.
-        let mut insert_columns: Option<Vec<String>> = None;
+        let mut insert_columns: Option<crate::dml::InsertColumns> = None;
         if let DFStatement::Statement(s) = &statement {
             match s.as_ref() {
                 SqlStatement::CreateTable(ct) => return self.create_table(ct.clone(), text).await,
@@ -247,7 +247,7 @@ impl FlashscanSession {
         .await;
         let elapsed_s = started.elapsed().as_secs_f64();
         let scans = self.scan_log.take();
-        let (schema, batches) = result.map_err(|e| crate::dml::name_null_column(self.explain_error(SqlError::from(e)), insert_columns.as_deref()))?;
+        let (schema, batches) = result.map_err(|e| crate::dml::name_null_column(self.explain_error(SqlError::from(e)), insert_columns.as_ref()))?;
         Ok(QueryOutput { statement: text, schema, batches, elapsed_s, scans })
     }
 
