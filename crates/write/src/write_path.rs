@@ -255,6 +255,13 @@ impl WritePath {
         st.deltas.get(&key).cloned()
     }
 
+    /// The log's counters (commits, flushes, bytes) while this process is the writer;
+    /// waits while a statement holds the write path (at most one commit).
+    pub fn wal_stats(&self) -> Option<flashscan_wal::WalStats> {
+        let st = self.lock_state().ok()?;
+        st.writer.as_ref().map(|w| w.wal.stats())
+    }
+
     pub fn recovery_report(&self) -> Result<RecoveryReport, WriteError> {
         Ok(self.lock_state()?.recovery.clone())
     }
