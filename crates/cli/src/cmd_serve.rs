@@ -30,9 +30,14 @@ pub struct ServeArgs {
     /// Global budget of scan read buffers for all running queries, e.g. 512M [default: 512M].
     #[arg(long, value_name = "SIZE")]
     pub scan_buffers: Option<String>,
-    /// A file whose first line is the password (MD5 authentication, any user name).
+    /// A file whose first line is the password (any user name); required to listen on
+    /// anything but loopback.
     #[arg(long, value_name = "F")]
     pub password_file: Option<PathBuf>,
+    /// How --password-file is checked: scram-sha-256 (the password never crosses the
+    /// wire), md5, or password (in clear; trusted networks only) [default: scram-sha-256].
+    #[arg(long, value_name = "METHOD")]
+    pub auth: Option<String>,
 }
 
 #[cfg(not(feature = "sql"))]
@@ -47,7 +52,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     use flashscan_server::ServerConfig;
 
     if !args.db.is_dir() {
-        return Err(bad_input(format!("{} is not a database directory (create one with `flashscan load`)", args.db.display())));
+        return Err(bad_input(format!("{} is not a database directory (create one with `flashscan init` or `flashscan load`)", args.db.display())));
     }
     let to_input = |e: flashscan_server::ServerError| if e.is_user_input() { bad_input(e.to_string()) } else { anyhow::Error::new(e) };
     let mut config = ServerConfig::new(args.db.clone());
@@ -74,6 +79,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         config.scan_buffer_budget_bytes = parse_size_bytes(s).map_err(to_input)?;
     }
     config.password_file = args.password_file;
+    if let Some(a) = &args.auth {
+        config.password_auth = flashscan_server::startup::PasswordAuth::parse(a)
+            .ok_or_else(|| bad_input(format!("--auth {a}: use scram-sha-256, md5 or password")))?;
+        if config.password_file.is_none() {
+            return Err(bad_input(format!("--auth {a} needs --password-file F (the password to check)")));
+        }
+    }
     config.validate().map_err(to_input)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(flashscan_server::serve_until_signal(config)).map_err(to_input)

@@ -44,6 +44,8 @@ pub struct ServerConfig {
     pub query_memory_bytes: usize,
     pub scan_buffer_budget_bytes: usize,
     pub password_file: Option<PathBuf>,
+    /// The exchange `password_file` is checked with (SCRAM-SHA-256 by default).
+    pub password_auth: crate::startup::PasswordAuth,
     /// Execution partitions per query; the cores by default.
     pub target_partitions: Option<usize>,
 }
@@ -60,6 +62,7 @@ impl ServerConfig {
             query_memory_bytes: QUERY_MEMORY_BYTES_DEFAULT,
             scan_buffer_budget_bytes: SCAN_BUFFER_BUDGET_BYTES_DEFAULT,
             password_file: None,
+            password_auth: crate::startup::PasswordAuth::default(),
             target_partitions: None,
         }
     }

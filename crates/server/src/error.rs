@@ -52,6 +52,11 @@ pub mod sqlstate {
     pub const INVALID_PARAMETER_VALUE: &str = "22023";
     pub const INVALID_PASSWORD: &str = "28P01";
     pub const READ_ONLY: &str = "25006";
+    pub const NOT_NULL_VIOLATION: &str = "23502";
+    pub const IN_FAILED_TRANSACTION: &str = "25P02";
+    pub const BAD_COPY_FORMAT: &str = "22P04";
+    pub const UNDEFINED_COLUMN: &str = "42703";
+    pub const PROTOCOL_VIOLATION: &str = "08P01";
 }
 
 /// An ERROR for the client with its SQLSTATE.
@@ -67,11 +72,14 @@ pub fn pg_fatal(code: &str, message: impl Into<String>) -> PgWireError {
 /// A SQL error as the client sees it: one line, with the SQLSTATE that fits it.
 pub fn sql_error_to_pg(error: &flashscan_sql::SqlError) -> PgWireError {
     use flashscan_sql::SqlError as E;
+    if let E::Write(w) = error {
+        return crate::writes::WriteFailure::of(w).to_pg();
+    }
     let message = error.to_string();
     let code = match error {
         E::Syntax(_) => sqlstate::SYNTAX_ERROR,
         E::Plan(m) if m.contains("not found") && m.contains("table") => sqlstate::UNDEFINED_TABLE,
-        E::Plan(m) if m.starts_with("not supported") => sqlstate::FEATURE_NOT_SUPPORTED,
+        E::Plan(m) if m.contains("not supported") => sqlstate::FEATURE_NOT_SUPPORTED,
         E::Plan(_) => sqlstate::SYNTAX_ERROR,
         E::Execution(m) if m.contains("Resources exhausted") || m.contains("memory") => sqlstate::OUT_OF_MEMORY,
         E::Execution(_) => sqlstate::DATA_EXCEPTION,

@@ -15,7 +15,8 @@ use arrow_pg::encoder::{encode_value, Encoder};
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
 use datafusion::execution::SendableRecordBatchStream;
-use datafusion::logical_expr::LogicalPlan;
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{LogicalPlan, WriteOp};
 use datafusion::execution::context::SQLOptions;
 use futures::{stream, Sink, Stream, StreamExt};
 use pgwire::api::portal::{Format, Portal};
@@ -30,7 +31,8 @@ use pgwire::api::{ClientInfo, ClientPortalStore, Type};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::data::DataRow;
 use pgwire::messages::PgWireBackendMessage;
-use pgwire::messages::copy::CopyData;
+use pgwire::api::copy::CopyHandler;
+use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 
 use crate::admission::{AdmissionRefusal, QuerySlot};
 use crate::cancel::QueryCancel;
@@ -40,7 +42,8 @@ use crate::params::{decode_params, pg_type_for_param};
 use crate::psql_catalog::answer;
 use crate::shared::Shared;
 use crate::startup::{Backend, SERVER_VERSION};
-use crate::statement::{classify, split_statements, Command};
+use crate::statement::{classify, split_statements, Command, CopyFromOptions};
+use crate::writes::{CopyIn, Transaction};
 
 /// A statement parsed once (Parse) and run many times (Bind/Execute).
 #[derive(Debug)]
@@ -85,18 +88,70 @@ fn schema_of_show(name: &str) -> SchemaRef {
     Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, true)]))
 }
 
-/// Plans a SQL statement against the shared tables; only queries are allowed (no DDL,
-/// no DML, no `SET datafusion.*`): the server is read-only and one process owns the files.
+/// Plans a SQL statement against the shared tables: queries, and INSERT when the
+/// database takes writes (no other DDL/DML, no `SET datafusion.*`: one process owns the
+/// files, and CREATE/DROP TABLE go through the write path, see `Command::Ddl`).
 pub async fn plan_sql(shared: &Shared, sql: &str) -> PgWireResult<LogicalPlan> {
+    let _no_ddl_meanwhile = shared.database.ddl.read().await;
     let state = shared.base.state();
     let plan = state.create_logical_plan(sql).await.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?;
+    let insert = is_insert(&plan);
+    if insert && shared.database.write.is_none() {
+        return Err(read_only_database(shared));
+    }
     SQLOptions::new()
         .with_allow_ddl(false)
-        .with_allow_dml(false)
+        .with_allow_dml(insert)
         .with_allow_statements(false)
         .verify_plan(&plan)
-        .map_err(|e| pg_error(sqlstate::READ_ONLY, format!("flashscan serve runs queries only: {}", flashscan_sql::error::one_line(&e.message()))))?;
+        .map_err(|e| pg_error(sqlstate::READ_ONLY, format!("flashscan serve runs queries, INSERT, COPY FROM STDIN, CREATE TABLE and DROP TABLE only: {}", flashscan_sql::error::one_line(&e.message()))))?;
     Ok(plan)
+}
+
+fn is_insert(plan: &LogicalPlan) -> bool {
+    matches!(plan, LogicalPlan::Dml(d) if matches!(d.op, WriteOp::Insert(_)))
+}
+
+/// The refusal of a write on a database without a log.
+pub fn read_only_database(shared: &Shared) -> PgWireError {
+    pg_error(
+        sqlstate::READ_ONLY,
+        format!(
+            "{} takes no writes: it was made by `flashscan load` and has no write-ahead log; make a database with `flashscan init` for CREATE TABLE, INSERT and COPY FROM",
+            shared.database.session.db_dir().display()
+        ),
+    )
+}
+
+/// For an INSERT's input: which table column each VALUES column (`column1`, …) fills,
+/// read from the projection DataFusion puts over the VALUES.
+fn value_column_names(input: &LogicalPlan) -> Vec<(String, String)> {
+    let LogicalPlan::Projection(p) = input else { return Vec::new() };
+    let mut out = Vec::new();
+    for (i, e) in p.expr.iter().enumerate() {
+        for c in e.column_refs() {
+            if c.name.starts_with("column") {
+                out.push((c.name.clone(), p.schema.field(i).name().clone()));
+            }
+        }
+    }
+    out
+}
+
+static NOT_NULLABLE_RE: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"Column '([^']+)' is declared as non-nullable but contains null values").expect("static regex"));
+
+/// DataFusion's "Column 'column1' is declared as non-nullable" as PostgreSQL says it:
+/// SQLSTATE 23502 naming the table's column.
+fn not_null_error(e: PgWireError, table: &str, names: &[(String, String)]) -> PgWireError {
+    let PgWireError::UserError(info) = &e else { return e };
+    let Some(c) = NOT_NULLABLE_RE.captures(&info.message) else { return e };
+    let column = names.iter().find(|(v, _)| *v == c[1]).map(|(_, n)| n.clone()).unwrap_or_else(|| c[1].to_string());
+    pg_error(sqlstate::NOT_NULL_VIOLATION, format!("null value in column \"{column}\" of relation \"{table}\" violates not-null constraint"))
+}
+
+fn insert_tag(rows: u64) -> Response {
+    Response::Execution(Tag::new("INSERT").with_oid(0).with_rows(rows as usize))
 }
 
 fn param_types_of(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
@@ -385,6 +440,142 @@ impl QueryHandler {
         Ok(Response::CopyOut(CopyResponse::new(0, columns, data)))
     }
 
+    /// INSERT: the statement's rows (VALUES or SELECT, cast to the table's types) computed
+    /// like a query, under a query slot; then, without the slot, committed through the
+    /// group committer (or kept for COMMIT inside BEGIN … COMMIT).
+    async fn run_insert(&self, backend: &Backend, plan: LogicalPlan) -> PgWireResult<Response> {
+        let LogicalPlan::Dml(dml) = plan else { return Err(pg_error(sqlstate::INTERNAL_ERROR, "not an INSERT")) };
+        if !matches!(dml.op, WriteOp::Insert(InsertOp::Append)) {
+            return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("{}: flashscan appends rows only (INSERT INTO)", dml.op)));
+        }
+        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
+        let table = dml.table_name.table().to_string();
+        let names = value_column_names(&dml.input);
+        let input = std::sync::Arc::unwrap_or_clone(dml.input);
+        let not_null = |e: PgWireError| not_null_error(e, &table, &names);
+        let mut running = self.start(backend, input).await.map_err(not_null)?;
+        let mut batches = Vec::new();
+        loop {
+            match running.next_batch().await {
+                None => break,
+                Some(Ok(b)) => {
+                    if b.num_rows() > 0 {
+                        batches.push(b)
+                    }
+                }
+                Some(Err(e)) => {
+                    let outcome = if running.cancel.is_canceled() || is_cancel_error(&e) { Outcome::Canceled } else { Outcome::Failed };
+                    running.finish(outcome);
+                    return Err(not_null(e));
+                }
+            }
+        }
+        running.finish(Outcome::Done);
+        drop(running);
+        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        {
+            let mut t = backend.transaction();
+            if let Transaction::Open { .. } = &*t {
+                t.add(&table, batches)?;
+                return Ok(insert_tag(rows));
+            }
+        }
+        if rows == 0 {
+            return Ok(insert_tag(0));
+        }
+        let committed = committer.insert(&table, batches).await.map_err(|f| f.to_pg())?;
+        Ok(insert_tag(committed))
+    }
+
+    /// CREATE TABLE / DROP TABLE through the SQL session's write path (one catalog commit),
+    /// with no statement being planned meanwhile; then psql's table list is refreshed.
+    async fn run_ddl(&self, sql: &str) -> PgWireResult<Response> {
+        let database = &self.shared.database;
+        if database.write.is_none() {
+            return Err(read_only_database(&self.shared));
+        }
+        let tag = if sql.trim_start().to_ascii_lowercase().starts_with("create") { "CREATE TABLE" } else { "DROP TABLE" };
+        {
+            let _ddl = database.ddl.write().await;
+            database.session.run_one(sql).await.map_err(|e| sql_error_to_pg(&e))?;
+        }
+        let tables = crate::catalog_tables(&self.shared.base, database.session.db_dir()).await.map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+        self.shared.set_tables(tables);
+        Ok(Response::Execution(Tag::new(tag)))
+    }
+
+    /// COPY … FROM STDIN: checks the table and columns, then asks the client for the data
+    /// (CopyInResponse); the rows are committed when the client says CopyDone.
+    async fn start_copy_in(&self, backend: &Backend, options: &CopyFromOptions) -> PgWireResult<Response> {
+        if self.shared.database.write.is_none() {
+            return Err(read_only_database(&self.shared));
+        }
+        let provider = {
+            let _ddl = self.shared.database.ddl.read().await;
+            self.shared.base.table_provider(options.table.to_lowercase().as_str()).await
+        };
+        let provider = provider.map_err(|_| {
+            let known: Vec<String> = self.shared.tables().into_iter().map(|t| t.name).collect();
+            pg_error(sqlstate::UNDEFINED_TABLE, format!("relation \"{}\" does not exist (tables: {})", options.table, known.join(", ")))
+        })?;
+        let schema = provider.schema();
+        let targets = crate::copy_from::target_columns(&schema, options).map_err(|e| pg_error(e.code, e.message))?;
+        let columns = targets.len();
+        *backend.copy_in() = Some(CopyIn { options: options.clone(), schema, targets, data: Vec::new(), too_large: false });
+        Ok(Response::CopyIn(CopyResponse::new(0, columns, stream::empty())))
+    }
+
+    /// The end of COPY FROM STDIN: all lines parsed and converted (the first bad one is
+    /// the error), then one statement through the committer. Returns the rows.
+    pub async fn finish_copy_in(&self, backend: &Backend) -> PgWireResult<u64> {
+        let Some(copy) = backend.copy_in().take() else {
+            return Err(pg_error(sqlstate::PROTOCOL_VIOLATION, "CopyDone without COPY FROM STDIN"));
+        };
+        let table = copy.options.table.to_lowercase();
+        if copy.too_large {
+            return Err(pg_error(
+                sqlstate::INSUFFICIENT_RESOURCES,
+                format!("COPY {table}: more than {} MiB of data in one COPY; nothing was inserted: split it into several COPYs", crate::copy_from::COPY_BYTES_MAX >> 20),
+            ));
+        }
+        let converted = tokio::task::spawn_blocking(move || {
+            let lines = crate::copy_from::parse_lines(&copy.data, &copy.options)?;
+            crate::copy_from::to_batches(&lines, &copy.schema, &copy.targets, &copy.options.table)
+        })
+        .await
+        .map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, format!("COPY parser failed: {e}")))?;
+        let batches = converted.map_err(|e| pg_error(e.code, e.message))?;
+        let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        {
+            let mut t = backend.transaction();
+            if let Transaction::Open { .. } = &*t {
+                t.add(&table, batches)?;
+                return Ok(rows);
+            }
+        }
+        if rows == 0 {
+            return Ok(0);
+        }
+        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
+        committer.insert(&table, batches).await.map_err(|f| f.to_pg())
+    }
+
+    /// Runs a statement inside the connection's transaction rules: after a failure in
+    /// BEGIN … COMMIT, everything but COMMIT/ROLLBACK is refused (as PostgreSQL does).
+    async fn run_in_transaction(&self, backend: &Backend, command: &Command, plan: Option<LogicalPlan>, format: &Format) -> PgWireResult<Response> {
+        if matches!(*backend.transaction(), Transaction::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
+            return Err(pg_error(sqlstate::IN_FAILED_TRANSACTION, "current transaction is aborted, commands ignored until end of transaction block"));
+        }
+        let result = self.run_command(backend, command, plan, format).await;
+        if result.is_err() {
+            let mut t = backend.transaction();
+            if matches!(*t, Transaction::Open { .. }) {
+                *t = Transaction::Failed;
+            }
+        }
+        result
+    }
+
     /// Runs one classified statement. `plan` and `params` come from the extended protocol.
     async fn run_command(&self, backend: &Backend, command: &Command, plan: Option<LogicalPlan>, format: &Format) -> PgWireResult<Response> {
         match command {
@@ -411,12 +602,35 @@ impl QueryHandler {
                 Ok(Response::Execution(Tag::new("RESET")))
             }
             Command::Show { name } => Self::batch_response(self.show(backend, name)?, format),
-            Command::Begin => Ok(Response::TransactionStart(Tag::new("BEGIN"))),
-            Command::Commit => Ok(Response::TransactionEnd(Tag::new("COMMIT"))),
-            Command::Rollback => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+            Command::Begin => {
+                let mut t = backend.transaction();
+                if !t.in_block() {
+                    *t = Transaction::Open { table: None, batches: Vec::new() };
+                }
+                Ok(Response::TransactionStart(Tag::new("BEGIN")))
+            }
+            Command::Commit => {
+                let t = std::mem::take(&mut *backend.transaction());
+                match t {
+                    Transaction::Open { table: Some(table), batches } => {
+                        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
+                        committer.insert(&table, batches).await.map_err(|f| f.to_pg())?;
+                        Ok(Response::TransactionEnd(Tag::new("COMMIT")))
+                    }
+                    // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
+                    Transaction::Failed => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+                    _ => Ok(Response::TransactionEnd(Tag::new("COMMIT"))),
+                }
+            }
+            Command::Rollback => {
+                *backend.transaction() = Transaction::Idle;
+                Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
+            }
+            Command::Ddl(sql) => self.run_ddl(sql).await,
+            Command::CopyFrom(options) => self.start_copy_in(backend, options).await,
             Command::NoOp(tag) => Ok(Response::Execution(Tag::new(tag))),
             Command::Catalog(q) => {
-                let batch = answer(q, &self.shared.tables).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+                let batch = answer(q, &self.shared.tables()).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
                 Self::batch_response(batch, format)
             }
             Command::CopyTo { query, csv, header, delimiter } => self.copy_response(backend, query, *csv, *header, delimiter.clone()).await,
@@ -426,6 +640,9 @@ impl QueryHandler {
                     Some(p) => p,
                     None => plan_sql(&self.shared, sql).await?,
                 };
+                if is_insert(&plan) {
+                    return self.run_insert(backend, plan).await;
+                }
                 self.query_response(backend, plan, format).await
             }
         }
@@ -463,7 +680,7 @@ impl SimpleQueryHandler for QueryHandler {
         let mut responses = Vec::with_capacity(statements.len());
         for text in statements {
             let command = classify(&text);
-            let result = match self.run_command(&backend, &command, None, &Format::UnifiedText).await {
+            let result = match self.run_in_transaction(&backend, &command, None, &Format::UnifiedText).await {
                 Ok(r) if many => materialize(r).await,
                 other => other,
             };
@@ -496,8 +713,9 @@ impl QueryParser for Parser {
             Command::Sql(text) => {
                 let plan = plan_sql(&self.shared, text).await?;
                 let params = param_types_of(&plan)?;
-                let schema = plan.schema().inner().clone();
-                (Some(plan), params, Some(schema))
+                // INSERT returns no rows (NoData), as in PostgreSQL.
+                let schema = (!is_insert(&plan)).then(|| plan.schema().inner().clone());
+                (Some(plan), params, schema)
             }
             Command::Show { name } => (None, vec![], Some(schema_of_show(name))),
             Command::Catalog(q) => {
@@ -584,6 +802,69 @@ impl ExtendedQueryHandler for QueryHandler {
             }
             None => None,
         };
-        self.run_command(&backend, &prepared.command, plan, &portal.result_column_format).await
+        self.run_in_transaction(&backend, &prepared.command, plan, &portal.result_column_format).await
+    }
+}
+
+#[async_trait]
+impl CopyHandler for QueryHandler {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let backend = backend_of(client)?;
+        let mut copy = backend.copy_in();
+        let Some(copy) = copy.as_mut() else {
+            return Err(pg_error(sqlstate::PROTOCOL_VIOLATION, "CopyData without COPY FROM STDIN"));
+        };
+        if copy.data.len() + copy_data.data.len() > crate::copy_from::COPY_BYTES_MAX {
+            copy.too_large = true;
+            copy.data = Vec::new();
+        }
+        if !copy.too_large {
+            copy.data.extend_from_slice(&copy_data.data);
+        }
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let backend = backend_of(client)?;
+        let result = self.finish_copy_in(&backend).await;
+        let rows = match result {
+            Ok(rows) => rows,
+            Err(e) => {
+                let mut t = backend.transaction();
+                if matches!(*t, Transaction::Open { .. }) {
+                    *t = Transaction::Failed;
+                }
+                return Err(e);
+            }
+        };
+        use futures::SinkExt;
+        client.send(PgWireBackendMessage::CommandComplete(Tag::new("COPY").with_rows(rows as usize).into())).await?;
+        Ok(())
+    }
+
+    async fn on_copy_fail<C>(&self, client: &mut C, fail: CopyFail) -> PgWireError
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Ok(backend) = backend_of(client) {
+            backend.copy_in().take();
+            let mut t = backend.transaction();
+            if matches!(*t, Transaction::Open { .. }) {
+                *t = Transaction::Failed;
+            }
+        }
+        pg_error(sqlstate::QUERY_CANCELED, format!("COPY from stdin failed: {}; nothing was inserted", fail.message))
     }
 }

@@ -113,6 +113,21 @@ pub fn prometheus_text(shared: &Shared) -> String {
         metric("flashscan_read_iops", "gauge", "Reads per second over the last sample.", s.read_iops);
         metric("flashscan_read_latency_microseconds_avg", "gauge", "Average read latency over the last sample.", s.read_latency_us_avg);
         metric("flashscan_query_latency_seconds_p99", "gauge", "p99 latency of queries ended in the last sample.", s.query_latency_ms_p99 / 1e3);
+        metric("flashscan_statements_committed_total", "counter", "INSERT/COPY/COMMIT statements acknowledged after their flush, since start.", s.statements_committed_total as f64);
+        metric("flashscan_rows_inserted_total", "counter", "Rows inserted since start.", s.rows_inserted_total as f64);
+        metric("flashscan_commits_total", "counter", "Write-path transactions committed since start (statements share them).", s.commits_total as f64);
+        metric("flashscan_log_flushes_total", "counter", "Durable log flushes (write + fdatasync) since start.", s.log_flushes_total as f64);
+        metric("flashscan_commits_per_second", "gauge", "Commits per second over the last sample.", s.commits_per_s);
+        metric("flashscan_log_flushes_per_second", "gauge", "Log flushes per second over the last sample.", s.log_flushes_per_s);
+        metric("flashscan_writes_waiting", "gauge", "Statements waiting for their commit.", s.writes_waiting as f64);
+        metric("flashscan_pool_hits_total", "counter", "Buffer pool page requests served from memory since start.", s.pool_hits_total as f64);
+        metric("flashscan_pool_reads_total", "counter", "Buffer pool reads since start.", s.pool_reads_total as f64);
+        metric("flashscan_pool_evictions_total", "counter", "Buffer pool pages evicted since start.", s.pool_evictions_total as f64);
+        metric("flashscan_io_queue_depth_avg", "gauge", "I/O requests in flight on average over the last sample.", s.io_queue_depth_avg);
+        let _ = writeln!(out, "# HELP flashscan_wait_seconds Time spent waiting over the last sample, by kind.\n# TYPE flashscan_wait_seconds gauge");
+        for (kind, ms) in [("io", s.wait_io_ms), ("latch", s.wait_latch_ms), ("queue", s.wait_queue_ms), ("commit", s.wait_commit_ms)] {
+            let _ = writeln!(out, "flashscan_wait_seconds{{kind=\"{kind}\"}} {}", ms / 1e3);
+        }
         let per_file: [(&str, &str, fn(&crate::sampler::FileSample) -> f64); 5] = [
             ("flashscan_file_reads_total", "Reads of the file since start.", |f| f.reads_total as f64),
             ("flashscan_file_read_bytes_total", "Bytes read from the file since start.", |f| f.bytes_read_total as f64),

@@ -17,6 +17,7 @@
 pub mod admission;
 pub mod cancel;
 pub mod config;
+pub mod copy_from;
 pub mod error;
 pub mod handler;
 pub mod http;
@@ -24,10 +25,12 @@ pub mod ownership;
 pub mod params;
 pub mod psql_catalog;
 pub mod sampler;
+pub mod scram;
 pub mod shared;
 pub mod startup;
 pub mod statement;
 pub mod stats_tables;
+pub mod writes;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -51,7 +54,8 @@ use crate::handler::QueryHandler;
 use crate::ownership::DatabaseOwnership;
 use crate::psql_catalog::{CatalogTable, FIRST_TABLE_OID};
 use crate::sampler::Sampler;
-use crate::shared::Shared;
+use crate::shared::{Database, Shared};
+use crate::writes::Committer;
 use crate::startup::{AuthMethod, Startup};
 use crate::stats_tables::{StatsTable, StatsView};
 
@@ -89,6 +93,10 @@ impl PgWireServerHandlers for Handlers {
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         self.cancel.clone()
     }
+
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        self.query.clone()
+    }
 }
 
 /// A server accepting connections; `shutdown` drains it.
@@ -118,24 +126,52 @@ async fn bind_listener(config: &ServerConfig) -> Result<(TcpListener, bool), Ser
     Err(ServerError::Listen { addr: format!("{addr} (and the {} ports below it)", config::LISTEN_PORT_TRIES - 1), source: e })
 }
 
-/// Opens the database, takes ownership of it and starts listening.
-pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
-    config.validate()?;
-    let ownership = DatabaseOwnership::acquire(&config.db_dir)?;
-    let auth = AuthMethod::from_password_file(config.password_file.as_deref())?;
-    let session = FlashscanSession::open(&config.db_dir, SessionOptions { target_partitions: config.target_partitions, ..SessionOptions::default() })?;
-    let base = session.context().clone();
-    // psql, drivers and BI tools write PostgreSQL's dialect.
-    base.state_ref().write().config_mut().options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+/// What the server names itself in the database lock.
+pub const WRITER_NAME: &str = "flashscan serve";
 
-    let db = flashscan_storage::Database::open(&config.db_dir).map_err(flashscan_sql::SqlError::from)?;
-    let mut tables = Vec::new();
-    let mut names: Vec<(String, String)> = db.tables().map(|t| (t.name.to_lowercase(), t.format.clone())).collect();
+/// The tables psql's `\d` sees, with oids in name order.
+pub async fn catalog_tables(base: &datafusion::prelude::SessionContext, db_dir: &std::path::Path) -> Result<Vec<CatalogTable>, ServerError> {
+    let catalog = flashscan_storage::Catalog::read(db_dir).map_err(flashscan_sql::SqlError::from)?;
+    let mut names: Vec<(String, String)> = catalog.tables.values().map(|t| (t.name.to_lowercase(), t.format.clone())).collect();
     names.sort();
+    let mut tables = Vec::new();
     for (i, (name, format)) in names.into_iter().enumerate() {
         let provider = base.table_provider(name.as_str()).await.map_err(flashscan_sql::SqlError::from)?;
         tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format });
     }
+    Ok(tables)
+}
+
+/// Opens the database, takes ownership of it (for a database made by `flashscan init`:
+/// the writer's lock and the log) and starts listening.
+pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
+    config.validate()?;
+    let auth = AuthMethod::from_password_file_with(config.password_file.as_deref(), config.password_auth)?;
+    let writable = flashscan_storage::Catalog::read(&config.db_dir).map_err(flashscan_sql::SqlError::from)?.write.is_some();
+    // A load-made database: the plain database lock first (a second server fails before
+    // opening anything). An init-made one: the writer's lock, taken with the log below.
+    let early_ownership = if writable { None } else { Some(DatabaseOwnership::acquire(&config.db_dir)?) };
+    let session = Arc::new(FlashscanSession::open(&config.db_dir, SessionOptions { target_partitions: config.target_partitions, ..SessionOptions::default() })?);
+    let write = match session.take_writer(WRITER_NAME) {
+        Ok(w) => w,
+        Err(flashscan_sql::SqlError::Write(e @ flashscan_write::WriteError::Locked { .. })) => {
+            return Err(match ownership::read_serve_info(&config.db_dir) {
+                Some(_) => ServerError::DatabaseBusy(ownership::busy_message(&config.db_dir)),
+                None => ServerError::DatabaseBusy(e.to_string()),
+            })
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let ownership = match early_ownership {
+        Some(o) => o,
+        None => DatabaseOwnership::held_by_write_path(&config.db_dir),
+    };
+    let base = session.context().clone();
+    // psql, drivers and BI tools write PostgreSQL's dialect.
+    base.state_ref().write().config_mut().options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
+    let tables = catalog_tables(&base, &config.db_dir).await?;
+    let committer = write.clone().map(Committer::start);
+    let database = Database { session: session.clone(), write, committer, ddl: tokio::sync::RwLock::new(()) };
 
     let admission = Admission::new(
         config.max_connections,
@@ -145,6 +181,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         config.scan_buffer_bytes_per_query(),
     );
     let sampler = Sampler::new(&config.db_dir, admission.clone(), config::SAMPLE_RING_SECONDS);
+    if let (Some(c), Some(w)) = (&database.committer, &database.write) {
+        sampler.set_write_source(sampler::WriteSource { counters: c.counters.clone(), write: w.clone() });
+    }
     base.register_table("flashscan_stats_history", Arc::new(StatsTable::new(StatsView::History, sampler.clone())))
         .map_err(flashscan_sql::SqlError::from)?;
     if let Some(catalog) = base.catalog("datafusion") {
@@ -152,7 +191,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         base.register_table("sys.dm_io_virtual_file_stats", Arc::new(StatsTable::new(StatsView::FileStats, sampler.clone())))
             .map_err(flashscan_sql::SqlError::from)?;
     }
-    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables));
+    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database));
 
     let (listener, moved) = bind_listener(&config).await?;
     let listen = listener.local_addr().map_err(|e| ServerError::Listen { addr: "bound socket".into(), source: e })?;
@@ -214,7 +253,8 @@ async fn accept_loop(
     drop(listener);
     shared.start_draining();
     let started = Instant::now();
-    while !shared.admission.idle() && started.elapsed() < config::DRAIN_TIMEOUT {
+    let writes_waiting = |s: &Shared| s.database.committer.as_ref().map(|c| c.counters.statements_waiting.load(std::sync::atomic::Ordering::Relaxed)).unwrap_or(0);
+    while (!shared.admission.idle() || writes_waiting(&shared) > 0) && started.elapsed() < config::DRAIN_TIMEOUT {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     connections.abort_all();
@@ -223,11 +263,33 @@ async fn accept_loop(
 }
 
 impl RunningServer {
-    /// Stops accepting, lets running queries finish (at most `DRAIN_TIMEOUT`), closes
-    /// every connection and releases the database.
+    /// [`RunningServer::stop`], printing a failed checkpoint on stderr.
     pub async fn shutdown(self) {
+        if let Err(e) = self.stop().await {
+            eprintln!("flashscan serve: {e}");
+        }
+    }
+
+    /// Stops accepting, lets running queries and writes finish (at most `DRAIN_TIMEOUT`),
+    /// closes every connection, commits what the committer holds, then checkpoints a
+    /// database that takes writes (its delta into pages, the log recycled) so the next
+    /// open replays nothing; releases the database.
+    pub async fn stop(self) -> Result<Option<flashscan_write::CheckpointReport>, ServerError> {
         let _ = self.stop.send(true);
         let _ = self.accept_task.await;
+        let shared = self.shared.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            if let Some(c) = &shared.database.committer {
+                c.stop();
+            }
+        })
+        .await;
+        let Some(write) = self.shared.database.write.clone() else { return Ok(None) };
+        let report = tokio::task::spawn_blocking(move || write.checkpoint(&flashscan_write::CheckpointOptions::default()))
+            .await
+            .map_err(|e| ServerError::InvalidArgument(format!("the checkpoint thread failed: {e}")))?
+            .map_err(|e| ServerError::Sql(flashscan_sql::SqlError::Write(e)))?;
+        Ok(Some(report))
     }
 }
 
@@ -250,8 +312,13 @@ pub async fn serve_until_signal(config: ServerConfig) -> Result<(), ServerError>
         _ = term.recv() => {}
         _ = int.recv() => {}
     }
-    eprintln!("flashscan serve: shutting down: draining running queries (at most {} s)", config::DRAIN_TIMEOUT.as_secs());
-    server.shutdown().await;
+    eprintln!("flashscan serve: shutting down: no new connections; running queries and writes get {} s to finish", config::DRAIN_TIMEOUT.as_secs());
+    if let Some(report) = server.stop().await? {
+        eprintln!(
+            "flashscan serve: checkpoint: {} rows in {} pages written to {} new files ({:.3} s); the log holds nothing to replay",
+            report.rows_written, report.pages_written, report.files_created, report.elapsed_s
+        );
+    }
     eprintln!("flashscan serve: stopped");
     Ok(())
 }

@@ -22,7 +22,9 @@ const SERVE_INFO_BYTES_MAX: u64 = 4096;
 /// Held while serving; dropping it removes the info file and releases the lock.
 #[derive(Debug)]
 pub struct DatabaseOwnership {
-    _lock: File,
+    /// `None` when the write path holds the database lock (a database made by `flashscan
+    /// init`: its writer lock is the same flock, taken by `FlashscanSession::take_writer`).
+    _lock: Option<File>,
     info_path: PathBuf,
 }
 
@@ -42,7 +44,12 @@ impl DatabaseOwnership {
         if rc != 0 {
             return Err(ServerError::DatabaseBusy(busy_message(db_dir)));
         }
-        Ok(DatabaseOwnership { _lock: lock, info_path: db_dir.join(SERVE_INFO_FILE_NAME) })
+        Ok(DatabaseOwnership { _lock: Some(lock), info_path: db_dir.join(SERVE_INFO_FILE_NAME) })
+    }
+
+    /// For a database whose write path already holds the lock (the server is its writer).
+    pub fn held_by_write_path(db_dir: &Path) -> DatabaseOwnership {
+        DatabaseOwnership { _lock: None, info_path: db_dir.join(SERVE_INFO_FILE_NAME) }
     }
 
     /// Records the address clients should use. A file left by a killed server is ours (we
@@ -78,7 +85,7 @@ impl Drop for DatabaseOwnership {
 }
 
 /// What the second process is told: who serves the database and how to connect.
-fn busy_message(db_dir: &Path) -> String {
+pub(crate) fn busy_message(db_dir: &Path) -> String {
     let info = read_serve_info(db_dir);
     match info {
         Some((pid, listen)) => {

@@ -57,6 +57,35 @@ pub struct Sample {
     pub queue_timeouts: u64,
     pub connections_refused: u64,
     pub rows_sent: u64,
+    // --- writes (zero on a database without a log) ---
+    /// Statements (INSERT, COPY, COMMIT of a block) acknowledged after their flush.
+    pub statements_committed: u64,
+    pub rows_inserted: u64,
+    /// Write-path transactions committed: statements of several connections share one.
+    pub commits: u64,
+    pub commits_per_s: f64,
+    /// Durable log flushes (write + fdatasync) of the log writer.
+    pub log_flushes: u64,
+    pub log_flushes_per_s: f64,
+    pub log_bytes_written: u64,
+    // --- the buffer pool (the process's one pool, which scans read through) ---
+    pub pool_hits: u64,
+    pub pool_misses: u64,
+    pub pool_reads: u64,
+    pub pool_evictions: u64,
+    pub pool_hit_ratio: f64,
+    // --- waits by kind, milliseconds spent in the interval (summed over threads) ---
+    /// Reading pages (scans waiting for their reads).
+    pub wait_io_ms: f64,
+    /// Another thread's latch on a page in memory.
+    pub wait_latch_ms: f64,
+    /// Queries waiting for a slot (--max-active-queries).
+    pub wait_queue_ms: f64,
+    /// Statements waiting for their commit to be durable.
+    pub wait_commit_ms: f64,
+    /// Average I/O requests in flight over the interval (Little's law: the summed latency
+    /// of the interval's completed I/Os divided by its length).
+    pub io_queue_depth_avg: f64,
     pub queue_wait_ms: f64,
     /// Latency of the queries that ended in the interval (0 when none did).
     pub query_latency_ms_p50: f64,
@@ -67,6 +96,8 @@ pub struct Sample {
     pub queries_queued: u64,
     pub connections_open: u64,
     pub scan_buffer_mb_in_use: f64,
+    /// Statements waiting for their commit at the end of the interval.
+    pub writes_waiting: u64,
     // --- cumulative since the server started ---
     pub reads_total: u64,
     pub bytes_read_total: u64,
@@ -75,6 +106,13 @@ pub struct Sample {
     pub queries_failed_total: u64,
     pub rows_sent_total: u64,
     pub connections_total: u64,
+    pub statements_committed_total: u64,
+    pub rows_inserted_total: u64,
+    pub commits_total: u64,
+    pub log_flushes_total: u64,
+    pub pool_hits_total: u64,
+    pub pool_reads_total: u64,
+    pub pool_evictions_total: u64,
     /// Per file, deltas and totals (files that did no I/O in the interval included).
     pub files: Vec<FileSample>,
 }
@@ -89,6 +127,19 @@ struct CounterSnapshot {
     refused: u64,
     rows_sent: u64,
     queue_wait_us: u64,
+    statements_committed: u64,
+    rows_inserted: u64,
+    commits: u64,
+    commit_wait_us: u64,
+    log_flushes: u64,
+    log_bytes: u64,
+    pool: flashscan_buffer::BufferCountersSnapshot,
+}
+
+/// Where the write counters come from: the committer's and the log's.
+pub struct WriteSource {
+    pub counters: Arc<crate::writes::WriteCounters>,
+    pub write: Arc<flashscan_write::WritePath>,
 }
 
 struct State {
@@ -97,6 +148,8 @@ struct State {
     /// Process counters when the server started: totals count from there.
     base_files: HashMap<PathBuf, FileStatsSnapshot>,
     prev_counters: CounterSnapshot,
+    /// Counters when counting started: the write and pool totals count from there.
+    base_counters: CounterSnapshot,
     prev_at: Instant,
 }
 
@@ -106,11 +159,30 @@ pub struct Sampler {
     capacity: usize,
     state: Mutex<State>,
     latencies: Mutex<Histogram<u64>>,
+    writes: Mutex<Option<WriteSource>>,
 }
 
-fn counters_of(a: &Admission) -> CounterSnapshot {
+fn counters_of(a: &Admission, writes: Option<&WriteSource>) -> CounterSnapshot {
     let c = &a.counters;
+    let (mut statements_committed, mut rows_inserted, mut commits, mut commit_wait_us, mut log_flushes, mut log_bytes) = (0, 0, 0, 0, 0, 0);
+    if let Some(w) = writes {
+        statements_committed = w.counters.statements_committed.load(Relaxed);
+        rows_inserted = w.counters.rows_inserted.load(Relaxed);
+        commits = w.counters.transactions_committed.load(Relaxed);
+        commit_wait_us = w.counters.commit_wait_us.load(Relaxed);
+        if let Some(stats) = w.write.wal_stats() {
+            log_flushes = stats.flushes_count;
+            log_bytes = stats.bytes_written;
+        }
+    }
     CounterSnapshot {
+        statements_committed,
+        rows_inserted,
+        commits,
+        commit_wait_us,
+        log_flushes,
+        log_bytes,
+        pool: flashscan_buffer::BufferPool::global().snapshot(),
         started: c.queries_started.load(Relaxed),
         completed: c.queries_completed.load(Relaxed),
         failed: c.queries_failed.load(Relaxed),
@@ -138,12 +210,23 @@ impl Sampler {
                 ring: VecDeque::with_capacity(capacity),
                 prev_files: files.clone(),
                 base_files: files,
-                prev_counters: counters_of(&admission),
+                prev_counters: counters_of(&admission, None),
+                base_counters: counters_of(&admission, None),
                 prev_at: Instant::now(),
             }),
             admission,
             latencies: Mutex::new(latencies),
+            writes: Mutex::new(None),
         })
+    }
+
+    /// Counts writes from now on (a database that takes writes).
+    pub fn set_write_source(&self, source: WriteSource) {
+        let mut w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let mut st = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        st.prev_counters = counters_of(&self.admission, Some(&source));
+        st.base_counters = st.prev_counters;
+        *w = Some(source);
     }
 
     /// A query ended after `elapsed` (admission wait included).
@@ -160,7 +243,10 @@ impl Sampler {
     /// Takes one sample now and adds it to the ring.
     pub fn sample(&self) -> Sample {
         let files_now = process_file_stats_snapshot();
-        let counters = counters_of(&self.admission);
+        let counters = {
+            let w = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+            counters_of(&self.admission, w.as_ref())
+        };
         let latencies = {
             let mut h = self.latencies.lock().unwrap_or_else(|p| p.into_inner());
             let q = |p: f64| if h.is_empty() { 0.0 } else { h.value_at_quantile(p) as f64 / 1000.0 };
@@ -214,6 +300,35 @@ impl Sampler {
         s.rows_sent = counters.rows_sent - p.rows_sent;
         s.queue_wait_ms = (counters.queue_wait_us - p.queue_wait_us) as f64 / 1000.0;
         (s.query_latency_ms_p50, s.query_latency_ms_p99, s.query_latency_ms_max) = latencies;
+        s.statements_committed = counters.statements_committed - p.statements_committed;
+        s.rows_inserted = counters.rows_inserted - p.rows_inserted;
+        s.commits = counters.commits - p.commits;
+        s.commits_per_s = s.commits as f64 / interval_s;
+        s.log_flushes = counters.log_flushes.saturating_sub(p.log_flushes);
+        s.log_flushes_per_s = s.log_flushes as f64 / interval_s;
+        s.log_bytes_written = counters.log_bytes.saturating_sub(p.log_bytes);
+        let pool = counters.pool.since(&p.pool);
+        s.pool_hits = pool.hits_count;
+        s.pool_misses = pool.misses_count;
+        s.pool_reads = pool.reads_count;
+        s.pool_evictions = pool.evictions_count;
+        s.pool_hit_ratio = pool.hit_ratio();
+        s.wait_io_ms = pool.io_wait_ns as f64 / 1e6;
+        s.wait_latch_ms = pool.latch_wait_ns as f64 / 1e6;
+        s.wait_queue_ms = s.queue_wait_ms;
+        s.wait_commit_ms = (counters.commit_wait_us - p.commit_wait_us) as f64 / 1000.0;
+        let io_busy_us: u64 = s.files.iter().map(|f| f.read_stall_us + f.write_stall_us).sum();
+        s.io_queue_depth_avg = io_busy_us as f64 / 1e6 / interval_s;
+        let base = st.base_counters;
+        s.statements_committed_total = counters.statements_committed - base.statements_committed;
+        s.rows_inserted_total = counters.rows_inserted - base.rows_inserted;
+        s.commits_total = counters.commits - base.commits;
+        s.log_flushes_total = counters.log_flushes.saturating_sub(base.log_flushes);
+        let pool_total = counters.pool.since(&base.pool);
+        s.pool_hits_total = pool_total.hits_count;
+        s.pool_reads_total = pool_total.reads_count;
+        s.pool_evictions_total = pool_total.evictions_count;
+        s.writes_waiting = self.writes.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|w| w.counters.statements_waiting.load(Relaxed) as u64).unwrap_or(0);
         let c = &self.admission.counters;
         s.queries_running = c.queries_running.load(Relaxed) as u64;
         s.queries_queued = c.queries_queued.load(Relaxed) as u64;
@@ -251,7 +366,10 @@ impl Sampler {
         tick.tick().await;
         loop {
             tick.tick().await;
-            self.sample();
+            // Off the async workers: reading the log's counters waits while a commit holds
+            // the write path.
+            let me = self.clone();
+            let _ = tokio::task::spawn_blocking(move || me.sample()).await;
         }
     }
 }

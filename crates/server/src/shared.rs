@@ -2,7 +2,7 @@
 //! the cancel registry, the authentication method and the live counters.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -12,7 +12,21 @@ use datafusion::prelude::SessionContext;
 use crate::admission::Admission;
 use crate::cancel::CancelRegistry;
 use crate::sampler::Sampler;
+use crate::psql_catalog::CatalogTable;
 use crate::startup::AuthMethod;
+use crate::writes::Committer;
+
+/// The database's SQL session and, for a database made by `flashscan init`, its write
+/// path (held as the one writer while the server runs).
+pub struct Database {
+    pub session: Arc<flashscan_sql::FlashscanSession>,
+    pub write: Option<Arc<flashscan_write::WritePath>>,
+    /// INSERT and COPY rows go through it (group commit); `None` without a write path.
+    pub committer: Option<Committer>,
+    /// CREATE/DROP TABLE re-register the tables: statements are planned under the read
+    /// side, DDL runs under the write side, so no plan sees a table list half-made.
+    pub ddl: tokio::sync::RwLock<()>,
+}
 
 pub struct Shared {
     /// Tables, `sys.*` views and `flashscan_stats_history` registered; queries run in a
@@ -24,7 +38,8 @@ pub struct Shared {
     pub query_memory_bytes: usize,
     pub sampler: Arc<Sampler>,
     /// Table names with their catalog oids, for psql's `\dt` and `\d`.
-    pub tables: Vec<crate::psql_catalog::CatalogTable>,
+    tables: RwLock<Vec<CatalogTable>>,
+    pub database: Database,
     draining: AtomicBool,
 }
 
@@ -35,7 +50,8 @@ impl Shared {
         auth: AuthMethod,
         query_memory_bytes: usize,
         sampler: Arc<Sampler>,
-        tables: Vec<crate::psql_catalog::CatalogTable>,
+        tables: Vec<CatalogTable>,
+        database: Database,
     ) -> Shared {
         Shared {
             base,
@@ -44,7 +60,8 @@ impl Shared {
             auth,
             query_memory_bytes,
             sampler,
-            tables,
+            tables: RwLock::new(tables),
+            database,
             draining: AtomicBool::new(false),
         }
     }
@@ -55,6 +72,14 @@ impl Shared {
         let runtime = RuntimeEnvBuilder::new().with_memory_limit(self.query_memory_bytes, 1.0).build_arc()?;
         let state = SessionStateBuilder::new_from_existing(self.base.state()).with_runtime_env(runtime).build();
         Ok(SessionContext::new_with_state(state))
+    }
+
+    pub fn tables(&self) -> Vec<CatalogTable> {
+        self.tables.read().map(|t| t.clone()).unwrap_or_else(|p| p.into_inner().clone())
+    }
+
+    pub fn set_tables(&self, tables: Vec<CatalogTable>) {
+        *self.tables.write().unwrap_or_else(|p| p.into_inner()) = tables;
     }
 
     pub fn start_draining(&self) {

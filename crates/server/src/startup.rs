@@ -28,6 +28,30 @@ pub const SERVER_VERSION: &str = concat!("15.0 (flashscan ", env!("CARGO_PKG_VER
 /// A password file holds one password on its first line; more than this is not one.
 const PASSWORD_FILE_BYTES_MAX: u64 = 4096;
 
+/// Which password exchange `--password-file` asks for (`--auth`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PasswordAuth {
+    /// SCRAM-SHA-256, PostgreSQL's default since 14: the password never crosses the wire.
+    #[default]
+    ScramSha256,
+    /// MD5 with a per-connection salt (older clients).
+    Md5,
+    /// The password itself (PostgreSQL's `password`): only for clients that can do nothing
+    /// else, and only where the network is trusted (there is no TLS).
+    Cleartext,
+}
+
+impl PasswordAuth {
+    pub fn parse(text: &str) -> Option<PasswordAuth> {
+        match text.to_ascii_lowercase().as_str() {
+            "scram-sha-256" | "scram" => Some(PasswordAuth::ScramSha256),
+            "md5" => Some(PasswordAuth::Md5),
+            "password" | "cleartext" => Some(PasswordAuth::Cleartext),
+            _ => None,
+        }
+    }
+}
+
 /// How clients prove who they are.
 #[derive(Debug, Clone)]
 pub enum AuthMethod {
@@ -35,10 +59,19 @@ pub enum AuthMethod {
     Trust,
     /// MD5 of the password from the password file; any user name.
     Md5 { password: String },
+    /// The password in clear (`--auth password`).
+    Cleartext { password: String },
+    /// SCRAM-SHA-256 against the keys derived from the password file (one salt per server
+    /// start, as a `pg_authid` entry has one).
+    Scram { secret: crate::scram::Secret },
 }
 
 impl AuthMethod {
     pub fn from_password_file(path: Option<&Path>) -> Result<AuthMethod, ServerError> {
+        Self::from_password_file_with(path, PasswordAuth::Md5)
+    }
+
+    pub fn from_password_file_with(path: Option<&Path>, kind: PasswordAuth) -> Result<AuthMethod, ServerError> {
         let Some(path) = path else { return Ok(AuthMethod::Trust) };
         use std::io::Read;
         let file = std::fs::File::open(path).map_err(|e| ServerError::Io { what: "reading password file", path: path.to_path_buf(), source: e })?;
@@ -50,9 +83,19 @@ impl AuthMethod {
         if password.is_empty() {
             return Err(ServerError::InvalidArgument(format!("password file {}: the first line is empty; put the password there", path.display())));
         }
-        Ok(AuthMethod::Md5 { password })
+        Ok(match kind {
+            PasswordAuth::Md5 => AuthMethod::Md5 { password },
+            PasswordAuth::Cleartext => AuthMethod::Cleartext { password },
+            PasswordAuth::ScramSha256 => {
+                AuthMethod::Scram { secret: crate::scram::Secret::new(&password, random_bytes::<16>().to_vec(), crate::scram::ITERATIONS) }
+            }
+        })
     }
 }
+
+/// A SCRAM exchange between its first and last message.
+#[derive(Debug)]
+struct ScramStep(crate::scram::Exchange);
 
 /// One connection's server-side state, kept in pgwire's session extensions.
 #[derive(Debug)]
@@ -61,6 +104,10 @@ pub struct Backend {
     pub cancel: Arc<BackendCancel>,
     /// Zero: no timeout (PostgreSQL's default).
     pub statement_timeout: Mutex<Duration>,
+    /// BEGIN … COMMIT: rows waiting for COMMIT.
+    pub transaction: Mutex<crate::writes::Transaction>,
+    /// COPY FROM STDIN in progress: what it fills and the data received so far.
+    pub copy_in: Mutex<Option<crate::writes::CopyIn>>,
     _registration: BackendRegistration,
 }
 
@@ -71,6 +118,14 @@ impl Backend {
 
     pub fn set_statement_timeout(&self, d: Duration) {
         *self.statement_timeout.lock().unwrap_or_else(|p| p.into_inner()) = d;
+    }
+
+    pub fn transaction(&self) -> std::sync::MutexGuard<'_, crate::writes::Transaction> {
+        self.transaction.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn copy_in(&self) -> std::sync::MutexGuard<'_, Option<crate::writes::CopyIn>> {
+        self.copy_in.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -98,6 +153,11 @@ fn random_bytes<const N: usize>() -> [u8; N] {
         }
     }
     buf
+}
+
+/// Equal, looking at every byte whatever the first difference (password checks).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 pub fn md5_hex(data: &[u8]) -> String {
@@ -150,6 +210,8 @@ impl Startup {
             pid,
             cancel,
             statement_timeout: Mutex::new(Duration::ZERO),
+            transaction: Mutex::new(Default::default()),
+            copy_in: Mutex::new(None),
             _registration: registration,
         });
         finish_authentication(client, &Parameters).await
@@ -186,20 +248,57 @@ impl StartupHandler for Startup {
                         client.set_state(PgWireConnectionState::AuthenticationInProgress);
                         client.send(PgWireBackendMessage::Authentication(Authentication::MD5Password(salt.to_vec()))).await?;
                     }
+                    AuthMethod::Cleartext { .. } => {
+                        client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                        client.send(PgWireBackendMessage::Authentication(Authentication::CleartextPassword)).await?;
+                    }
+                    AuthMethod::Scram { .. } => {
+                        client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                        client.send(PgWireBackendMessage::Authentication(Authentication::SASL(vec![crate::scram::MECHANISM.to_string()]))).await?;
+                    }
                 }
             }
             PgWireFrontendMessage::PasswordMessageFamily(pwd) => {
-                let AuthMethod::Md5 { password } = &self.shared.auth else {
-                    return Err(pg_fatal("08P01", "unexpected password message"));
-                };
-                let given = pwd.into_password()?.password;
                 let user = client.metadata().get(METADATA_USER).cloned().unwrap_or_default();
-                let salt = client.session_extensions().get::<Md5Salt>().map(|s| s.0);
-                let ok = salt.map(|s| given == md5_password_response(&user, password, &s)).unwrap_or(false);
-                if !ok {
-                    return Err(pg_fatal(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\"")));
+                let failed = || pg_fatal(sqlstate::INVALID_PASSWORD, format!("password authentication failed for user \"{user}\""));
+                match &self.shared.auth {
+                    AuthMethod::Trust => return Err(pg_fatal(sqlstate::PROTOCOL_VIOLATION, "unexpected password message")),
+                    AuthMethod::Md5 { password } => {
+                        let given = pwd.into_password()?.password;
+                        let salt = client.session_extensions().get::<Md5Salt>().map(|s| s.0);
+                        let ok = salt.map(|s| constant_time_eq(given.as_bytes(), md5_password_response(&user, password, &s).as_bytes())).unwrap_or(false);
+                        if !ok {
+                            return Err(failed());
+                        }
+                        self.finish(client).await?;
+                    }
+                    AuthMethod::Cleartext { password } => {
+                        let given = pwd.into_password()?.password;
+                        if !constant_time_eq(given.as_bytes(), password.as_bytes()) {
+                            return Err(failed());
+                        }
+                        self.finish(client).await?;
+                    }
+                    AuthMethod::Scram { secret } => match client.session_extensions().get::<ScramStep>() {
+                        None => {
+                            let first = pwd.into_sasl_initial_response()?;
+                            if first.auth_method != crate::scram::MECHANISM {
+                                return Err(pg_fatal(sqlstate::PROTOCOL_VIOLATION, format!("SASL mechanism {:?}: this server offers {}", first.auth_method, crate::scram::MECHANISM)));
+                            }
+                            let data = first.data.unwrap_or_default();
+                            let (exchange, answer) = crate::scram::server_first(secret, &data, &random_bytes::<18>())
+                                .map_err(|m| pg_fatal(sqlstate::PROTOCOL_VIOLATION, m))?;
+                            client.session_extensions().insert(ScramStep(exchange));
+                            client.send(PgWireBackendMessage::Authentication(Authentication::SASLContinue(bytes::Bytes::from(answer)))).await?;
+                        }
+                        Some(step) => {
+                            let last = pwd.into_sasl_response()?;
+                            let answer = crate::scram::server_final(secret, &step.0, &last.data).map_err(|_| failed())?;
+                            client.send(PgWireBackendMessage::Authentication(Authentication::SASLFinal(bytes::Bytes::from(answer)))).await?;
+                            self.finish(client).await?;
+                        }
+                    },
                 }
-                self.finish(client).await?;
             }
             _ => {}
         }

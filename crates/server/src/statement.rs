@@ -8,6 +8,20 @@ use regex::Regex;
 
 use crate::psql_catalog::{recognize, CatalogQuery};
 
+/// What `COPY … FROM STDIN` asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CopyFromOptions {
+    pub table: String,
+    /// The columns the lines hold, in order; every column of the table when empty.
+    pub columns: Vec<String>,
+    pub csv: bool,
+    pub header: bool,
+    /// One character; tab (text) or comma (CSV) when not given.
+    pub delimiter: Option<String>,
+    /// The text that means NULL: `\N` (text) or an unquoted empty field (CSV) by default.
+    pub null: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Empty,
@@ -21,6 +35,10 @@ pub enum Command {
     NoOp(&'static str),
     Catalog(CatalogQuery),
     CopyTo { query: String, csv: bool, header: bool, delimiter: Option<String> },
+    /// `COPY table [(columns)] FROM STDIN [options]`: rows from the client into the table.
+    CopyFrom(CopyFromOptions),
+    /// CREATE TABLE / DROP TABLE: run by the write path (one catalog commit each).
+    Ddl(String),
     /// Refused with a reason (SQLSTATE 0A000).
     Unsupported(String),
     Sql(String),
@@ -34,6 +52,12 @@ static RESET_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^reset\s+(
 static COPY_TO_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?is)^copy\s+(?:\((.*)\)|([a-z_][a-z0-9_.]*)(?:\s*\(([^)]*)\))?)\s+to\s+stdout\b(.*)$").expect("static regex")
 });
+static COPY_FROM_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?is)^copy\s+("?[a-z_][a-z0-9_.]*"?)(?:\s*\(([^)]*)\))?\s+from\s+stdin\b(.*)$"#).expect("static regex")
+});
+static NULL_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bnull\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
+static HEADER_OFF_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bheader\s+(?:false|off|0)\b").expect("static regex"));
+static DDL_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^(?:create|drop)\s+table\b").expect("static regex"));
 static DELIMITER_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)delimiter\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
 
 /// Sorts one statement (no trailing semicolon needed).
@@ -80,15 +104,37 @@ pub fn classify(text: &str) -> Command {
             let delimiter = DELIMITER_RE.captures(c.get(4).map(|m| m.as_str()).unwrap_or("")).map(|d| d[1].replace("''", "'"));
             return Command::CopyTo { query, csv: options.contains("csv"), header: options.contains("header"), delimiter };
         }
-        if lower.contains("from stdin") || lower.contains(" from ") {
+        if let Some(c) = COPY_FROM_RE.captures(t) {
+            let options = c.get(3).map(|m| m.as_str()).unwrap_or("");
+            let lower_options = options.to_ascii_lowercase();
+            let columns = c
+                .get(2)
+                .map(|m| m.as_str().split(',').map(|s| s.trim().trim_matches('"').to_string()).filter(|s| !s.is_empty()).collect())
+                .unwrap_or_default();
+            if lower_options.contains("binary") {
+                return Command::Unsupported("COPY FROM STDIN takes the text and CSV formats, not binary".into());
+            }
+            return Command::CopyFrom(CopyFromOptions {
+                table: c[1].trim_matches('"').to_string(),
+                columns,
+                csv: lower_options.contains("csv"),
+                header: lower_options.contains("header") && !HEADER_OFF_RE.is_match(options),
+                delimiter: DELIMITER_RE.captures(options).map(|d| d[1].replace("''", "'")),
+                null: NULL_RE.captures(options).map(|d| d[1].replace("''", "'")),
+            });
+        }
+        if lower.contains(" from ") {
             return Command::Unsupported(
-                "COPY ... FROM needs INSERT, which flashscan does not take over the wire yet: load files with `flashscan load`".into(),
+                "COPY FROM a file on the server is not taken over the wire: send the rows with COPY ... FROM STDIN (psql: \\copy t from 'file')".into(),
             );
         }
         return Command::Unsupported("COPY writes only TO STDOUT over the wire (psql: \\copy ... to 'file')".into());
     }
     if let Some(q) = recognize(t) {
         return Command::Catalog(q);
+    }
+    if DDL_RE.is_match(t) {
+        return Command::Ddl(t.to_string());
     }
     Command::Sql(t.to_string())
 }
@@ -213,6 +259,33 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert!(matches!(classify("COPY t FROM STDIN"), Command::Unsupported(_)));
+        assert!(matches!(classify("COPY t FROM '/etc/passwd'"), Command::Unsupported(_)));
+        assert!(matches!(classify("COPY t FROM STDIN (FORMAT binary)"), Command::Unsupported(_)));
+    }
+
+    #[test]
+    fn copy_from_stdin_options_are_read() {
+        assert_eq!(
+            classify("COPY t (a, b) FROM STDIN WITH (FORMAT csv, HEADER true, DELIMITER ';', NULL 'NA')"),
+            Command::CopyFrom(CopyFromOptions {
+                table: "t".into(),
+                columns: vec!["a".into(), "b".into()],
+                csv: true,
+                header: true,
+                delimiter: Some(";".into()),
+                null: Some("NA".into())
+            })
+        );
+        match classify("copy t from stdin") {
+            Command::CopyFrom(o) => assert!(!o.csv && !o.header && o.columns.is_empty() && o.delimiter.is_none()),
+            other => panic!("{other:?}"),
+        }
+        match classify("COPY t FROM STDIN CSV HEADER") {
+            Command::CopyFrom(o) => assert!(o.csv && o.header),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(classify("create table t (a int)"), Command::Ddl(_)));
+        assert!(matches!(classify("DROP TABLE IF EXISTS t"), Command::Ddl(_)));
+        assert!(matches!(classify("create view v as select 1"), Command::Sql(_)));
     }
 }

@@ -41,7 +41,7 @@ fn time_field() -> Field {
 type U64Col = (&'static str, fn(&Sample) -> u64);
 type F64Col = (&'static str, fn(&Sample) -> f64);
 
-const HISTORY_U64: [U64Col; 21] = [
+const HISTORY_U64: [U64Col; 38] = [
     ("reads", |s| s.reads),
     ("bytes_read", |s| s.bytes_read),
     ("read_stall_us", |s| s.read_stall_us),
@@ -63,9 +63,26 @@ const HISTORY_U64: [U64Col; 21] = [
     ("queries_failed_total", |s| s.queries_failed_total),
     ("rows_sent_total", |s| s.rows_sent_total),
     ("connections_total", |s| s.connections_total),
+    ("statements_committed", |s| s.statements_committed),
+    ("rows_inserted", |s| s.rows_inserted),
+    ("commits", |s| s.commits),
+    ("log_flushes", |s| s.log_flushes),
+    ("log_bytes_written", |s| s.log_bytes_written),
+    ("pool_hits", |s| s.pool_hits),
+    ("pool_misses", |s| s.pool_misses),
+    ("pool_reads", |s| s.pool_reads),
+    ("pool_evictions", |s| s.pool_evictions),
+    ("writes_waiting", |s| s.writes_waiting),
+    ("statements_committed_total", |s| s.statements_committed_total),
+    ("rows_inserted_total", |s| s.rows_inserted_total),
+    ("commits_total", |s| s.commits_total),
+    ("log_flushes_total", |s| s.log_flushes_total),
+    ("pool_hits_total", |s| s.pool_hits_total),
+    ("pool_reads_total", |s| s.pool_reads_total),
+    ("pool_evictions_total", |s| s.pool_evictions_total),
 ];
 
-const HISTORY_F64: [F64Col; 9] = [
+const HISTORY_F64: [F64Col; 17] = [
     ("interval_s", |s| s.interval_s),
     ("read_iops", |s| s.read_iops),
     ("read_mb_per_s", |s| s.read_mb_per_s),
@@ -75,6 +92,14 @@ const HISTORY_F64: [F64Col; 9] = [
     ("query_latency_ms_p99", |s| s.query_latency_ms_p99),
     ("query_latency_ms_max", |s| s.query_latency_ms_max),
     ("scan_buffer_mb_in_use", |s| s.scan_buffer_mb_in_use),
+    ("commits_per_s", |s| s.commits_per_s),
+    ("log_flushes_per_s", |s| s.log_flushes_per_s),
+    ("pool_hit_ratio", |s| s.pool_hit_ratio),
+    ("wait_io_ms", |s| s.wait_io_ms),
+    ("wait_latch_ms", |s| s.wait_latch_ms),
+    ("wait_queue_ms", |s| s.wait_queue_ms),
+    ("wait_commit_ms", |s| s.wait_commit_ms),
+    ("io_queue_depth_avg", |s| s.io_queue_depth_avg),
 ];
 
 fn history_schema() -> SchemaRef {

@@ -143,6 +143,18 @@ impl FlashscanSession {
         Ok(w)
     }
 
+    /// Takes the database lock and the log now, naming `holder` in the lock (`flashscan
+    /// serve` does at start: it is the database's one writer while it runs), and returns
+    /// the write path its tables insert through; `None` for a database made by `flashscan
+    /// load` (no log).
+    pub fn take_writer(&self, holder: &str) -> Result<Option<Arc<WritePath>>, SqlError> {
+        let Some(w) = &self.write else { return Ok(None) };
+        if w.become_writer(holder)? {
+            self.register_tables(&w.catalog()?)?;
+        }
+        Ok(Some(w.clone()))
+    }
+
     pub fn context(&self) -> &SessionContext {
         &self.ctx
     }

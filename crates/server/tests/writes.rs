@@ -1,0 +1,441 @@
+//! Writes over the wire, driven by real clients: tokio-postgres (simple and extended
+//! protocol, COPY FROM STDIN) and psql (`\copy`), on databases made by `flashscan init`.
+//! The oracle is independent of the server: the rows the test itself generated, and the
+//! database reopened afterwards through `flashscan sql`'s session.
+//!
+//! tokio-postgres is already the dev-dependency of tests/wire.rs (in the lock file), so it
+//! costs nothing more to build.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use flashscan_server::{RunningServer, ServerConfig};
+use flashscan_sql::{FlashscanSession, SessionOptions};
+use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+
+fn new_db() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    flashscan_write::init_database(&db, &flashscan_write::InitOptions::default()).expect("init");
+    (dir, db)
+}
+
+fn config(db: &Path) -> ServerConfig {
+    let mut c = ServerConfig::new(db.to_path_buf());
+    c.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    c
+}
+
+async fn connect_port(port: u16) -> Client {
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(port).user("writer").dbname("flashscan");
+    let (client, connection) = cfg.connect(NoTls).await.expect("connect");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    client
+}
+
+async fn connect(server: &RunningServer) -> Client {
+    connect_port(server.listen.port()).await
+}
+
+fn code_of(e: &tokio_postgres::Error) -> String {
+    e.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE: {e}"))
+}
+
+fn message_of(e: &tokio_postgres::Error) -> String {
+    e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| format!("{e:?}"))
+}
+
+async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
+    let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e} {}", message_of(&e)));
+    messages
+        .into_iter()
+        .filter_map(|m| match m {
+            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn one(client: &Client, sql: &str) -> String {
+    rows(client, sql).await[0][0].clone().unwrap_or_default()
+}
+
+/// The command tag of a simple-protocol statement ("INSERT 0 3", "COPY 2", ...).
+async fn tag(client: &Client, sql: &str) -> u64 {
+    let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {}", message_of(&e)));
+    messages
+        .into_iter()
+        .find_map(|m| match m {
+            SimpleQueryMessage::CommandComplete(n) => Some(n),
+            _ => None,
+        })
+        .expect("command complete")
+}
+
+/// Rows as the SQL session sees them after the server stopped (the log replayed or the
+/// checkpoint read): independent of the server's own answers.
+async fn reopened(db: &Path, sql: &str) -> Vec<Vec<String>> {
+    let session = FlashscanSession::open(db, SessionOptions::default()).expect("session");
+    let out = session.run_one(sql).await.expect("query");
+    let mut result = Vec::new();
+    for b in &out.batches {
+        let formatters: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &arrow::util::display::FormatOptions::default()).expect("fmt"))
+            .collect();
+        for r in 0..b.num_rows() {
+            result.push(formatters.iter().map(|f| f.value(r).to_string()).collect());
+        }
+    }
+    result
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insert_create_and_drop_over_the_wire() {
+    let (_guard, db) = new_db();
+    let server = flashscan_server::start(config(&db)).await.expect("start");
+    // The server is the database's writer: a second server is told where to connect.
+    let second = flashscan_server::start(config(&db)).await.err().expect("second server refused").to_string();
+    assert!(second.contains(&server.listen.to_string()), "{second}");
+
+    let client = connect(&server).await;
+    client
+        .simple_query("CREATE TABLE items (k bigint NOT NULL, name text, price decimal(10,2), d date) WITH (partitions = 2)")
+        .await
+        .expect("create");
+    assert!(server.shared.tables().iter().any(|t| t.name == "items"), "psql's table list knows the new table");
+    assert_eq!(tag(&client, "INSERT INTO items VALUES (1, 'one', 1.50, '2020-01-01'), (2, NULL, 2.25, NULL)").await, 2);
+
+    // Extended protocol: a prepared INSERT with parameters, run many times.
+    let stmt = client.prepare("INSERT INTO items (k, name, d) VALUES ($1, $2, $3)").await.expect("prepare");
+    assert_eq!(stmt.params().len(), 3);
+    assert!(stmt.columns().is_empty(), "INSERT describes no result columns");
+    let mut expected_sum_k: i64 = 3;
+    for k in 3..=52i64 {
+        let date = chrono::NaiveDate::from_ymd_opt(2021, 1, 1).expect("date") + chrono::Duration::days(k);
+        let n = client.execute(&stmt, &[&k, &format!("item {k}"), &date]).await.expect("execute");
+        assert_eq!(n, 1);
+        expected_sum_k += k;
+    }
+    // INSERT … SELECT from the table itself.
+    assert_eq!(tag(&client, "INSERT INTO items SELECT k + 1000, name, price, d FROM items WHERE k <= 10").await, 10);
+    expected_sum_k += (1..=10).map(|k| k + 1000).sum::<i64>();
+    assert_eq!(one(&client, "select count(*) from items").await, "62");
+    assert_eq!(one(&client, "select sum(k) from items").await, expected_sum_k.to_string());
+    assert_eq!(one(&client, "select name from items where k = 17").await, "item 17");
+    assert_eq!(one(&client, "select cast(price as varchar) from items where k = 1").await, "1.50");
+    assert_eq!(one(&client, "select cast(d as varchar) from items where k = 3").await, "2021-01-04");
+
+    // Bad input: one error each, nothing of the statement stays, the connection lives on.
+    for (sql, code) in [
+        ("INSERT INTO items VALUES (NULL, 'x', 1, NULL)", "23502"),
+        ("INSERT INTO items (name, k) VALUES ('x', NULL)", "23502"),
+        ("INSERT INTO items VALUES (99, 'x', 1, NULL), ('eighty', 'y', 2, NULL)", ""),
+        ("INSERT INTO nowhere VALUES (1)", "42P01"),
+        ("UPDATE items SET k = 1", ""),
+    ] {
+        let e = client.simple_query(sql).await.expect_err(sql);
+        if !code.is_empty() {
+            assert_eq!(code_of(&e), code, "{sql}: {}", message_of(&e));
+        }
+        if code == "23502" {
+            assert!(message_of(&e).contains("\"k\""), "names the column: {}", message_of(&e));
+        }
+        assert!(!message_of(&e).contains('\n'), "one line: {}", message_of(&e));
+    }
+    let e = client.execute(&stmt, &[&None::<i64>, &"x", &None::<chrono::NaiveDate>]).await.expect_err("NULL key");
+    assert_eq!(code_of(&e), "23502", "{}", message_of(&e));
+    assert_eq!(one(&client, "select count(*) from items").await, "62");
+
+    client.simple_query("CREATE TABLE scratch (a int)").await.expect("create scratch");
+    assert_eq!(tag(&client, "INSERT INTO scratch VALUES (1)").await, 1);
+    client.simple_query("DROP TABLE scratch").await.expect("drop");
+    assert!(client.simple_query("select * from scratch").await.is_err());
+    assert!(!server.shared.tables().iter().any(|t| t.name == "scratch"));
+
+    let report = server.stop().await.expect("stop").expect("a checkpoint");
+    assert_eq!(report.rows_written, 62);
+    // Reopened by flashscan sql: the same rows, from pages now.
+    assert_eq!(reopened(&db, "select count(*), sum(k) from items").await, vec![vec!["62".to_string(), expected_sum_k.to_string()]]);
+    assert_eq!(flashscan_write::unflushed_rows(&db, "items").expect("unflushed"), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writers_and_readers() {
+    let (_guard, db) = new_db();
+    let server = flashscan_server::start(config(&db)).await.expect("start");
+    let client = connect(&server).await;
+    client.simple_query("CREATE TABLE events (id bigint NOT NULL, writer int NOT NULL)").await.expect("create");
+    const WRITERS: i64 = 16;
+    const EACH: i64 = 25;
+    let port = server.listen.port();
+    let mut tasks = Vec::new();
+    for w in 0..WRITERS {
+        tasks.push(tokio::spawn(async move {
+            let c = connect_port(port).await;
+            let stmt = c.prepare("INSERT INTO events VALUES ($1, $2)").await.expect("prepare");
+            for i in 0..EACH {
+                c.execute(&stmt, &[&(w * 1000 + i), &(w as i32)]).await.expect("insert");
+            }
+        }));
+    }
+    // A reader meanwhile: counts only grow.
+    let reader = tokio::spawn(async move {
+        let c = connect_port(port).await;
+        let mut last = 0i64;
+        for _ in 0..20 {
+            let n: i64 = rows(&c, "select count(*) from events").await[0][0].as_deref().unwrap_or("0").parse().expect("n");
+            assert!(n >= last, "count went back from {last} to {n}");
+            last = n;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    for t in tasks {
+        t.await.expect("writer");
+    }
+    reader.await.expect("reader");
+    assert_eq!(one(&client, "select count(*) from events").await, (WRITERS * EACH).to_string());
+    assert_eq!(one(&client, "select count(distinct id) from events").await, (WRITERS * EACH).to_string());
+    let c = server.shared.database.committer.as_ref().expect("committer");
+    let statements = c.counters.statements_committed.load(std::sync::atomic::Ordering::Relaxed);
+    let transactions = c.counters.transactions_committed.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(statements >= (WRITERS * EACH) as u64 && transactions <= statements, "{statements} statements in {transactions} transactions");
+    eprintln!("group commit: {statements} statements in {transactions} transactions");
+    server.shutdown().await;
+    assert_eq!(reopened(&db, "select count(*) from events").await, vec![vec![(WRITERS * EACH).to_string()]]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copy_from_stdin_text_and_csv_all_or_nothing() {
+    use futures::SinkExt;
+    let (_guard, db) = new_db();
+    let server = flashscan_server::start(config(&db)).await.expect("start");
+    let client = connect(&server).await;
+    client.simple_query("CREATE TABLE c (k bigint NOT NULL, s text, f double, ok boolean, d date)").await.expect("create");
+
+    let text = "1\tone\t1.5\tt\t2020-01-01\n2\t\\N\t-2\tf\t\\N\n3\ttab\\there\t0\ttrue\t2021-12-31\n";
+    let sink = client.copy_in("COPY c FROM STDIN").await.expect("copy in");
+    futures::pin_mut!(sink);
+    sink.send(text.as_bytes()).await.expect("send");
+    assert_eq!(sink.finish().await.expect("finish"), 3);
+
+    let csv = "k,s,d\n10,\"a,b\",2022-02-02\n11,,\n12,\"\",2022-02-03\n";
+    let sink = client.copy_in("COPY c (k, s, d) FROM STDIN WITH (FORMAT csv, HEADER true)").await.expect("copy in csv");
+    futures::pin_mut!(sink);
+    sink.send(csv.as_bytes()).await.expect("send");
+    assert_eq!(sink.finish().await.expect("finish"), 3);
+
+    assert_eq!(one(&client, "select count(*) from c").await, "6");
+    assert_eq!(one(&client, "select s from c where k = 3").await, "tab\there");
+    assert_eq!(one(&client, "select s from c where k = 10").await, "a,b");
+    assert_eq!(rows(&client, "select s is null from c where k in (11, 12) order by k").await, vec![vec![Some("t".to_string())], vec![Some("f".to_string())]]);
+    assert_eq!(one(&client, "select count(*) from c where k = 2 and s is null and d is null and not ok").await, "1");
+
+    // A bad line: one error naming it; none of the copy's rows are inserted.
+    let bad = "20\tfine\t1\tt\t2020-01-01\n21\tfine\tnot-a-number\tt\t2020-01-01\n";
+    let sink = client.copy_in("COPY c FROM STDIN").await.expect("copy in");
+    futures::pin_mut!(sink);
+    sink.send(bad.as_bytes()).await.expect("send");
+    let e = sink.finish().await.expect_err("bad line");
+    let m = message_of(&e);
+    assert!(m.contains("line 2") && m.contains("column f") && m.contains("not-a-number") && !m.contains('\n'), "{m}");
+    assert_eq!(code_of(&e), "22P04");
+    let sink = client.copy_in("COPY c FROM STDIN").await.expect("copy in");
+    futures::pin_mut!(sink);
+    sink.send("30\tx\n".as_bytes()).await.expect("send");
+    let m = message_of(&sink.finish().await.expect_err("short line"));
+    assert!(m.contains("line 1") && m.contains("missing data"), "{m}");
+    assert_eq!(one(&client, "select count(*) from c").await, "6");
+    let e = client.simple_query("COPY nowhere FROM STDIN").await.expect_err("unknown table");
+    assert_eq!(code_of(&e), "42P01");
+
+    // psql's \copy sends COPY … FROM STDIN over the simple protocol.
+    if std::process::Command::new("psql").arg("--version").output().is_ok() {
+        let file = _guard.path().join("rows.csv");
+        std::fs::write(&file, "100,from psql,1,t,2023-03-03\n101,\"quoted, comma\",2,f,\n").expect("csv");
+        let port = server.listen.port().to_string();
+        let copy = format!("\\copy c from '{}' with (format csv)", file.display());
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new("psql").args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "x", "-c", &copy]).output()
+        })
+        .await
+        .expect("join")
+        .expect("psql");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("COPY 2"), "{}", String::from_utf8_lossy(&out.stdout));
+        assert_eq!(one(&client, "select s from c where k = 101").await, "quoted, comma");
+    } else {
+        eprintln!("SKIPPED the psql \\copy part: psql is not installed");
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn begin_commit_and_rollback() {
+    let (_guard, db) = new_db();
+    let server = flashscan_server::start(config(&db)).await.expect("start");
+    let client = connect(&server).await;
+    client.simple_query("CREATE TABLE t (k int NOT NULL)").await.expect("create");
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (1); INSERT INTO t VALUES (2); ROLLBACK").await.expect("rolled back");
+    assert_eq!(one(&client, "select count(*) from t").await, "0");
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (1); INSERT INTO t VALUES (2), (3)").await.expect("open block");
+    // Other connections do not see the rows before COMMIT.
+    let other = connect(&server).await;
+    assert_eq!(one(&other, "select count(*) from t").await, "0");
+    client.batch_execute("COMMIT").await.expect("commit");
+    assert_eq!(one(&other, "select count(*) from t").await, "3");
+    // A failure inside the block: later statements are refused, COMMIT rolls back.
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (4)").await.expect("begin");
+    assert!(client.simple_query("INSERT INTO t VALUES (NULL)").await.is_err());
+    let e = client.simple_query("INSERT INTO t VALUES (5)").await.expect_err("aborted block");
+    assert_eq!(code_of(&e), "25P02");
+    client.batch_execute("COMMIT").await.expect("commit of a failed block");
+    assert_eq!(one(&client, "select count(*) from t").await, "3");
+    // One table per transaction.
+    client.simple_query("CREATE TABLE u (k int)").await.expect("create u");
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (6)").await.expect("begin");
+    let e = client.simple_query("INSERT INTO u VALUES (1)").await.expect_err("second table");
+    assert_eq!(code_of(&e), "0A000", "{}", message_of(&e));
+    client.batch_execute("ROLLBACK").await.expect("rollback");
+    server.shutdown().await;
+}
+
+/// The child half of `sigterm_drains_checkpoints_and_exits`: runs the server as
+/// `flashscan serve` does, until a signal. Does nothing in a normal test run.
+#[test]
+fn child_serve_until_signal() {
+    let Ok(db) = std::env::var("FLASHSCAN_TEST_SERVE_DB") else { return };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    let result = runtime.block_on(flashscan_server::serve_until_signal(config(Path::new(&db))));
+    if let Err(e) = result {
+        eprintln!("child server failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_drains_checkpoints_and_exits() {
+    use std::io::BufRead;
+    let (_guard, db) = new_db();
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "child_serve_until_signal", "--nocapture", "--test-threads", "1"])
+        .env("FLASHSCAN_TEST_SERVE_DB", &db)
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn the child server");
+    let stderr = child.stderr.take().expect("stderr");
+    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut log = Vec::new();
+    let port: u16 = loop {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines_rx.recv()).await.expect("the server starts").expect("a line");
+        log.push(line.clone());
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            let addr: std::net::SocketAddr = rest.split_whitespace().next().expect("addr").parse().expect("socket address");
+            break addr.port();
+        }
+    };
+    let client = connect_port(port).await;
+    client.simple_query("CREATE TABLE s (k bigint NOT NULL)").await.expect("create");
+    client.simple_query("INSERT INTO s SELECT * FROM (VALUES (1), (2), (3)) AS v(k)").await.expect("insert");
+    let stmt = client.prepare("INSERT INTO s VALUES ($1)").await.expect("prepare");
+    for k in 4..=200i64 {
+        client.execute(&stmt, &[&k]).await.expect("insert");
+    }
+    // A query running when the signal comes finishes with its answer.
+    let reader = connect_port(port).await;
+    let running = tokio::spawn(async move { rows(&reader, "select count(*) from s a, s b, s c").await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // SAFETY: kill(2) on the child we spawned.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let answer = running.await.expect("the running query ends");
+    assert_eq!(answer, vec![vec![Some((200i64 * 200 * 200).to_string())]]);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(started.elapsed() < Duration::from_secs(60), "the server did not stop");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    while let Ok(line) = lines_rx.try_recv() {
+        log.push(line);
+    }
+    let log = log.join("\n");
+    assert!(status.success(), "exit status {status}: {log}");
+    assert!(log.contains("checkpoint: 200 rows"), "{log}");
+    assert!(!db.join(flashscan_server::ownership::SERVE_INFO_FILE_NAME).exists(), "the serve info file is removed");
+    // No new connection after the signal; the rows are in pages, nothing left to replay.
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(port).user("late").dbname("x").connect_timeout(Duration::from_secs(2));
+    assert!(cfg.connect(NoTls).await.is_err(), "the server no longer accepts");
+    assert_eq!(flashscan_write::unflushed_rows(&db, "s").expect("unflushed"), 0);
+    assert_eq!(reopened(&db, "select count(*), sum(k) from s").await, vec![vec!["200".to_string(), (200 * 201 / 2).to_string()]]);
+}
+
+async fn try_password(port: u16, password: Option<&str>) -> Result<Client, tokio_postgres::Error> {
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(port).user("alice").dbname("x");
+    if let Some(p) = password {
+        cfg.password(p);
+    }
+    let (client, connection) = cfg.connect(NoTls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scram_and_cleartext_passwords_and_no_public_address_without_one() {
+    use flashscan_server::startup::PasswordAuth;
+    let (guard, db) = new_db();
+    // Anything but loopback needs a password file: refused before listening.
+    let mut public = config(&db);
+    public.listen = Some("0.0.0.0:0".parse().expect("addr"));
+    let refused = flashscan_server::start(public).await.err().expect("public address without a password").to_string();
+    assert!(refused.contains("--password-file"), "{refused}");
+    let pw = guard.path().join("password");
+    std::fs::write(&pw, "p\u{e9}ncil s3cret\n").expect("password file");
+    for kind in [PasswordAuth::ScramSha256, PasswordAuth::Cleartext] {
+        let mut c = config(&db);
+        c.password_file = Some(pw.clone());
+        c.password_auth = kind;
+        let server = flashscan_server::start(c).await.expect("start");
+        let port = server.listen.port();
+        let e = try_password(port, Some("wrong")).await.err().expect("wrong password");
+        assert_eq!(code_of(&e), "28P01", "{kind:?}: {e}");
+        assert!(try_password(port, None).await.is_err(), "{kind:?}: no password");
+        let ok = try_password(port, Some("p\u{e9}ncil s3cret")).await.unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+        assert_eq!(rows(&ok, "select 7").await, vec![vec![Some("7".to_string())]]);
+        server.shutdown().await;
+    }
+    // psql (libpq) speaks SCRAM too.
+    if std::process::Command::new("psql").arg("--version").output().is_ok() {
+        let mut c = config(&db);
+        c.password_file = Some(pw.clone());
+        let server = flashscan_server::start(c).await.expect("start");
+        let port = server.listen.port().to_string();
+        let out = tokio::task::spawn_blocking(move || {
+            std::process::Command::new("psql")
+                .args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "bob", "-d", "x", "-Atc", "select 8"])
+                .env("PGPASSWORD", "p\u{e9}ncil s3cret")
+                .output()
+        })
+        .await
+        .expect("join")
+        .expect("psql");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "8");
+        server.shutdown().await;
+    }
+}
