@@ -23,6 +23,7 @@ pub mod report;
 pub mod report_json;
 pub mod run;
 pub mod scan;
+pub mod segment_slices;
 pub mod segments;
 pub mod source;
 pub mod storage_source;

@@ -26,7 +26,7 @@ use flashscan_storage::TableMeta;
 
 use crate::error::exec_to_datafusion;
 use crate::metrics::{ScanLog, UnitMetrics};
-use crate::reader::{read_unit, Flow, ReadOptions};
+use crate::reader::{read_unit, Flow, ReadOptions, RowFilter, SliceOptions};
 use crate::scan_units::ScanUnit;
 
 /// Batch slices a unit may have handed on and DataFusion not yet taken. The slices keep
@@ -48,6 +48,9 @@ pub struct ScanSpec {
     pub pruning_filters: Vec<String>,
     /// Column ranges a column store uses to skip row groups by min/max.
     pub scan_filter: flashscan_exec::ScanFilter,
+    /// Column stores: the query's filters, evaluated in the scan (DataFusion runs none
+    /// above it); the rows handed on all pass.
+    pub row_filter: Option<RowFilter>,
     pub limit: Option<usize>,
     pub read_options: ReadOptions,
     /// The whole table's column statistics (indexed like its columns; empty when unknown).
@@ -127,6 +130,9 @@ impl DisplayAs for FlashscanExec {
                 if !s.pruning_filters.is_empty() {
                     write!(f, ", pruning=[{}]", s.pruning_filters.join(", "))?;
                 }
+                if let Some(filter) = &s.row_filter {
+                    write!(f, ", filter=[{}]", filter.predicate)?;
+                }
                 if let Some(limit) = s.limit {
                     write!(f, ", limit={limit}")?;
                 }
@@ -199,7 +205,8 @@ impl ExecutionPlan for FlashscanExec {
                 }
                 Flow::Continue
             };
-            let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &spec.read_options, &deliver)
+            let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone() };
+            let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &slices, &spec.read_options, &deliver)
                 .map_err(exec_to_datafusion)?;
             unit_metrics.record(&figures);
             scan_log.record_unit(statement, &spec.table.name, &figures);
@@ -215,7 +222,8 @@ impl ExecutionPlan for FlashscanExec {
     fn statistics_from_inputs(&self, _input_stats: &[Arc<Statistics>], args: &StatisticsArgs) -> Result<Arc<Statistics>> {
         // Row counts are exact only when nothing is skipped: pruned partitions and row
         // groups skipped by min/max take rows away.
-        let exact = self.spec.partitions_pruned == 0 && self.spec.scan_filter.ranges.is_empty();
+        // A filter in the scan takes rows away too.
+        let exact = self.spec.partitions_pruned == 0 && self.spec.scan_filter.ranges.is_empty() && self.spec.row_filter.is_none();
         let stats = match args.partition() {
             Some(p) => match self.spec.units.get(p) {
                 Some(u) => self.statistics_of(std::slice::from_ref(u), exact && u.row_count_exact),

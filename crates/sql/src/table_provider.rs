@@ -10,6 +10,7 @@ use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::stats::Precision;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{ColumnStatistics, Result, ScalarValue, Statistics};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::datasource::memory::MemorySourceConfig;
@@ -23,7 +24,7 @@ use flashscan_write::{TableDelta, WritePath};
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::ScanLog;
 use crate::pruning::{predicates_of, scan_filter_of, ColumnPredicate, ColumnRange};
-use crate::reader::ReadOptions;
+use crate::reader::{ReadOptions, RowFilter};
 use crate::scan_units::plan_units;
 
 /// Per partition, per column: the range of values, when the format recorded one.
@@ -88,6 +89,11 @@ impl FlashscanTable {
             }
         }
         (self.table.clone(), self.delta.clone())
+    }
+
+    /// Committed rows only in the delta now.
+    fn delta_rows(&self) -> u64 {
+        self.current().1.map(|d| d.row_count()).unwrap_or(0)
     }
 
     /// Per column statistics for the planner; ignored unless one per column.
@@ -155,6 +161,52 @@ impl FlashscanTable {
         Some(partitions)
     }
 
+    /// The scan itself evaluates `filter`: a column store (offered only while it has no
+    /// delta rows: column stores take no INSERT), a deterministic filter on this table's
+    /// columns only (no subquery, no outer reference).
+    fn scan_evaluates(&self, filter: &Expr) -> bool {
+        if !self.table.is_column_store() || !crate::reader::slices_enabled() || filter.is_volatile() {
+            return false;
+        }
+        let mut ok = true;
+        let _ = filter.apply(|e| {
+            match e {
+                Expr::Column(c) if self.column_index(&c.name).is_none() => ok = false,
+                Expr::ScalarSubquery(_) | Expr::Exists(_) | Expr::InSubquery(_) | Expr::OuterReferenceColumn(..) | Expr::Placeholder(_) => ok = false,
+                _ => {}
+            }
+            Ok(if ok { TreeNodeRecursion::Continue } else { TreeNodeRecursion::Stop })
+        });
+        ok
+    }
+
+    /// The filters the scan evaluates, as one predicate over the columns they read.
+    fn row_filter(&self, state: &dyn Session, filters: &[Expr]) -> Result<Option<RowFilter>> {
+        let exprs: Vec<Expr> = filters.iter().filter(|f| self.scan_evaluates(f)).cloned().collect();
+        let Some(conjunction) = datafusion::logical_expr::utils::conjunction(exprs) else { return Ok(None) };
+        // Columns by name, unqualified: the predicate runs on a batch of just its columns.
+        let mut columns: Vec<usize> = Vec::new();
+        let conjunction = conjunction
+            .transform(|e| {
+                Ok(match e {
+                    Expr::Column(c) => {
+                        if let Some(i) = self.column_index(&c.name) {
+                            if !columns.contains(&i) {
+                                columns.push(i);
+                            }
+                        }
+                        Transformed::yes(Expr::Column(datafusion::common::Column::new_unqualified(c.name)))
+                    }
+                    other => Transformed::no(other),
+                })
+            })?
+            .data;
+        let schema = self.schema.project(&columns)?;
+        let df_schema = datafusion::common::DFSchema::try_from(schema)?;
+        let predicate = state.create_physical_expr(conjunction, &df_schema)?;
+        Ok(Some(RowFilter { columns, predicate }))
+    }
+
     fn partition_may_match(&self, partition_position: usize, predicates: &[ColumnPredicate]) -> bool {
         let Some(partition) = self.table.partitions.get(partition_position) else { return true };
         let ranges = self.partition_ranges.get(partition_position);
@@ -186,6 +238,9 @@ impl TableProvider for FlashscanTable {
         Ok(filters
             .iter()
             .map(|f| match self.usable_predicates(f) {
+                // A column store evaluates the filter in its scan, on the filter's columns
+                // first (late materialization): DataFusion need not run it again.
+                _ if self.delta_rows() == 0 && self.scan_evaluates(f) => TableProviderFilterPushDown::Exact,
                 // Inexact: ranges skip whole partitions; the filter still runs on the rest.
                 Some(_) => TableProviderFilterPushDown::Inexact,
                 None => TableProviderFilterPushDown::Unsupported,
@@ -225,6 +280,7 @@ impl TableProvider for FlashscanTable {
         let partitions_pruned = partitions_total - kept.len();
         let units = plan_units(&kept, state.config().target_partitions());
         let full_scan_bytes = table.page_count() * flashscan_storage::PAGE_SIZE_BYTES as u64;
+        let row_filter = self.row_filter(state, filters)?;
         self.scan_log.record_plan(&table.name, partitions_total as u64, partitions_pruned as u64, full_scan_bytes);
         let spec = ScanSpec {
             table: table.clone(),
@@ -234,6 +290,7 @@ impl TableProvider for FlashscanTable {
             partitions_total,
             partitions_pruned,
             scan_filter: if table.is_column_store() { scan_filter_of(&predicates, &self.schema) } else { flashscan_exec::ScanFilter::none() },
+            row_filter: row_filter.clone(),
             pruning_filters,
             limit,
             read_options: self.read_options,
@@ -241,6 +298,14 @@ impl TableProvider for FlashscanTable {
         };
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
         let Some(delta) = delta.as_ref().filter(|d| d.row_count() > 0) else { return Ok(pages) };
+        if row_filter.is_some() {
+            // Filters are exact only for tables without delta rows: rows arrived between
+            // planning and the scan would go unfiltered.
+            return Err(datafusion::error::DataFusionError::Plan(format!(
+                "table {}: rows were inserted while the query was planned; run it again",
+                table.name
+            )));
+        }
         // The delta of each partition the pruning kept (rows are hashed to partitions as a
         // load hashes them, so the same pruning holds), decoded as the pages are.
         let schema = pages.schema();

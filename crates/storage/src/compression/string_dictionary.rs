@@ -159,6 +159,18 @@ impl<'a> StringCodes<'a> {
         self.position += length;
         Ok(length)
     }
+
+    /// Moves past the next vector's codes without unpacking them; returns how many values
+    /// it held (0 at the end).
+    pub fn skip_vector(&mut self) -> Result<usize, CodecError> {
+        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        if length == 0 {
+            return Ok(0);
+        }
+        self.codes.next_block().ok_or_else(|| CodecError::corrupt("string dictionary codes", "fewer blocks than values"))?;
+        self.position += length;
+        Ok(length)
+    }
 }
 
 pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>) -> Result<StringArray, CodecError> {

@@ -258,6 +258,37 @@ impl<'a> IntegerVectors<'a> {
         Ok(length)
     }
 
+    /// Moves past the next vector without decoding it (a scan whose filter rejected all
+    /// of its rows); returns how many values it held (0 at the end). Bit-packed blocks are
+    /// stepped over by their headers, nothing unpacked.
+    pub fn skip_vector(&mut self) -> Result<usize, CodecError> {
+        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        if length == 0 {
+            return Ok(0);
+        }
+        match &mut self.cursor {
+            Cursor::Constant(_) | Cursor::Plain { .. } => {}
+            Cursor::Packed(blocks) | Cursor::Dictionary { codes: blocks, .. } => {
+                next_block(blocks, length)?;
+            }
+            Cursor::Rle { run_lengths, run, left_in_run, .. } => {
+                let mut skipped = 0;
+                while skipped < length {
+                    // Run lengths were checked to sum to value_count: a run is always left here.
+                    let take = (*left_in_run).min(length - skipped);
+                    skipped += take;
+                    *left_in_run -= take;
+                    if *left_in_run == 0 && *run + 1 < run_lengths.len() {
+                        *run += 1;
+                        *left_in_run = run_lengths[*run] as usize;
+                    }
+                }
+            }
+        }
+        self.position += length;
+        Ok(length)
+    }
+
     /// The sum of all remaining values (for a segment without nulls), exact, without
     /// materializing them where the codec allows: n·min + Σ deltas for bit-packed blocks,
     /// Σ count(code)·entry for dictionaries, Σ length·value for runs.
