@@ -220,6 +220,23 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     Ok(RunningServer { listen, http: http_addr, shared, stop, accept_task, _ownership: ownership })
 }
 
+/// The write path checks its automatic checkpoint triggers after each commit; a server that
+/// stops taking INSERTs would never reach the time trigger, so it also asks every
+/// `CHECKPOINT_POLL_S`. A failed automatic checkpoint changes nothing committed: the write
+/// path keeps its error in `auto_checkpoint_stats`, and the next trigger tries again.
+async fn checkpoint_when_due(write: Arc<flashscan_write::WritePath>) {
+    /// Seconds between checks: small beside the default interval trigger (300 s).
+    const CHECKPOINT_POLL_S: u64 = 10;
+    let mut tick = tokio::time::interval(Duration::from_secs(CHECKPOINT_POLL_S));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    loop {
+        tick.tick().await;
+        let w = write.clone();
+        let _ = tokio::task::spawn_blocking(move || w.checkpoint_if_due()).await;
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     handlers: Arc<Handlers>,
@@ -230,6 +247,9 @@ async fn accept_loop(
 ) {
     let mut background = JoinSet::new();
     background.spawn(sampler.run());
+    if let Some(write) = shared.database.write.clone() {
+        background.spawn(checkpoint_when_due(write));
+    }
     if let Some(l) = http {
         background.spawn(http::serve_http(l, shared.clone()));
     }
