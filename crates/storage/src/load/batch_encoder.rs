@@ -65,6 +65,8 @@ pub struct BatchEncoder {
     partitions: Vec<PartitionPages>,
     row_buf: Vec<u8>,
     partition_of_row: Vec<u32>,
+    /// A cluster host's load (`--host I/N`): rows of partitions other hosts own are dropped.
+    host: Option<crate::host_place::HostSlot>,
 }
 
 impl BatchEncoder {
@@ -82,7 +84,14 @@ impl BatchEncoder {
                 .collect(),
             row_buf: Vec::with_capacity(ROW_BYTES_MAX),
             partition_of_row: Vec::new(),
+            host: None,
         }
+    }
+
+    /// Keeps only the rows of the partitions `host` owns (a cluster host's load).
+    pub fn for_host(mut self, host: Option<crate::host_place::HostSlot>) -> BatchEncoder {
+        self.host = host;
+        self
     }
 
     /// Encodes a batch; calls `emit` with every message that fills up.
@@ -100,6 +109,9 @@ impl BatchEncoder {
         partition_rows(&arrays[self.partition_by], self.partition_count, &mut self.partition_of_row)?;
 
         for row in 0..batch.num_rows() {
+            if self.host.is_some_and(|h| !h.owns(self.partition_of_row[row])) {
+                continue;
+            }
             let mut w = RowWriter::begin(&self.layout, &mut self.row_buf);
             for (ci, (v, nulls)) in views.iter().enumerate() {
                 if nulls.is_some_and(|n| n.is_null(row)) {

@@ -72,6 +72,9 @@ pub struct LoadOptions {
     /// Test hook: fail as if the disk were full after this many pages.
     pub fault_after_pages: Option<u64>,
     pub counters: Arc<LoadCounters>,
+    /// A cluster host's load (`--host I/N`, issue 17): only the partitions this host owns
+    /// get rows; the catalog records the host's place.
+    pub host: Option<crate::host_place::HostSlot>,
 }
 
 impl Default for LoadOptions {
@@ -86,6 +89,7 @@ impl Default for LoadOptions {
             threads: cores,
             fault_after_pages: None,
             counters: Arc::new(LoadCounters::default()),
+            host: None,
         }
     }
 }
@@ -339,6 +343,7 @@ fn load_locked(
     if catalog.tables.contains_key(&name) && !options.replace {
         return Err(StorageError::TableExists { name });
     }
+    check_host_slot(db_dir, &catalog, &name, options.host)?;
     let volumes = if options.volumes.is_empty() {
         vec![db_dir.to_path_buf()]
     } else {
@@ -398,8 +403,29 @@ fn load_locked(
         file_count: table.files.len(),
         seconds: 0.0,
     };
+    let mut catalog = catalog;
+    if let Some(slot) = options.host {
+        let place = catalog.host.get_or_insert_with(|| crate::host_place::HostPlace { index: slot.index, count: slot.count, partitions: Default::default() });
+        place.partitions.insert(name.clone(), slot.owned(options.partition_count));
+    }
     commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer)?;
     Ok(LoadReport { seconds: started.elapsed().as_secs_f64(), ..report })
+}
+
+/// A cluster host takes loads for its own slot only, and a database of one machine takes no
+/// host's load (its tables would hold every partition): mixing them would count rows twice.
+fn check_host_slot(db_dir: &Path, catalog: &Catalog, table: &str, host: Option<crate::host_place::HostSlot>) -> Result<(), StorageError> {
+    let recorded = catalog.host.as_ref().map(|h| h.slot());
+    let others = catalog.tables.keys().any(|t| t != table);
+    match (recorded, host) {
+        (Some(r), Some(h)) if r != h => Err(StorageError::InvalidArgument(format!("{} is cluster host {r}: load it with --host {r}, not {h}", db_dir.display()))),
+        (Some(r), None) => Err(StorageError::InvalidArgument(format!("{} is cluster host {r}: load it with --host {r}", db_dir.display()))),
+        (None, Some(h)) if others => Err(StorageError::InvalidArgument(format!(
+            "{} already holds tables of a single machine: load host {h} into a new database directory",
+            db_dir.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The catalog counters a write advances.
@@ -495,7 +521,7 @@ fn run_pipeline(
             let (batch_rx, page_tx) = (batch_rx.clone(), page_tx.clone());
             let (cancel, fail) = (&cancel, &fail);
             scope.spawn(move || {
-                let mut encoder = BatchEncoder::new(table_name, columns, partition_by, options.partition_count);
+                let mut encoder = BatchEncoder::new(table_name, columns, partition_by, options.partition_count).for_host(options.host);
                 let mut emit = |m: PagesMessage| page_tx.send(m).map_err(|_| StorageError::Worker("writer stopped".into()));
                 for batch in batch_rx.iter() {
                     if cancel.load(Ordering::Relaxed) {
