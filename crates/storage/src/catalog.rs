@@ -61,6 +61,10 @@ pub struct Catalog {
     /// Databases made by `flashscan init` (which take SQL writes): the log and redo point.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write: Option<crate::write_meta::WriteMeta>,
+    /// Cluster hosts (`flashscan load --host I/N`, issue 17): which host this database is
+    /// and the partitions it holds. Absent for a database of one machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::host_place::HostPlace>,
 }
 
 /// One B+tree index in the catalog.
@@ -118,6 +122,9 @@ impl Catalog {
         let catalog: Catalog = serde_json::from_slice(body).map_err(|e| corrupt(format!("body: {}", json_error_place(&e))))?;
         for (name, table) in &catalog.tables {
             check_table(table).map_err(|reason| corrupt(format!("table {name:?}: {reason}")))?;
+        }
+        if let Some(host) = &catalog.host {
+            check_host(&catalog, host).map_err(|reason| corrupt(format!("host place: {reason}")))?;
         }
         catalog.check_paths(dir)?;
         Ok(catalog)
@@ -295,6 +302,19 @@ fn check_table(table: &TableMeta) -> Result<(), String> {
         }
         if let ColumnType::WideDecimal { .. } = column.column_type {
             column.column_type.check_parameters().map_err(|reason| format!("column {:?} is {reason}", column.name))?;
+        }
+    }
+    Ok(())
+}
+
+/// A host's catalog holds rows only in the partitions it owns: a partition of another
+/// host with pages would be counted twice by a cluster query.
+fn check_host(catalog: &Catalog, host: &crate::host_place::HostPlace) -> Result<(), String> {
+    host.check()?;
+    let slot = host.slot();
+    for (name, table) in &catalog.tables {
+        if let Some(p) = table.partitions.iter().find(|p| !slot.owns(p.index) && (p.page_count > 0 || p.row_count > 0)) {
+            return Err(format!("table {name:?} has rows in partition {}, which host {slot} does not own", p.index));
         }
     }
     Ok(())

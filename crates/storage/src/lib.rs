@@ -23,6 +23,7 @@ pub mod error;
 pub mod export;
 pub mod fs_safe;
 pub mod heap;
+pub mod host_place;
 pub mod load;
 pub mod orphans;
 // Old paths of the heap format, kept while callers in other branches (write/, sql/,
@@ -49,6 +50,7 @@ pub use heap::heap_page::verify_page;
 pub use heap::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 pub use table_format::TableFormat;
 pub use table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, RowGroupMeta, TableMeta};
+pub use host_place::{HostPlace, HostSlot};
 pub use rebuild::{rebuild_table, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget};
 pub use write_meta::WriteMeta;
 pub use load::{load_table, LoadCounters, LoadOptions, LoadReport, TableSource};

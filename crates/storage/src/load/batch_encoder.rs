@@ -67,6 +67,8 @@ pub struct BatchEncoder {
     partition_of_row: Vec<u32>,
     /// A page is closed at this many rows even if more would fit (`usize::MAX`: never).
     rows_per_page_max: usize,
+    /// A cluster host's load (`--host I/N`): rows of partitions other hosts own are dropped.
+    host: Option<crate::host_place::HostSlot>,
 }
 
 impl BatchEncoder {
@@ -85,6 +87,7 @@ impl BatchEncoder {
             row_buf: Vec::with_capacity(ROW_BYTES_MAX),
             partition_of_row: Vec::new(),
             rows_per_page_max: usize::MAX,
+            host: None,
         }
     }
 
@@ -93,6 +96,12 @@ impl BatchEncoder {
     pub fn with_rows_per_page_max(mut self, rows: usize) -> BatchEncoder {
         debug_assert!(rows >= 1);
         self.rows_per_page_max = rows.max(1);
+        self
+    }
+
+    /// Keeps only the rows of the partitions `host` owns (a cluster host's load).
+    pub fn for_host(mut self, host: Option<crate::host_place::HostSlot>) -> BatchEncoder {
+        self.host = host;
         self
     }
 
@@ -111,6 +120,9 @@ impl BatchEncoder {
         partition_rows(&arrays[self.partition_by], self.partition_count, &mut self.partition_of_row)?;
 
         for row in 0..batch.num_rows() {
+            if self.host.is_some_and(|h| !h.owns(self.partition_of_row[row])) {
+                continue;
+            }
             let mut w = RowWriter::begin(&self.layout, &mut self.row_buf);
             for (ci, (v, nulls)) in views.iter().enumerate() {
                 if nulls.is_some_and(|n| n.is_null(row)) {

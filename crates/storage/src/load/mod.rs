@@ -75,6 +75,9 @@ pub struct LoadOptions {
     /// (crates/bench `synth`) use it to get an exact number of rows on every page.
     pub rows_per_page_max: Option<usize>,
     pub counters: Arc<LoadCounters>,
+    /// A cluster host's load (`--host I/N`, issue 17): only the partitions this host owns
+    /// get rows; the catalog records the host's place.
+    pub host: Option<crate::host_place::HostSlot>,
 }
 
 impl Default for LoadOptions {
@@ -90,6 +93,7 @@ impl Default for LoadOptions {
             fault_after_pages: None,
             rows_per_page_max: None,
             counters: Arc::new(LoadCounters::default()),
+            host: None,
         }
     }
 }
@@ -346,6 +350,7 @@ fn load_locked(
     if catalog.tables.contains_key(&name) && !options.replace {
         return Err(StorageError::TableExists { name });
     }
+    check_host_slot(db_dir, &catalog, &name, options.host)?;
     let volumes = if options.volumes.is_empty() {
         vec![db_dir.to_path_buf()]
     } else {
@@ -405,8 +410,29 @@ fn load_locked(
         file_count: table.files.len(),
         seconds: 0.0,
     };
+    let mut catalog = catalog;
+    if let Some(slot) = options.host {
+        let place = catalog.host.get_or_insert_with(|| crate::host_place::HostPlace { index: slot.index, count: slot.count, partitions: Default::default() });
+        place.partitions.insert(name.clone(), slot.owned(options.partition_count));
+    }
     commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer)?;
     Ok(LoadReport { seconds: started.elapsed().as_secs_f64(), ..report })
+}
+
+/// A cluster host takes loads for its own slot only, and a database of one machine takes no
+/// host's load (its tables would hold every partition): mixing them would count rows twice.
+fn check_host_slot(db_dir: &Path, catalog: &Catalog, table: &str, host: Option<crate::host_place::HostSlot>) -> Result<(), StorageError> {
+    let recorded = catalog.host.as_ref().map(|h| h.slot());
+    let others = catalog.tables.keys().any(|t| t != table);
+    match (recorded, host) {
+        (Some(r), Some(h)) if r != h => Err(StorageError::InvalidArgument(format!("{} is cluster host {r}: load it with --host {r}, not {h}", db_dir.display()))),
+        (Some(r), None) => Err(StorageError::InvalidArgument(format!("{} is cluster host {r}: load it with --host {r}", db_dir.display()))),
+        (None, Some(h)) if others => Err(StorageError::InvalidArgument(format!(
+            "{} already holds tables of a single machine: load host {h} into a new database directory",
+            db_dir.display()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The catalog counters a write advances.
@@ -502,7 +528,7 @@ fn run_pipeline(
             let (batch_rx, page_tx) = (batch_rx.clone(), page_tx.clone());
             let (cancel, fail) = (&cancel, &fail);
             scope.spawn(move || {
-                let mut encoder = BatchEncoder::new(table_name, columns, partition_by, options.partition_count);
+                let mut encoder = BatchEncoder::new(table_name, columns, partition_by, options.partition_count).for_host(options.host);
                 if let Some(rows) = options.rows_per_page_max {
                     encoder = encoder.with_rows_per_page_max(rows);
                 }
