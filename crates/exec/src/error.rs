@@ -38,6 +38,10 @@ pub enum ExecError {
     /// that built the plan (never picks another file instead).
     #[error("internal error: {path} is not among the files of the scan's read plan")]
     FileNotInPlan { path: PathBuf },
+    /// A query's filter, evaluated inside the scan (late materialization), failed on the
+    /// rows or gave something other than booleans.
+    #[error("scan filter {predicate}: {what}")]
+    Filter { predicate: String, what: String },
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
     #[error("a scan worker panicked: {0}")]
@@ -69,7 +73,8 @@ impl ExecError {
             | ExecError::QueryColumns { .. }
             | ExecError::UnknownQuery(_)
             | ExecError::InvalidOption(_)
-            | ExecError::NotColumnStore { .. } => true,
+            | ExecError::NotColumnStore { .. }
+            | ExecError::Filter { .. } => true,
             ExecError::StorageLayer(e) => e.is_user_input(),
             ExecError::Buffer(flashscan_buffer::BufferError::File { .. }) => true,
             ExecError::Arrow(_) | ExecError::WorkerPanic(_) | ExecError::Stopped | ExecError::FileNotInPlan { .. } | ExecError::Internal(_) | ExecError::Buffer(_) => false,

@@ -93,7 +93,7 @@ impl<'a> SliceDecoder<'a> {
             let array = match &decoded[slot] {
                 Some(a) => a.clone(),
                 None => {
-                    let column = self.columns.get_mut(slot).ok_or_else(|| ExecError::Storage(format!("filter column {slot} out of range")))?;
+                    let column = self.columns.get_mut(slot).ok_or_else(|| ExecError::Internal(format!("filter column {slot} out of range")))?;
                     let a = next_array(column, start, rows, group, slot)?;
                     decoded[slot] = Some(a.clone());
                     a
@@ -105,7 +105,7 @@ impl<'a> SliceDecoder<'a> {
         let filter_batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), filter_arrays, &options)?;
         let selection = (filter.evaluate)(&filter_batch)?;
         if selection.len() != rows {
-            return Err(ExecError::Storage(format!("filter returned {} values for {rows} rows", selection.len())));
+            return Err(ExecError::Internal(format!("filter returned {} values for {rows} rows", selection.len())));
         }
         // A null result does not pass (SQL's WHERE).
         let selection = match selection.nulls() {
@@ -196,7 +196,7 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &R
                     Decimal128Array::new(integer_values::<arrow::datatypes::Decimal128Type>(vectors, scratch, rows, i128::from, group, slot)?, nulls)
                         .with_precision_and_scale(precision, scale)?,
                 ),
-                other => return Err(ExecError::Storage(format!("column type {other:?} has no vector cursor"))),
+                other => return Err(ExecError::Internal(format!("column type {other:?} has no vector cursor"))),
             };
             Ok(array)
         }

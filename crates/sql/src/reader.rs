@@ -119,12 +119,12 @@ impl RowFilter {
             .predicate
             .evaluate(batch)
             .and_then(|v| v.into_array(batch.num_rows()))
-            .map_err(|e| ExecError::Storage(format!("scan filter {}: {e}", self.predicate)))?;
+            .map_err(|e| ExecError::Filter { predicate: self.predicate.to_string(), what: e.to_string() })?;
         result
             .as_any()
             .downcast_ref::<BooleanArray>()
             .cloned()
-            .ok_or_else(|| ExecError::Storage(format!("scan filter {} gave {}, not booleans", self.predicate, result.data_type())))
+            .ok_or_else(|| ExecError::Filter { predicate: self.predicate.to_string(), what: format!("gave {}, not booleans", result.data_type()) })
     }
 }
 
