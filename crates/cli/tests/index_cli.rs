@@ -78,7 +78,7 @@ fn bad_input_exits_2() {
 fn damaged_page_is_reported() {
     let dir = tempfile::tempdir().unwrap();
     let db = setup(dir.path());
-    let data = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "heap")).unwrap();
+    let data = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "dat")).expect("a data file (the loader names them TABLE.pNNN.fN.gGEN.dat)");
     let mut f = std::fs::OpenOptions::new().write(true).open(&data).unwrap();
     for page in 0..300u64 {
         f.seek(SeekFrom::Start(page * 8192 + 2000)).unwrap();

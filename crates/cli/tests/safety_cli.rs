@@ -46,7 +46,7 @@ fn verify_checks_pages_and_index_nodes() {
     std::fs::write(&file, &clean).unwrap();
     ok(&["verify", &db]);
     // A damaged heap page: verify exits 1, partitions --verify exits 2 as before.
-    let data = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "heap")).unwrap();
+    let data = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).find(|p| p.extension().is_some_and(|e| e == "dat")).expect("a data file (the loader names them TABLE.pNNN.fN.gGEN.dat)");
     let mut bytes = std::fs::read(&data).unwrap();
     bytes[7 * 8192 + 3000] ^= 1;
     std::fs::write(&data, &bytes).unwrap();
