@@ -92,11 +92,10 @@ pub enum Flow {
 }
 
 /// Column store scans decode batches straight from the segments and evaluate the query's
-/// filters themselves (issue 13) when this is true or `FLASHSCAN_SQL_SLICES=1`; otherwise
-/// whole row groups are decoded and DataFusion runs the filters above the scan. Off by
-/// default until the 22-query oracle (`cargo test -p flashscan-sql`) has run with it on:
-/// the session ended before that test could be built (see notes/speed2.md).
-const SLICES_DEFAULT: bool = false;
+/// filters themselves (issue 13) unless `FLASHSCAN_SQL_SLICES=0` (then whole row groups
+/// are decoded and DataFusion runs the filters above the scan: same answers, for timing
+/// the two side by side). `cargo test -p flashscan-sql` passes either way.
+const SLICES_DEFAULT: bool = true;
 
 /// See `SLICES_DEFAULT`.
 pub fn slices_enabled() -> bool {
