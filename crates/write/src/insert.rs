@@ -131,6 +131,9 @@ impl WritePath {
     /// Adds one statement's rows to `txn` (validated and encoded now, logged at commit).
     /// On error `txn` is unchanged. Returns the rows staged.
     pub fn stage_insert(&self, txn: &mut Transaction, table_name: &str, batches: &[RecordBatch]) -> Result<u64, WriteError> {
+        // A log stopped by an I/O error (a full disk) is reopened first, if it can be: the
+        // lookup below needs the writer.
+        self.prepare_commit(table_name, 0)?;
         let (key, table_id, table) = {
             let st = self.lock_state_shared()?;
             self.table_for_insert(&st, table_name)?

@@ -38,7 +38,18 @@ fn new_db(db: &Path, wal_dir: Option<PathBuf>, segment_size_bytes: u64) {
 }
 
 /// Every id of table `t`, pages and delta (as a new reader sees them), sorted.
+/// Pacing reacts to any scan of the process (buffer's stream activity, with a grace
+/// period after the last read), and the tests of this file run in one process: the ones
+/// that scan hold this while they do, and the test that asserts no pacing without a scan
+/// holds it across its checkpoints.
+static SCANS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn no_scans() -> std::sync::MutexGuard<'static, ()> {
+    SCANS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 fn all_ids(db: &Path) -> Vec<i64> {
+    let _scanning = no_scans();
     let wp = WritePath::open(db).unwrap().unwrap();
     let catalog = wp.catalog().unwrap();
     let table = &catalog.tables["t"];
@@ -144,6 +155,9 @@ fn at_most_max_async_io_writes_are_outstanding_and_nothing_is_paced_without_a_sc
     let db = dir.path().join("db");
     new_db(&db, None, 4 << 20);
     let wp = WritePath::open_writer(&db, "test").unwrap();
+    let quiet = no_scans();
+    // Past the pacing's grace period after another test's last scan read.
+    std::thread::sleep(std::time::Duration::from_millis(500));
     // ~3 MB of rows: several 1 MiB writes per partition.
     wp.insert("t", &[batch(0, 30_000)]).unwrap();
     let r = wp.checkpoint(&CheckpointOptions { max_async_io: 1, ..Default::default() }).unwrap();
@@ -157,6 +171,7 @@ fn at_most_max_async_io_writes_are_outstanding_and_nothing_is_paced_without_a_sc
     // Out of range: refused before anything happens.
     let e = wp.checkpoint(&CheckpointOptions { max_async_io: 0, ..Default::default() }).unwrap_err();
     assert!(e.is_user_input() && e.to_string().contains("1 to 1024"), "{e}");
+    drop(quiet);
     wp.close().unwrap();
     assert_eq!(all_ids(&db), (0..60_000).collect::<Vec<_>>());
 }
@@ -335,6 +350,7 @@ fn later_checkpoints_append_to_the_partition_file_and_a_crash_before_the_commit_
     assert_eq!(all_ids(&db), (0..6000).collect::<Vec<_>>());
     // `flashscan verify` agrees: every page's checksum and id.
     let database = Database::open(&db).unwrap();
+    let _scanning = no_scans();
     let mut report = flashscan_storage::verify::VerifyReport::default();
     flashscan_storage::verify::verify_table(&database, &database.catalog().tables["t"], &mut report);
     assert!(report.is_clean(), "{report:?}");
