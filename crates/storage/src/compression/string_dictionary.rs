@@ -70,14 +70,7 @@ pub fn compress(input: &StringInput<'_>, out: &mut Vec<u8>) {
 /// The entries of a string dictionary: offsets (entry_count + 1, from 0) into UTF-8 bytes,
 /// every entry validated.
 fn read_entries<'a>(reader: &mut ByteReader<'a>) -> Result<(Vec<i32>, &'a [u8]), CodecError> {
-    let entry_count = reader.u32_le("string dictionary entry count")? as usize;
-    if entry_count > DICTIONARY_ENTRIES_MAX {
-        return Err(CodecError::LimitExceeded {
-            what: "string dictionary entry count",
-            value: entry_count as u64,
-            limit: DICTIONARY_ENTRIES_MAX as u64,
-        });
-    }
+    let entry_count = super::dictionary::read_entry_count(reader, "string dictionary entry count")?;
     let mut entry_offsets = vec![0i32; entry_count + 1];
     bitpack::decode_length_prefixed(reader, &mut entry_offsets[1..], "string dictionary entry lengths")?;
     let entry_total_bytes = offsets_from_lengths(&mut entry_offsets)?;

@@ -8,10 +8,9 @@
 //! Vector `i` holds values [1024·i, 1024·(i+1)) of the segment: bit-packed blocks are 1,024
 //! values, so a vector is exactly one block and no block is ever split between vectors.
 
-use super::bitpack::{self, BLOCK_HEADER_BYTES};
+use super::bitpack::BLOCK_HEADER_BYTES;
 use super::bits::{self, BLOCK_VALUES, WIDTH_BITS_MAX};
 use super::codec::CodecId;
-use super::dictionary::DICTIONARY_ENTRIES_MAX;
 use super::error::CodecError;
 use super::fastlanes;
 use super::reader::ByteReader;
@@ -168,19 +167,7 @@ impl<'a> IntegerVectors<'a> {
             }
             CodecId::Dictionary => {
                 let mut reader = ByteReader::new(payload);
-                let entry_count = reader.u32_le("dictionary entry count")? as usize;
-                if entry_count > DICTIONARY_ENTRIES_MAX {
-                    return Err(CodecError::LimitExceeded {
-                        what: "dictionary entry count",
-                        value: entry_count as u64,
-                        limit: DICTIONARY_ENTRIES_MAX as u64,
-                    });
-                }
-                if entry_count == 0 && value_count > 0 {
-                    return Err(CodecError::corrupt("dictionary", "no entries for a non-empty segment"));
-                }
-                let mut entries = vec![0i64; entry_count];
-                bitpack::decode_length_prefixed(&mut reader, &mut entries, "dictionary entries")?;
+                let entries: Vec<i64> = super::dictionary::read_entries(&mut reader, value_count)?;
                 let codes = nested_blocks(&mut reader, value_count, "dictionary codes")?;
                 trailing(&reader, "dictionary payload")?;
                 Cursor::Dictionary { entries, codes }
