@@ -78,6 +78,23 @@ pub fn decimal_values<'a>(
 }
 
 /// A date column as days since 1970-01-01.
+/// Keeps the decimal scale(s) `seen` first (a page, a row group or another worker's
+/// kernel) and fails if `now` differs: sums at different scales cannot be added.
+pub fn same_scale<S: PartialEq + Copy + std::fmt::Debug>(seen: &mut Option<S>, now: S, query: &str, name: &str) -> Result<(), ExecError> {
+    match *seen {
+        None => *seen = Some(now),
+        Some(s) if s == now => {}
+        Some(s) => {
+            return Err(ExecError::QueryColumns {
+                query: query.into(),
+                table: String::new(),
+                what: format!("{name} changes scale between pages ({s:?} then {now:?})"),
+            })
+        }
+    }
+    Ok(())
+}
+
 pub fn date_values<'a>(array: &'a dyn Array, query: &str, name: &str) -> Result<&'a [i32], ExecError> {
     match array.data_type() {
         DataType::Date32 => Ok(array.as_primitive::<Date32Type>().values().as_ref()),
