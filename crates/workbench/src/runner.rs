@@ -211,7 +211,7 @@ pub fn run_with(
                         for _ in handles.len()..thread_total {
                             barrier.wait();
                         }
-                        return Err(WorkbenchError::Spec(format!("cannot start an I/O thread: {e}")));
+                        return Err(WorkbenchError::ThreadSpawn(e));
                     }
                 }
             }
