@@ -6,6 +6,7 @@
 //!   says it is a bug in flashscan rather than blaming the input.
 
 use flashscan_bench::BenchError;
+use flashscan_buffer::BufferError;
 use flashscan_exec::ExecError;
 use flashscan_index::IndexError;
 use flashscan_storage::StorageError;
@@ -27,6 +28,11 @@ pub enum Fault {
 pub trait Classified: std::error::Error + Send + Sync + Sized + 'static {
     fn fault(&self) -> Fault;
 
+    /// The line the user reads for the user's input or a bug (the error's own by default).
+    fn line(&self) -> String {
+        self.to_string()
+    }
+
     /// The error as it leaves while running (the chain of causes, joined on one line).
     fn into_running(self) -> anyhow::Error {
         anyhow::Error::new(self)
@@ -36,9 +42,9 @@ pub trait Classified: std::error::Error + Send + Sync + Sized + 'static {
 /// The error as the binary reports it: its fault decides the code.
 pub fn classify<E: Classified>(e: E) -> anyhow::Error {
     match e.fault() {
-        Fault::Input => bad_input(e.to_string()),
+        Fault::Input => bad_input(e.line()),
         Fault::Running => e.into_running(),
-        Fault::Bug => anyhow::Error::new(InternalBug(e.to_string())),
+        Fault::Bug => anyhow::Error::new(InternalBug(e.line())),
     }
 }
 
@@ -48,6 +54,9 @@ fn input_or_running(user_input: bool) -> Fault {
 
 impl Classified for StorageError {
     fn fault(&self) -> Fault {
+        if self.is_bug() {
+            return Fault::Bug;
+        }
         input_or_running(self.is_user_input())
     }
 }
@@ -82,10 +91,10 @@ impl Classified for WriteError {
 
 impl Classified for WorkbenchError {
     fn fault(&self) -> Fault {
-        match self {
-            WorkbenchError::ThreadPanicked(_) => Fault::Bug,
-            e => input_or_running(e.is_bad_input()),
+        if self.is_bug() {
+            return Fault::Bug;
         }
+        input_or_running(self.is_bad_input())
     }
 }
 
@@ -93,6 +102,54 @@ impl Classified for BenchError {
     fn fault(&self) -> Fault {
         match self {
             BenchError::Exec(e) => e.fault(),
+            BenchError::Storage(e) => e.fault(),
+            BenchError::WritePath(e) => e.fault(),
+            BenchError::ThreadPanicked(_) => Fault::Bug,
+            e => input_or_running(e.is_user_input()),
+        }
+    }
+}
+
+/// The pool's errors that reach a command directly come from sizing it (`--buffer-pool`)
+/// or from what its size allows; the rest failed while running.
+impl Classified for BufferError {
+    fn fault(&self) -> Fault {
+        match self {
+            BufferError::BudgetOutOfRange { .. } | BufferError::AllocationFailed { .. } | BufferError::AllPinned { .. } | BufferError::RingSize { .. } => Fault::Input,
+            _ => Fault::Running,
+        }
+    }
+}
+
+/// `flashscan sql` and the shell: errors in the query read `SQL error: …`.
+#[cfg(feature = "sql")]
+impl Classified for flashscan_sql::SqlError {
+    fn fault(&self) -> Fault {
+        use flashscan_sql::SqlError;
+        match self {
+            SqlError::Internal(_) => Fault::Bug,
+            SqlError::Storage(e) => e.fault(),
+            SqlError::Exec(e) => e.fault(),
+            SqlError::Write(e) => e.fault(),
+            e => input_or_running(e.is_user_input()),
+        }
+    }
+
+    fn line(&self) -> String {
+        if self.is_query_error() { format!("SQL error: {self}") } else { self.to_string() }
+    }
+
+    fn into_running(self) -> anyhow::Error {
+        anyhow::anyhow!(self.line())
+    }
+}
+
+/// `flashscan serve`: its configuration, its listener, and the SQL under it.
+#[cfg(feature = "sql")]
+impl Classified for flashscan_server::ServerError {
+    fn fault(&self) -> Fault {
+        match self {
+            flashscan_server::ServerError::Sql(e) => e.fault(),
             e => input_or_running(e.is_user_input()),
         }
     }
