@@ -19,7 +19,7 @@ use super::dictionary::{codes_bytes_max, DICTIONARY_ENTRIES_MAX};
 use super::error::CodecError;
 use super::reader::ByteReader;
 use super::strings::{offsets_from_lengths, StringInput, STRING_BYTES_MAX};
-use super::vectors::{PackedBlocks, VECTOR_VALUES};
+use super::vectors::{PackedBlocks, VectorPosition, VECTOR_VALUES};
 
 /// Sorted distinct strings, or None past DICTIONARY_ENTRIES_MAX.
 fn distinct_sorted<'a>(input: &StringInput<'a>) -> Option<Vec<&'a str>> {
@@ -100,8 +100,7 @@ pub struct StringCodes<'a> {
     entry_bytes: &'a [u8],
     codes: PackedBlocks<'a>,
     deltas: Box<[u64; VECTOR_VALUES]>,
-    value_count: usize,
-    position: usize,
+    at: VectorPosition,
 }
 
 impl<'a> StringCodes<'a> {
@@ -116,7 +115,7 @@ impl<'a> StringCodes<'a> {
         if reader.remaining_bytes() != 0 {
             return Err(CodecError::corrupt("string dictionary payload", format!("{} trailing bytes", reader.remaining_bytes())));
         }
-        Ok(StringCodes { entry_offsets, entry_bytes, codes, deltas: Box::new([0u64; VECTOR_VALUES]), value_count, position: 0 })
+        Ok(StringCodes { entry_offsets, entry_bytes, codes, deltas: Box::new([0u64; VECTOR_VALUES]), at: VectorPosition::new(value_count) })
     }
 
     pub fn entry_count(&self) -> usize {
@@ -131,7 +130,7 @@ impl<'a> StringCodes<'a> {
     /// The next vector's codes into `out`, each checked below `entry_count`; returns how
     /// many (0 at the end).
     pub fn next_codes(&mut self, out: &mut [u32; VECTOR_VALUES]) -> Result<usize, CodecError> {
-        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        let length = self.at.next_length();
         if length == 0 {
             return Ok(0);
         }
@@ -149,19 +148,19 @@ impl<'a> StringCodes<'a> {
         for (code, delta) in out.iter_mut().zip(deltas) {
             *code = (base + *delta) as u32;
         }
-        self.position += length;
+        self.at.advance(length);
         Ok(length)
     }
 
     /// Moves past the next vector's codes without unpacking them; returns how many values
     /// it held (0 at the end).
     pub fn skip_vector(&mut self) -> Result<usize, CodecError> {
-        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        let length = self.at.next_length();
         if length == 0 {
             return Ok(0);
         }
         self.codes.next_block().ok_or_else(|| CodecError::corrupt("string dictionary codes", "fewer blocks than values"))?;
-        self.position += length;
+        self.at.advance(length);
         Ok(length)
     }
 }
