@@ -52,12 +52,15 @@ fn input_or_running(user_input: bool) -> Fault {
     if user_input { Fault::Input } else { Fault::Running }
 }
 
+/// For error types that say themselves whether they are a bug and whether the user can
+/// fix them.
+fn bug_input_or_running(bug: bool, user_input: bool) -> Fault {
+    if bug { Fault::Bug } else { input_or_running(user_input) }
+}
+
 impl Classified for StorageError {
     fn fault(&self) -> Fault {
-        if self.is_bug() {
-            return Fault::Bug;
-        }
-        input_or_running(self.is_user_input())
+        bug_input_or_running(self.is_bug(), self.is_user_input())
     }
 }
 
@@ -91,10 +94,7 @@ impl Classified for WriteError {
 
 impl Classified for WorkbenchError {
     fn fault(&self) -> Fault {
-        if self.is_bug() {
-            return Fault::Bug;
-        }
-        input_or_running(self.is_bad_input())
+        bug_input_or_running(self.is_bug(), self.is_bad_input())
     }
 }
 
