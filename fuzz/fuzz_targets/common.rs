@@ -395,3 +395,14 @@ pub fn check_page_readers(
     }
     verified
 }
+
+/// The input's first half at the page's front (header fields included) and its second
+/// half at the page's end (the slot array), each at most half a page.
+pub fn fill_page_ends(page: &mut [u8], rest: &[u8]) {
+    let page_bytes = page.len();
+    let (front, back) = rest.split_at(rest.len() / 2);
+    let front = &front[..front.len().min(page_bytes / 2)];
+    let back = &back[back.len().saturating_sub(page_bytes / 2)..];
+    page[..front.len()].copy_from_slice(front);
+    page[page_bytes - back.len()..].copy_from_slice(back);
+}

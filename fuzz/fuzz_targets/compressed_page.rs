@@ -27,13 +27,7 @@ fuzz_target!(|data: &[u8]| {
     let mut page = vec![0u8; PAGE_SIZE_BYTES];
     if mode & 1 == 0 {
         // Header stamped: input front and back halves, kind forced, checksum recomputed.
-        let rest = c.rest();
-        let half = rest.len() / 2;
-        let (front, back) = rest.split_at(half);
-        let front = &front[..front.len().min(PAGE_SIZE_BYTES / 2)];
-        let back = &back[back.len().saturating_sub(PAGE_SIZE_BYTES / 2)..];
-        page[..front.len()].copy_from_slice(front);
-        page[PAGE_SIZE_BYTES - back.len()..].copy_from_slice(back);
+        common::fill_page_ends(&mut page, c.rest());
         page[..4].copy_from_slice(&PAGE_MAGIC);
         page[header::OFFSET_FORMAT_VERSION..][..2].copy_from_slice(&PAGE_FORMAT_VERSION.to_le_bytes());
         page[header::OFFSET_HEADER_BYTES..][..2].copy_from_slice(&(PAGE_HEADER_BYTES as u16).to_le_bytes());

@@ -55,13 +55,7 @@ fuzz_target!(|data: &[u8]| {
         1 => {
             // Header stamped: the first half of the input is the page's front (header
             // fields row count / free space / kind included), the second half its end.
-            let rest = c.rest();
-            let half = rest.len() / 2;
-            let (front, back) = rest.split_at(half);
-            let front = &front[..front.len().min(PAGE_SIZE_BYTES / 2)];
-            let back = &back[back.len().saturating_sub(PAGE_SIZE_BYTES / 2)..];
-            page[..front.len()].copy_from_slice(front);
-            page[PAGE_SIZE_BYTES - back.len()..].copy_from_slice(back);
+            common::fill_page_ends(&mut page, c.rest());
             let kind = if mode & 0x80 != 0 { None } else { Some(PAGE_KIND_HEAP) };
             patch_and_seal(&mut page, column_count, kind);
         }
