@@ -54,7 +54,7 @@ fn interval_deltas_add_up_to_the_totals() {
         assert_eq!(sum(|i| i.figures.writes_count), f.writes_count, "{engine:?} writes");
         assert_eq!(sum(|i| i.figures.bytes_read + i.figures.bytes_written), f.bytes_read + f.bytes_written);
         // The merged interval histograms hold every counted I/O once.
-        let latency_count: u64 = outcome.intervals.iter().map(|i| i.read_latency.count() + i.write_latency.count()).sum();
+        let latency_count: u64 = outcome.intervals.iter().map(|i| i.io.read_latency.count() + i.io.write_latency.count()).sum();
         assert_eq!(latency_count, f.ios_count);
         // t_s is the end of each interval; the last ends at the duration.
         assert!((report.intervals[3].t_s - 0.7).abs() < 1e-9);
