@@ -70,6 +70,8 @@ impl Classified for ExecError {
             // A panic in a worker, or a stop (control flow between a scan and its consumer)
             // that reached the command: both are flashscan's bugs, not the user's input.
             ExecError::WorkerPanic(_) | ExecError::Stopped | ExecError::FileNotInPlan { .. } | ExecError::Internal(_) => Fault::Bug,
+            // Storage's own verdict, bugs included (wrapped errors keep their fault).
+            ExecError::StorageLayer(e) => e.fault(),
             e => input_or_running(e.is_bad_input()),
         }
     }
@@ -77,13 +79,19 @@ impl Classified for ExecError {
 
 impl Classified for IndexError {
     fn fault(&self) -> Fault {
-        input_or_running(self.is_user_input())
+        match self {
+            IndexError::Storage(e) => e.fault(),
+            e => input_or_running(e.is_user_input()),
+        }
     }
 }
 
 impl Classified for WriteError {
     fn fault(&self) -> Fault {
-        input_or_running(self.is_user_input())
+        match self {
+            WriteError::Storage(e) => e.fault(),
+            e => input_or_running(e.is_user_input()),
+        }
     }
 
     // Its messages already carry their causes: one line without repeating them.
@@ -228,4 +236,33 @@ pub fn report_usage_error_and_exit(error: clap::Error) -> ! {
     let hint = text.lines().find(|l| l.trim_start().starts_with("tip:")).map(|l| format!(" ({})", l.trim())).unwrap_or_default();
     eprintln!("flashscan: {first}{hint}; see `flashscan --help`");
     std::process::exit(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A broken invariant of storage stays a bug however many crates wrap it; the user's
+    /// input stays the user's (exit 2), and the line says which.
+    #[test]
+    fn wrapped_errors_keep_their_fault() {
+        let bug = || StorageError::FileNotOpened { path: "t.dat".into() };
+        let input = || StorageError::UnknownTableFormat { table: "t".into(), format: "heap_zebra".into() };
+        assert_eq!(bug().fault(), Fault::Bug);
+        assert_eq!(ExecError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(IndexError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(WriteError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(BenchError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(input().fault(), Fault::Input);
+        assert_eq!(ExecError::from(input()).fault(), Fault::Input);
+        assert_eq!(IndexError::from(input()).fault(), Fault::Input);
+        assert_eq!(WriteError::from(input()).fault(), Fault::Input);
+        let line = classify(ExecError::from(bug())).to_string();
+        assert!(line.starts_with("internal error (a bug in flashscan"), "{line}");
+        let line = classify(input()).to_string();
+        assert!(line.contains("heap_zebra") && !line.contains("internal error"), "{line}");
+        assert_eq!(BenchError::ThreadPanicked("a thread").fault(), Fault::Bug);
+        assert_eq!(WorkbenchError::NoChildProcesses { processes: 2 }.fault(), Fault::Bug);
+        assert_eq!(WorkbenchError::JobDocument("a sweep with no points".into()).fault(), Fault::Input);
+    }
 }
