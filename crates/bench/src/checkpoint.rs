@@ -28,6 +28,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use flashscan_buffer::stream_activity;
 use flashscan_exec::{open_source, run_query, BuiltinQuery, CacheMode, ScanOptions};
+use flashscan_measure::stats::median;
 use flashscan_measure::CpuTime;
 use flashscan_storage::column::{ColumnDef, ColumnType};
 use flashscan_storage::Database;
@@ -121,19 +122,6 @@ pub struct CheckpointBenchReport {
     pub caches_dropped: bool,
     pub trials: Vec<CheckpointTrial>,
     pub summary: Vec<CheckpointSummary>,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn drop_caches() -> Result<(), BenchError> {
@@ -382,13 +370,6 @@ pub fn run(options: &CheckpointBenchOptions, progress: &mut dyn FnMut(&Checkpoin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(vec![]), 0.0);
-    }
 
     #[test]
     fn bench_rows_are_distinct_and_sized() {
