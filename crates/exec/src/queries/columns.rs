@@ -154,24 +154,8 @@ pub fn for_each_str(array: &dyn Array, query: &str, name: &str, mut each: impl F
                 }
             }
         }
-        DataType::Utf8 => {
-            let a = array.as_string::<i32>();
-            let (offsets, bytes) = (a.value_offsets(), a.value_data());
-            for i in 0..a.len() {
-                if a.is_valid(i) {
-                    each(i, &bytes[offsets[i] as usize..offsets[i + 1] as usize]);
-                }
-            }
-        }
-        DataType::LargeUtf8 => {
-            let a = array.as_string::<i64>();
-            let (offsets, bytes) = (a.value_offsets(), a.value_data());
-            for i in 0..a.len() {
-                if a.is_valid(i) {
-                    each(i, &bytes[offsets[i] as usize..offsets[i + 1] as usize]);
-                }
-            }
-        }
+        DataType::Utf8 => each_offset_str(array.as_string::<i32>(), &mut each),
+        DataType::LargeUtf8 => each_offset_str(array.as_string::<i64>(), &mut each),
         DataType::Dictionary(..) => {
             let plain = cast(array, &DataType::Utf8)?;
             return for_each_str(plain.as_ref(), query, name, each);
@@ -179,6 +163,17 @@ pub fn for_each_str(array: &dyn Array, query: &str, name: &str, mut each: impl F
         other => return Err(wrong_type(query, name, other, "a string")),
     }
     Ok(())
+}
+
+/// `for_each_str` over an offset-addressed string array (Utf8 or LargeUtf8): the bytes
+/// are sliced straight out of the value buffer, no `&str` per row.
+fn each_offset_str<O: arrow::array::OffsetSizeTrait>(a: &arrow::array::GenericStringArray<O>, each: &mut impl FnMut(usize, &[u8])) {
+    let (offsets, bytes) = (a.value_offsets(), a.value_data());
+    for i in 0..a.len() {
+        if a.is_valid(i) {
+            each(i, &bytes[offsets[i].as_usize()..offsets[i + 1].as_usize()]);
+        }
+    }
 }
 
 /// An integer key column value (for the needle's keys).
