@@ -348,3 +348,61 @@ pub fn synthesized_segment(
     let mutations = mutate(&mut segment, c);
     Some((array, segment, mutations))
 }
+
+/// The Arrow types the column store keeps, the older ones first: `stored_data_type(b % n)`
+/// draws from the first `n` (7 is the types of the first column store).
+pub fn stored_data_type(index: usize) -> arrow::datatypes::DataType {
+    use arrow::datatypes::{DataType, TimeUnit};
+    match index {
+        0 => DataType::Int64,
+        1 => DataType::Int32,
+        2 => DataType::Float64,
+        3 => DataType::Decimal128(15, 2),
+        4 => DataType::Date32,
+        5 => DataType::Utf8,
+        6 => DataType::Boolean,
+        7 => DataType::UInt64,
+        8 => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+        9 => DataType::Time32(TimeUnit::Second),
+        10 => DataType::Decimal128(38, 4),
+        _ => DataType::Binary,
+    }
+}
+
+/// Every reader of one heap page agrees: `verify_page` and the count-only decode accept
+/// the same pages, and a page the decoder takes decodes to the verified row count, twice
+/// over when pushed twice, with the projected columns. Returns the verified header.
+pub fn check_page_readers(
+    page: &[u8],
+    page_id: u64,
+    table: &TableMeta,
+    projection: &[usize],
+) -> Result<flashscan_storage::heap::header::PageHeader, flashscan_storage::StorageError> {
+    use flashscan_storage::{decode_page_count_only, verify_page, HeapDecoder};
+    let path = std::path::Path::new("fuzz.dat");
+    let verified = verify_page(page, page_id, path, 0);
+    let counted = decode_page_count_only(page, page_id, path, 0);
+    assert_eq!(verified.is_ok(), counted.is_ok());
+    let mut decoder = HeapDecoder::try_new(table, projection).expect("projection in range");
+    if let Ok(rows) = decoder.push_page(page, page_id, path, 0) {
+        assert_eq!(rows as usize, verified.as_ref().expect("push_page verifies").row_count as usize);
+        // A second push of the same page appends the same rows again.
+        let again = decoder.push_page(page, page_id, path, 0).expect("same page twice");
+        assert_eq!(again, rows);
+        let batch = decoder.finish();
+        assert_eq!(batch.num_rows(), 2 * rows as usize);
+        assert_eq!(batch.num_columns(), projection.len());
+    }
+    verified
+}
+
+/// The input's first half at the page's front (header fields included) and its second
+/// half at the page's end (the slot array), each at most half a page.
+pub fn fill_page_ends(page: &mut [u8], rest: &[u8]) {
+    let page_bytes = page.len();
+    let (front, back) = rest.split_at(rest.len() / 2);
+    let front = &front[..front.len().min(page_bytes / 2)];
+    let back = &back[back.len().saturating_sub(page_bytes / 2)..];
+    page[..front.len()].copy_from_slice(front);
+    page[page_bytes - back.len()..].copy_from_slice(back);
+}

@@ -16,20 +16,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else { return };
-    let data_type = match selector % 12 {
-        0 => DataType::Int64,
-        1 => DataType::Int32,
-        2 => DataType::Float64,
-        3 => DataType::Decimal128(15, 2),
-        4 => DataType::Date32,
-        5 => DataType::Utf8,
-        6 => DataType::Boolean,
-        7 => DataType::UInt64,
-        8 => DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, Some("UTC".into())),
-        9 => DataType::Time32(arrow::datatypes::TimeUnit::Second),
-        10 => DataType::Decimal128(38, 4),
-        _ => DataType::Binary,
-    };
+    let data_type = common::stored_data_type(selector as usize % 12);
     if selector & 0x40 != 0 {
         let mut c = common::Cursor::new(rest);
         let Some((array, mut segment, mutations)) = common::synthesized_segment(selector, &mut c, &data_type, 3000) else { return };

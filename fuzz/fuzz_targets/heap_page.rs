@@ -1,6 +1,6 @@
 //! Any bytes → the heap page readers return Ok or Err, never panic: `verify_page`,
 //! `decode_page_count_only`, `HeapDecoder::push_page` (+ `finish`), `decode_page_rows`,
-//! and the index lookup's `heap_rows::row_at` + `decode_row`.
+//! and the key lookup's row by slot (`HeapPageRows`) + `decode_row`.
 //!
 //! Byte 0 picks the mode (see common.rs): raw page, header patched and resealed, or a
 //! page built by `HeapPageBuilder` from input values, mutated and resealed. The table
@@ -12,11 +12,10 @@ mod common;
 use std::path::Path;
 
 use common::{mutate, table, value, Cursor};
-use flashscan_index::heap_rows::row_at;
 use flashscan_storage::heap::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
-use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder};
+use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder, HeapPageRows};
 use flashscan_storage::heap::row_codec::{decode_row, encode_row, RowLayout};
-use flashscan_storage::{decode_page_count_only, verify_page, HeapDecoder, PAGE_SIZE_BYTES};
+use flashscan_storage::PAGE_SIZE_BYTES;
 use libfuzzer_sys::fuzz_target;
 
 const PAGE_ID: u64 = (7u64 << 32) | 3;
@@ -56,13 +55,7 @@ fuzz_target!(|data: &[u8]| {
         1 => {
             // Header stamped: the first half of the input is the page's front (header
             // fields row count / free space / kind included), the second half its end.
-            let rest = c.rest();
-            let half = rest.len() / 2;
-            let (front, back) = rest.split_at(half);
-            let front = &front[..front.len().min(PAGE_SIZE_BYTES / 2)];
-            let back = &back[back.len().saturating_sub(PAGE_SIZE_BYTES / 2)..];
-            page[..front.len()].copy_from_slice(front);
-            page[PAGE_SIZE_BYTES - back.len()..].copy_from_slice(back);
+            common::fill_page_ends(&mut page, c.rest());
             let kind = if mode & 0x80 != 0 { None } else { Some(PAGE_KIND_HEAP) };
             patch_and_seal(&mut page, column_count, kind);
         }
@@ -88,34 +81,21 @@ fuzz_target!(|data: &[u8]| {
         }
     }
 
-    let path = Path::new("fuzz.dat");
-    let verified = verify_page(&page, PAGE_ID, path, 0);
-    let counted = decode_page_count_only(&page, PAGE_ID, path, 0);
-    assert_eq!(verified.is_ok(), counted.is_ok());
-
     // Every column, then reversed with a duplicate: the decode loops see every slot kind.
     let mut projection: Vec<usize> = (0..table.columns.len()).collect();
     if mode & 0x40 != 0 {
         projection.reverse();
         projection.push(projection[0]);
     }
-    let mut decoder = HeapDecoder::try_new(&table, &projection).expect("projection in range");
-    if let Ok(rows) = decoder.push_page(&page, PAGE_ID, path, 0) {
-        assert_eq!(rows as usize, verified.as_ref().expect("push_page verifies").row_count as usize);
-        // A second push of the same page appends the same rows again.
-        let again = decoder.push_page(&page, PAGE_ID, path, 0).expect("same page twice");
-        assert_eq!(again, rows);
-        let batch = decoder.finish();
-        assert_eq!(batch.num_rows(), 2 * rows as usize);
-        assert_eq!(batch.num_columns(), projection.len());
-    }
+    let verified = common::check_page_readers(&page, PAGE_ID, &table, &projection);
+    let path = Path::new("fuzz.dat");
 
     let _ = decode_page_rows(&page, &layout, PAGE_ID, path, 0);
 
     // The key lookup path: one row by slot out of a verified page.
-    if let Ok(h) = &verified {
+    if let (Ok(h), Ok(rows)) = (&verified, HeapPageRows::new(&page, PAGE_ID, path, 0)) {
         for slot in 0..=h.row_count.min(64) {
-            if let Ok(row) = row_at(&page, slot, PAGE_ID, path, 0) {
+            if let Ok(row) = rows.row(slot) {
                 let _ = decode_row(&layout, row);
             }
         }

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{Field, Schema};
 use flashscan_storage::columnstore::{encode_row_group_with_codecs, ColumnStoreOptions, RowGroupReader};
 use libfuzzer_sys::fuzz_target;
 
@@ -68,15 +68,7 @@ fn synthesized(selector: u8, rest: &[u8]) -> Option<Vec<u8>> {
     let mut forced = Vec::new();
     for i in 0..columns {
         let b = c.u8();
-        let data_type = match b % 7 {
-            0 => DataType::Int64,
-            1 => DataType::Int32,
-            2 => DataType::Float64,
-            3 => DataType::Decimal128(15, 2),
-            4 => DataType::Date32,
-            5 => DataType::Utf8,
-            _ => DataType::Boolean,
-        };
+        let data_type = common::stored_data_type(b as usize % 7);
         let nullable = b & 0x80 != 0;
         arrays.push(common::arrow_array(&mut c, &data_type, rows, nullable));
         fields.push(Field::new(format!("c{i}"), data_type, nullable));

@@ -28,11 +28,14 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use flashscan_buffer::stream_activity;
 use flashscan_exec::{open_source, run_query, BuiltinQuery, CacheMode, ScanOptions};
+use flashscan_measure::stats::median;
 use flashscan_measure::CpuTime;
 use flashscan_storage::column::{ColumnDef, ColumnType};
 use flashscan_storage::Database;
 use flashscan_write::{init_database, CheckpointOptions, InitOptions, NewTable, WriteLimits, WritePath};
 use serde::Serialize;
+
+use crate::error::BenchError;
 
 /// The table the bench fills and checkpoints (dropped and made again per trial).
 pub const BENCH_TABLE: &str = "ckpt_bench";
@@ -40,33 +43,6 @@ pub const BENCH_TABLE: &str = "ckpt_bench";
 const PAD_BYTES: usize = 1000;
 /// Rows per Arrow batch and per INSERT statement (about 8 MB).
 const ROWS_PER_STATEMENT: usize = 8192;
-
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    #[error(transparent)]
-    Write(#[from] flashscan_write::WriteError),
-    #[error(transparent)]
-    Exec(#[from] flashscan_exec::ExecError),
-    #[error(transparent)]
-    Storage(#[from] flashscan_storage::StorageError),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
-}
-
-impl BenchError {
-    /// True when the user can fix it (exit code 2).
-    pub fn is_user_input(&self) -> bool {
-        match self {
-            BenchError::Write(e) => e.is_user_input(),
-            BenchError::Exec(e) => e.is_bad_input(),
-            BenchError::Storage(e) => e.is_user_input(),
-            BenchError::Invalid(_) => true,
-            BenchError::Io { .. } => false,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct CheckpointBenchOptions {
@@ -148,24 +124,11 @@ pub struct CheckpointBenchReport {
     pub summary: Vec<CheckpointSummary>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 fn drop_caches() -> Result<(), BenchError> {
     // SAFETY: sync(2) takes no arguments and cannot fail.
     unsafe { libc::sync() };
-    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|source| BenchError::Io {
-        what: "dropping the page cache (/proc/sys/vm/drop_caches; needs root — or pass --no-drop-caches: the scans read with O_DIRECT anyway)".into(),
+    std::fs::write("/proc/sys/vm/drop_caches", "3\n").map_err(|source| BenchError::System {
+        what: "dropping the page cache (/proc/sys/vm/drop_caches; needs root — or pass --no-drop-caches: the scans read with O_DIRECT anyway)",
         source,
     })
 }
@@ -178,8 +141,7 @@ fn batch(first_id: i64, rows: usize) -> Result<RecordBatch, BenchError> {
     let ids: Vec<i64> = (first_id..first_id + rows as i64).collect();
     // Distinct text per row (the id's digits repeated): nothing compresses it away.
     let pads: Vec<String> = ids.iter().map(|id| format!("{id:020}").repeat(PAD_BYTES / 20)).collect();
-    RecordBatch::try_new(schema(), vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(pads))])
-        .map_err(|e| BenchError::Invalid(format!("building the bench rows: {e}")))
+    Ok(RecordBatch::try_new(schema(), vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(pads))])?)
 }
 
 /// Opens (or makes) the write database as the writer, with limits that let `dirty_bytes`
@@ -248,7 +210,7 @@ impl ScanLoop {
 
     fn finish(self) -> Result<u64, BenchError> {
         self.stop.store(true, Ordering::Release);
-        self.handle.join().map_err(|_| BenchError::Invalid("the scan thread panicked".into()))?
+        self.handle.join().map_err(|_| BenchError::ThreadPanicked("the scan thread"))?
     }
 }
 
@@ -325,25 +287,25 @@ fn trial(wp: &WritePath, options: &CheckpointBenchOptions, round: usize, max_asy
 
 fn validate(options: &CheckpointBenchOptions) -> Result<(), BenchError> {
     if options.max_async_io.is_empty() || options.max_async_io.iter().any(|&n| !(1..=flashscan_write::MAX_ASYNC_IO_MAX).contains(&n)) {
-        return Err(BenchError::Invalid(format!("--max-async-io {:?}: give caps from 1 to {}", options.max_async_io, flashscan_write::MAX_ASYNC_IO_MAX)));
+        return Err(BenchError::InvalidOption(format!("--max-async-io {:?}: give caps from 1 to {}", options.max_async_io, flashscan_write::MAX_ASYNC_IO_MAX)));
     }
     if options.pace.is_empty() {
-        return Err(BenchError::Invalid("--pace: give on, off or both".into()));
+        return Err(BenchError::InvalidOption("--pace: give on, off or both".into()));
     }
     if options.rounds == 0 {
-        return Err(BenchError::Invalid("--rounds 0: give at least 1".into()));
+        return Err(BenchError::InvalidOption("--rounds 0: give at least 1".into()));
     }
     if options.dirty_bytes == 0 {
-        return Err(BenchError::Invalid("--dirty 0: give a size such as 1G".into()));
+        return Err(BenchError::InvalidOption("--dirty 0: give a size such as 1G".into()));
     }
     if !(options.solo_window_s > 0.0 && options.warmup_s >= 0.0) {
-        return Err(BenchError::Invalid("--solo-seconds must be > 0 and --warmup-seconds >= 0".into()));
+        return Err(BenchError::InvalidOption("--solo-seconds must be > 0 and --warmup-seconds >= 0".into()));
     }
     if !options.scan_db.join("catalog.json").is_file() {
-        return Err(BenchError::Invalid(format!("--scan-db {}: no catalog.json there; load a table to scan first (`flashscan load DIR --sf 1 --tables lineitem`)", options.scan_db.display())));
+        return Err(BenchError::InvalidOption(format!("--scan-db {}: no catalog.json there; load a table to scan first (`flashscan load DIR --sf 1 --tables lineitem`)", options.scan_db.display())));
     }
     if same_dir(&options.scan_db, &options.db) {
-        return Err(BenchError::Invalid("--scan-db must be another database than DB (the bench drops and makes its own table in DB)".into()));
+        return Err(BenchError::InvalidOption("--scan-db must be another database than DB (the bench drops and makes its own table in DB)".into()));
     }
     Ok(())
 }
@@ -408,13 +370,6 @@ pub fn run(options: &CheckpointBenchOptions, progress: &mut dyn FnMut(&Checkpoin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn median_of_odd_and_even() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(vec![]), 0.0);
-    }
 
     #[test]
     fn bench_rows_are_distinct_and_sized() {

@@ -8,6 +8,7 @@ use flashscan_exec::ExecError;
 use flashscan_index::IndexError;
 use flashscan_io::IoError;
 use flashscan_storage::StorageError;
+use flashscan_write::WriteError;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -22,6 +23,17 @@ pub enum BenchError {
     Buffer(#[from] BufferError),
     #[error(transparent)]
     Io(#[from] IoError),
+    /// The write path under `bench inserts` and `bench checkpoint`.
+    #[error(transparent)]
+    WritePath(#[from] WriteError),
+    #[error("building a batch of rows: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// A system file the bench needs could not be written (`what`: which, and what to do).
+    #[error("{what}: {source}")]
+    System { what: &'static str, #[source] source: std::io::Error },
+    /// A thread of the bench panicked: a bug in flashscan, not the user's input.
+    #[error("{0} panicked")]
+    ThreadPanicked(&'static str),
     /// A benchmark option out of range or unknown.
     #[error("{0}")]
     InvalidOption(String),
@@ -45,8 +57,15 @@ impl BenchError {
             BenchError::Exec(e) => e.is_bad_input(),
             BenchError::Index(e) => e.is_user_input(),
             BenchError::Storage(e) => e.is_user_input(),
+            BenchError::WritePath(e) => e.is_user_input(),
             BenchError::InvalidOption(_) | BenchError::Write { .. } | BenchError::Chart { .. } => true,
-            BenchError::Buffer(_) | BenchError::Io(_) | BenchError::AnswersDiffer(_) | BenchError::NotResident(_) => false,
+            BenchError::Buffer(_)
+            | BenchError::Io(_)
+            | BenchError::AnswersDiffer(_)
+            | BenchError::NotResident(_)
+            | BenchError::Arrow(_)
+            | BenchError::System { .. }
+            | BenchError::ThreadPanicked(_) => false,
         }
     }
 }

@@ -22,8 +22,10 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use flashscan_measure::{CpuTime, LatencyHistogram};
 use flashscan_storage::{ColumnDef, ColumnType};
-use flashscan_write::{init_database, InitOptions, NewTable, WriteError, WritePath};
+use flashscan_write::{init_database, InitOptions, NewTable, WritePath};
 use serde::Serialize;
+
+use crate::error::BenchError;
 
 /// The table the bench writes, created if missing. The same shape in bench/inserts for
 /// SQLite and DuckDB: `(id BIGINT NOT NULL, thread INT NOT NULL, amount DOUBLE NOT NULL,
@@ -37,29 +39,6 @@ pub const ROWS_PER_COMMIT_MAX: usize = 100_000;
 /// Longest run: an hour; a bench that runs longer is a mistake in the flag.
 pub const SECONDS_MAX: f64 = 3600.0;
 const WRITER_NAME: &str = "flashscan bench inserts";
-
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    #[error(transparent)]
-    Write(#[from] WriteError),
-    #[error("{0}")]
-    InvalidArgument(String),
-    #[error("building a batch of rows: {0}")]
-    Arrow(#[from] arrow::error::ArrowError),
-    #[error("an insert thread panicked")]
-    ThreadPanicked,
-}
-
-impl BenchError {
-    /// True when the user can fix it (exit code 2).
-    pub fn is_user_input(&self) -> bool {
-        match self {
-            BenchError::Write(e) => e.is_user_input(),
-            BenchError::InvalidArgument(_) => true,
-            BenchError::Arrow(_) | BenchError::ThreadPanicked => false,
-        }
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct InsertsOptions {
@@ -137,13 +116,13 @@ fn batch_of(schema: &SchemaRef, thread: usize, first: u64, rows: usize) -> Resul
 
 fn validate(options: &InsertsOptions) -> Result<(), BenchError> {
     if !(1..=THREADS_MAX).contains(&options.threads) {
-        return Err(BenchError::InvalidArgument(format!("--threads {}: use 1 to {THREADS_MAX}", options.threads)));
+        return Err(BenchError::InvalidOption(format!("--threads {}: use 1 to {THREADS_MAX}", options.threads)));
     }
     if !(1..=ROWS_PER_COMMIT_MAX).contains(&options.rows_per_commit) {
-        return Err(BenchError::InvalidArgument(format!("--rows-per-commit {}: use 1 to {ROWS_PER_COMMIT_MAX}", options.rows_per_commit)));
+        return Err(BenchError::InvalidOption(format!("--rows-per-commit {}: use 1 to {ROWS_PER_COMMIT_MAX}", options.rows_per_commit)));
     }
     if !(options.seconds > 0.0 && options.seconds <= SECONDS_MAX) {
-        return Err(BenchError::InvalidArgument(format!("--seconds {}: use more than 0 and at most {SECONDS_MAX}", options.seconds)));
+        return Err(BenchError::InvalidOption(format!("--seconds {}: use more than 0 and at most {SECONDS_MAX}", options.seconds)));
     }
     Ok(())
 }
@@ -162,7 +141,7 @@ fn open(db: &Path) -> Result<(WritePath, bool, u64), BenchError> {
             let same = t.columns.len() == want.len()
                 && t.columns.iter().zip(&want).all(|(a, b)| a.name == b.name && a.column_type == b.column_type && a.nullable == b.nullable);
             if !same {
-                return Err(BenchError::InvalidArgument(format!(
+                return Err(BenchError::InvalidOption(format!(
                     "table {TABLE_NAME} in {} has other columns than the bench's (id BIGINT, thread INT, amount DOUBLE, note VARCHAR, all NOT NULL): drop it or use another database",
                     db.display()
                 )));
@@ -217,7 +196,7 @@ pub fn run(db: &Path, options: &InsertsOptions) -> Result<InsertsReport, BenchEr
         barrier.wait();
         let cpu0 = CpuTime::now();
         let t0 = Instant::now();
-        let results: Vec<_> = handles.into_iter().map(|h| h.join().map_err(|_| BenchError::ThreadPanicked).and_then(|r| r)).collect();
+        let results: Vec<_> = handles.into_iter().map(|h| h.join().map_err(|_| BenchError::ThreadPanicked("an insert thread")).and_then(|r| r)).collect();
         (results, t0.elapsed().as_secs_f64(), CpuTime::now().since(&cpu0))
     });
     let wal_after = wp.wal_stats().unwrap_or_default();

@@ -5,13 +5,25 @@
 
 use serde::{Deserialize, Serialize};
 
-/// A log sequence number: the byte position in the log just past a record. 0 means "not
-/// logged" (pages changed by a bulk load before any log exists).
+/// A log sequence number: a byte position in the write-ahead log (a record's LSN is the
+/// position of its first byte, its `end` the position just past it). 0 means "not logged"
+/// (pages a bulk load wrote before any log existed). The one LSN type: the log (crates/wal)
+/// hands it out, pages carry it in their header (crates/storage `heap::header::seal`), and
+/// the pool's WAL rule compares them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Lsn(pub u64);
 
 impl Lsn {
     pub const ZERO: Lsn = Lsn(0);
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The position `bytes` further on.
+    pub fn advance(self, bytes: u64) -> Lsn {
+        Lsn(self.0 + bytes)
+    }
 }
 
 impl std::fmt::Display for Lsn {

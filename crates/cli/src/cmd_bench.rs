@@ -1,5 +1,11 @@
 //! `flashscan bench …`: the articles' measurement tables, run on this machine.
 
+use std::path::Path;
+
+use flashscan_bench::BenchError;
+
+use crate::exit::{bad_input, bench_error};
+
 #[derive(clap::Subcommand)]
 pub enum BenchCommand {
     /// The CPU cost of I/O (seed 002): µs per page for scans at 1..323 rows per page, page
@@ -23,4 +29,29 @@ pub fn run(command: BenchCommand) -> anyhow::Result<()> {
         BenchCommand::Inserts(args) => crate::cmd_bench_inserts::run(args),
         BenchCommand::Checkpoint(args) => crate::cmd_bench_checkpoint::run_bench(args),
     }
+}
+
+/// The printers of one benchmark's report (its text table, its CSV, its SVG chart), all
+/// reading the same report struct.
+pub struct ReportPrinters<R> {
+    pub text: fn(&R) -> String,
+    pub csv: fn(&R) -> String,
+    pub chart: fn(&R, &Path) -> Result<(), BenchError>,
+}
+
+/// Prints `report` on stdout (JSON, or its text table) and writes its CSV and chart where
+/// the flags ask: the one output step of every `bench` command with a table.
+pub fn print_report<R: serde::Serialize>(report: &R, json: bool, csv: Option<&Path>, chart: Option<&Path>, printers: ReportPrinters<R>) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", (printers.text)(report));
+    }
+    if let Some(path) = csv {
+        std::fs::write(path, (printers.csv)(report)).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
+    }
+    if let Some(path) = chart {
+        (printers.chart)(report, path).map_err(bench_error)?;
+    }
+    Ok(())
 }

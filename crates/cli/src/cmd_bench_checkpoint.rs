@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use flashscan_bench::checkpoint::{run, BenchError, CheckpointBenchOptions, CheckpointTrial};
+use flashscan_bench::checkpoint::{run, CheckpointBenchOptions, CheckpointTrial};
 use flashscan_exec::ScanOptions;
 use flashscan_workbench::size::parse_size_bytes;
 
-use crate::exit::bad_input;
+use crate::exit::{bad_input, bench_error};
 
 #[derive(clap::Args)]
 pub struct BenchCheckpointArgs {
@@ -49,14 +49,6 @@ pub struct BenchCheckpointArgs {
     pub threads: Option<u32>,
     #[arg(long)]
     pub json: bool,
-}
-
-fn bench_error(e: BenchError) -> anyhow::Error {
-    if e.is_user_input() {
-        bad_input(e.to_string())
-    } else {
-        anyhow::anyhow!(e.to_string())
-    }
 }
 
 fn line(t: &CheckpointTrial) -> String {

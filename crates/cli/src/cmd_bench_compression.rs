@@ -6,7 +6,9 @@
 use std::path::PathBuf;
 
 use flashscan_bench::chart::write_compression_chart;
-use flashscan_bench::compression::{self, CompressionBenchOptions, FORMATS};
+use flashscan_bench::compression::{self, CompressionBenchOptions, CompressionReport, FORMATS};
+
+use crate::cmd_bench::{print_report, ReportPrinters};
 use flashscan_exec::{BuiltinQuery, CacheMode, ScanOptions};
 
 use crate::exit::{bad_input, bench_error, exec_error};
@@ -76,16 +78,6 @@ pub fn run(args: BenchCompressionArgs) -> anyhow::Result<()> {
         row_group_rows: args.row_group_rows,
     };
     let report = compression::run(&args.db, &args.table, &options, &mut |m| eprintln!("{m}")).map_err(bench_error)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.to_text());
-    }
-    if let Some(path) = &args.csv {
-        std::fs::write(path, report.to_csv()).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
-    }
-    if let Some(path) = &args.chart {
-        write_compression_chart(&report, path).map_err(bench_error)?;
-    }
-    Ok(())
+    let printers = ReportPrinters { text: CompressionReport::to_text, csv: CompressionReport::to_csv, chart: write_compression_chart };
+    print_report(&report, args.json, args.csv.as_deref(), args.chart.as_deref(), printers)
 }

@@ -8,7 +8,9 @@
 use std::path::PathBuf;
 
 use flashscan_bench::chart::write_costs_chart;
-use flashscan_bench::costs::{self, CostsOptions};
+use flashscan_bench::costs::{self, CostReport, CostsOptions};
+
+use crate::cmd_bench::{print_report, ReportPrinters};
 
 use crate::exit::{bad_input, bench_error};
 
@@ -44,16 +46,6 @@ pub fn run_bench_costs(args: BenchCostsArgs) -> anyhow::Result<()> {
     let pool_bytes = ((args.lookup_rows / 20 + 4096) * 8192 * 5 / 4).max(64 << 20);
     let options = CostsOptions { scan_pages: args.scan_pages, lookup_rows: args.lookup_rows, lookup_rows_target: args.lookup_rows_target, depth: args.depth, pool_bytes };
     let report = costs::run(&args.db, &options, &mut |m| eprintln!("{m}")).map_err(bench_error)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", report.to_text());
-    }
-    if let Some(path) = &args.csv {
-        std::fs::write(path, report.to_csv()).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
-    }
-    if let Some(path) = &args.chart {
-        write_costs_chart(&report, path).map_err(bench_error)?;
-    }
-    Ok(())
+    let printers = ReportPrinters { text: CostReport::to_text, csv: CostReport::to_csv, chart: write_costs_chart };
+    print_report(&report, args.json, args.csv.as_deref(), args.chart.as_deref(), printers)
 }

@@ -3,9 +3,9 @@
 
 use std::path::PathBuf;
 
-use flashscan_bench::inserts::{self, BenchError, InsertsOptions};
+use flashscan_bench::inserts::{self, InsertsOptions};
 
-use crate::exit::bad_input;
+use crate::exit::bench_error;
 
 #[derive(clap::Args)]
 pub struct BenchInsertsArgs {
@@ -22,14 +22,6 @@ pub struct BenchInsertsArgs {
     pub seconds: f64,
     #[arg(long)]
     pub json: bool,
-}
-
-fn bench_error(e: BenchError) -> anyhow::Error {
-    if e.is_user_input() {
-        bad_input(e.to_string())
-    } else {
-        anyhow::anyhow!(e.to_string())
-    }
 }
 
 pub fn run(args: BenchInsertsArgs) -> anyhow::Result<()> {

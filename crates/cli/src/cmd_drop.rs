@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use flashscan_storage::drop_table;
 
-use crate::cmd_load::storage_error;
+use crate::exit::storage_error;
 
 #[derive(clap::Args)]
 pub struct DropArgs {

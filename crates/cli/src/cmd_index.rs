@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use flashscan_index::{create_index, drop_index, CreateIndex};
+use crate::exit::index_error;
 
 
 #[derive(clap::Subcommand)]
@@ -41,9 +42,6 @@ pub struct CreateArgs {
     #[arg(long)]
     pub json: bool,
 }
-
-/// Index errors as the CLI reports them: exit 2 when the user can fix the cause.
-pub use crate::exit::index_error;
 
 pub fn run(command: IndexCommand) -> anyhow::Result<()> {
     match command {

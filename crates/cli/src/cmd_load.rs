@@ -14,7 +14,7 @@ use flashscan_storage::placement::parse_size_bytes;
 use flashscan_storage::{load_table, LoadCounters, LoadOptions, StorageError, TableSource};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::exit::bad_input;
+use crate::exit::{bad_input, storage_error};
 
 /// Test hook: fail the load as if the disk filled up after this many pages.
 const FAULT_ENV: &str = "FLASHSCAN_FAULT_AFTER_PAGES";
@@ -74,9 +74,6 @@ pub struct LoadArgs {
     #[arg(long)]
     pub threads: Option<usize>,
 }
-
-/// Storage errors the user can fix exit 2, the rest 1.
-pub use crate::exit::storage_error;
 
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     let files = args.parquet.len() + args.csv.len();

@@ -17,7 +17,7 @@ use flashscan_io::EngineKind;
 use flashscan_storage::heap::row_codec::{decode_row, RowLayout, Value};
 use serde::Serialize;
 
-use crate::cmd_index::index_error;
+use crate::exit::index_error;
 use crate::exit::bad_input;
 
 #[derive(clap::Args)]
@@ -126,7 +126,7 @@ pub fn run(args: LookupArgs) -> anyhow::Result<()> {
     let engine = EngineKind::parse(&args.engine).ok_or_else(|| bad_input(format!("--engine {:?}: use auto, uring or psync", args.engine)))?;
     // The process's one pool, at the size asked: the lookup's pages and any other page
     // path of this process (key sampling, a dirty page) meet in it.
-    let pool = BufferPool::init_global(pool_bytes).map_err(|e| bad_input(e.to_string()))?;
+    let pool = BufferPool::init_global(pool_bytes).map_err(crate::exit::classify)?;
     let options = LookupOptions { prefetch_from_rows: args.prefetch_from, depth: args.depth, io_size_bytes, direct: args.cold, engine, single_thread_engine: true };
     let mut notice = |m: &str| eprintln!("flashscan: {m}");
     crate::cmd_write::refuse_if_unflushed(&args.db, &args.table, "flashscan lookup")?;

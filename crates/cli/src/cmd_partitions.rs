@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use flashscan_storage::{Database, PAGE_SIZE_BYTES};
 
-use crate::cmd_load::storage_error;
+use crate::exit::storage_error;
 
 #[derive(clap::Args)]
 pub struct PartitionsArgs {

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use flashscan_storage::{rebuild_table, RebuildOptions, RebuildProgress, RebuildTarget};
 
-use crate::cmd_load::storage_error;
+use crate::exit::storage_error;
 use crate::exit::bad_input;
 
 const FAULT_ENV: &str = "FLASHSCAN_FAULT_AFTER_PAGES";

@@ -12,7 +12,7 @@ use flashscan_io::EngineKind;
 use flashscan_storage::Database;
 use flashscan_workbench::size::parse_size_bytes;
 
-use crate::exit::bad_input;
+use crate::exit::{bad_input, exec_error};
 
 #[derive(clap::Args)]
 pub struct ScanArgs {
@@ -56,8 +56,6 @@ pub struct ScanArgs {
     #[arg(long)]
     pub json: bool,
 }
-
-pub(crate) use crate::exit::exec_error;
 
 fn parse_query(args: &ScanArgs) -> anyhow::Result<BuiltinQuery> {
     let mut query = BuiltinQuery::parse(&args.query).map_err(exec_error)?;

@@ -54,7 +54,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if !args.db.is_dir() {
         return Err(bad_input(format!("{} is not a database directory (create one with `flashscan init` or `flashscan load`)", args.db.display())));
     }
-    let to_input = |e: flashscan_server::ServerError| if e.is_user_input() { bad_input(e.to_string()) } else { anyhow::Error::new(e) };
+    // Exit codes of every error are decided in exit.rs.
+    let to_input = crate::exit::classify::<flashscan_server::ServerError>;
     let mut config = ServerConfig::new(args.db.clone());
     config.listen = args.listen;
     config.http = args.http;

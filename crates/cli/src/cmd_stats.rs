@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use flashscan_index::PersistedStats;
 
-use crate::cmd_index::index_error;
+use crate::exit::index_error;
 use crate::exit::bad_input;
 
 #[derive(clap::Args)]

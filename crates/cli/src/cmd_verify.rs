@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use flashscan_storage::verify::{verify_table, VerifyReport};
 use flashscan_storage::Database;
 
-use crate::cmd_load::storage_error;
+use crate::exit::storage_error;
 
 #[derive(clap::Args)]
 pub struct VerifyArgs {

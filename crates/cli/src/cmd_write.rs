@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use flashscan_write::{CheckpointOptions, InitOptions, MAX_ASYNC_IO_DEFAULT};
+use crate::exit::write_error;
 
 
 #[derive(clap::Args)]
@@ -39,9 +40,6 @@ pub struct RecoverArgs {
     #[arg(long)]
     pub json: bool,
 }
-
-// The exit code of every error is decided in exit.rs; the old path stays for callers.
-pub use crate::exit::write_error;
 
 /// Refuses `what` on a table with committed rows only in the log (`flashscan checkpoint` first).
 pub fn refuse_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {

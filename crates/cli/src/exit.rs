@@ -6,6 +6,7 @@
 //!   says it is a bug in flashscan rather than blaming the input.
 
 use flashscan_bench::BenchError;
+use flashscan_buffer::BufferError;
 use flashscan_exec::ExecError;
 use flashscan_index::IndexError;
 use flashscan_storage::StorageError;
@@ -27,6 +28,11 @@ pub enum Fault {
 pub trait Classified: std::error::Error + Send + Sync + Sized + 'static {
     fn fault(&self) -> Fault;
 
+    /// The line the user reads for the user's input or a bug (the error's own by default).
+    fn line(&self) -> String {
+        self.to_string()
+    }
+
     /// The error as it leaves while running (the chain of causes, joined on one line).
     fn into_running(self) -> anyhow::Error {
         anyhow::Error::new(self)
@@ -36,9 +42,9 @@ pub trait Classified: std::error::Error + Send + Sync + Sized + 'static {
 /// The error as the binary reports it: its fault decides the code.
 pub fn classify<E: Classified>(e: E) -> anyhow::Error {
     match e.fault() {
-        Fault::Input => bad_input(e.to_string()),
+        Fault::Input => bad_input(e.line()),
         Fault::Running => e.into_running(),
-        Fault::Bug => anyhow::Error::new(InternalBug(e.to_string())),
+        Fault::Bug => anyhow::Error::new(InternalBug(e.line())),
     }
 }
 
@@ -46,9 +52,15 @@ fn input_or_running(user_input: bool) -> Fault {
     if user_input { Fault::Input } else { Fault::Running }
 }
 
+/// For error types that say themselves whether they are a bug and whether the user can
+/// fix them.
+fn bug_input_or_running(bug: bool, user_input: bool) -> Fault {
+    if bug { Fault::Bug } else { input_or_running(user_input) }
+}
+
 impl Classified for StorageError {
     fn fault(&self) -> Fault {
-        input_or_running(self.is_user_input())
+        bug_input_or_running(self.is_bug(), self.is_user_input())
     }
 }
 
@@ -58,6 +70,8 @@ impl Classified for ExecError {
             // A panic in a worker, or a stop (control flow between a scan and its consumer)
             // that reached the command: both are flashscan's bugs, not the user's input.
             ExecError::WorkerPanic(_) | ExecError::Stopped | ExecError::FileNotInPlan { .. } | ExecError::Internal(_) => Fault::Bug,
+            // Storage's own verdict, bugs included (wrapped errors keep their fault).
+            ExecError::StorageLayer(e) => e.fault(),
             e => input_or_running(e.is_bad_input()),
         }
     }
@@ -65,13 +79,19 @@ impl Classified for ExecError {
 
 impl Classified for IndexError {
     fn fault(&self) -> Fault {
-        input_or_running(self.is_user_input())
+        match self {
+            IndexError::Storage(e) => e.fault(),
+            e => input_or_running(e.is_user_input()),
+        }
     }
 }
 
 impl Classified for WriteError {
     fn fault(&self) -> Fault {
-        input_or_running(self.is_user_input())
+        match self {
+            WriteError::Storage(e) => e.fault(),
+            e => input_or_running(e.is_user_input()),
+        }
     }
 
     // Its messages already carry their causes: one line without repeating them.
@@ -82,10 +102,7 @@ impl Classified for WriteError {
 
 impl Classified for WorkbenchError {
     fn fault(&self) -> Fault {
-        match self {
-            WorkbenchError::ThreadPanicked(_) => Fault::Bug,
-            e => input_or_running(e.is_bad_input()),
-        }
+        bug_input_or_running(self.is_bug(), self.is_bad_input())
     }
 }
 
@@ -93,6 +110,54 @@ impl Classified for BenchError {
     fn fault(&self) -> Fault {
         match self {
             BenchError::Exec(e) => e.fault(),
+            BenchError::Storage(e) => e.fault(),
+            BenchError::WritePath(e) => e.fault(),
+            BenchError::ThreadPanicked(_) => Fault::Bug,
+            e => input_or_running(e.is_user_input()),
+        }
+    }
+}
+
+/// The pool's errors that reach a command directly come from sizing it (`--buffer-pool`)
+/// or from what its size allows; the rest failed while running.
+impl Classified for BufferError {
+    fn fault(&self) -> Fault {
+        match self {
+            BufferError::BudgetOutOfRange { .. } | BufferError::AllocationFailed { .. } | BufferError::AllPinned { .. } | BufferError::RingSize { .. } => Fault::Input,
+            _ => Fault::Running,
+        }
+    }
+}
+
+/// `flashscan sql` and the shell: errors in the query read `SQL error: …`.
+#[cfg(feature = "sql")]
+impl Classified for flashscan_sql::SqlError {
+    fn fault(&self) -> Fault {
+        use flashscan_sql::SqlError;
+        match self {
+            SqlError::Internal(_) => Fault::Bug,
+            SqlError::Storage(e) => e.fault(),
+            SqlError::Exec(e) => e.fault(),
+            SqlError::Write(e) => e.fault(),
+            e => input_or_running(e.is_user_input()),
+        }
+    }
+
+    fn line(&self) -> String {
+        if self.is_query_error() { format!("SQL error: {self}") } else { self.to_string() }
+    }
+
+    fn into_running(self) -> anyhow::Error {
+        anyhow::anyhow!(self.line())
+    }
+}
+
+/// `flashscan serve`: its configuration, its listener, and the SQL under it.
+#[cfg(feature = "sql")]
+impl Classified for flashscan_server::ServerError {
+    fn fault(&self) -> Fault {
+        match self {
+            flashscan_server::ServerError::Sql(e) => e.fault(),
             e => input_or_running(e.is_user_input()),
         }
     }
@@ -171,4 +236,33 @@ pub fn report_usage_error_and_exit(error: clap::Error) -> ! {
     let hint = text.lines().find(|l| l.trim_start().starts_with("tip:")).map(|l| format!(" ({})", l.trim())).unwrap_or_default();
     eprintln!("flashscan: {first}{hint}; see `flashscan --help`");
     std::process::exit(2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A broken invariant of storage stays a bug however many crates wrap it; the user's
+    /// input stays the user's (exit 2), and the line says which.
+    #[test]
+    fn wrapped_errors_keep_their_fault() {
+        let bug = || StorageError::FileNotOpened { path: "t.dat".into() };
+        let input = || StorageError::UnknownTableFormat { table: "t".into(), format: "heap_zebra".into() };
+        assert_eq!(bug().fault(), Fault::Bug);
+        assert_eq!(ExecError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(IndexError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(WriteError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(BenchError::from(bug()).fault(), Fault::Bug);
+        assert_eq!(input().fault(), Fault::Input);
+        assert_eq!(ExecError::from(input()).fault(), Fault::Input);
+        assert_eq!(IndexError::from(input()).fault(), Fault::Input);
+        assert_eq!(WriteError::from(input()).fault(), Fault::Input);
+        let line = classify(ExecError::from(bug())).to_string();
+        assert!(line.starts_with("internal error (a bug in flashscan"), "{line}");
+        let line = classify(input()).to_string();
+        assert!(line.contains("heap_zebra") && !line.contains("internal error"), "{line}");
+        assert_eq!(BenchError::ThreadPanicked("a thread").fault(), Fault::Bug);
+        assert_eq!(WorkbenchError::NoChildProcesses { processes: 2 }.fault(), Fault::Bug);
+        assert_eq!(WorkbenchError::JobDocument("a sweep with no points".into()).fault(), Fault::Input);
+    }
 }

@@ -45,12 +45,7 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One line, `SQL error: ...` for errors in the query; exit 2 when the user can fix it.
+/// One line, `SQL error: ...` for errors in the query; its exit code decided in exit.rs.
 fn to_anyhow(e: SqlError) -> anyhow::Error {
-    let message = if e.is_query_error() { format!("SQL error: {e}") } else { e.to_string() };
-    if e.is_user_input() {
-        bad_input(message)
-    } else {
-        anyhow::anyhow!(message)
-    }
+    crate::exit::classify(e)
 }

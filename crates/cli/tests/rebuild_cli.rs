@@ -3,14 +3,12 @@
 
 mod common;
 
-use common::{assert_bad_input, flashscan, flashscan_env, listing, p, stderr, stdout};
+use common::{assert_bad_input, flashscan, flashscan_env, listing, p, small_tpch_db, stderr, stdout};
 
 #[test]
 fn rebuild_row_page_and_back() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = small_tpch_db("orders", 2);
     let db = tmp.path().join("db");
-    let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "orders", "--partitions", "2"]);
-    assert!(o.status.success(), "{}", stderr(&o));
     for (compression, format) in [("row", "heap_row"), ("page", "heap_page"), ("none", "heap")] {
         let o = flashscan(&["rebuild", p(&db), "orders", "--compression", compression]);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -25,10 +23,8 @@ fn rebuild_row_page_and_back() {
 
 #[test]
 fn bad_inputs_and_faults_keep_the_table() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = small_tpch_db("orders", 2);
     let db = tmp.path().join("db");
-    let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "orders", "--partitions", "2"]);
-    assert!(o.status.success(), "{}", stderr(&o));
     let before = listing(&db);
     let catalog = std::fs::read(db.join("catalog.json")).unwrap();
 
@@ -50,10 +46,8 @@ fn bad_inputs_and_faults_keep_the_table() {
 
 #[test]
 fn rebuild_into_a_column_store_copy_keeps_the_source() {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = small_tpch_db("orders,lineitem", 2);
     let db = tmp.path().join("db");
-    let o = flashscan(&["load", p(&db), "--sf", "0.01", "--tables", "orders,lineitem", "--partitions", "2"]);
-    assert!(o.status.success(), "{}", stderr(&o));
     // What a rebuild killed mid-write leaves: a data file the catalog lists as about to be
     // written (the intent every write commits before creating its files).
     let orphan = db.join("lineitem_cs.p000.f0.g99.dat");

@@ -23,8 +23,8 @@ const SF: f64 = 0.02;
 #[test]
 fn every_query_through_storage_equals_the_query_over_generated_batches() {
     let dir = tempfile::tempdir().unwrap();
-    let options = LoadOptions { partition_count: 3, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &options).unwrap();
+    let load = LoadOptions { partition_count: 3, threads: 2, ..LoadOptions::default() };
+    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
     let db = Database::open(dir.path()).unwrap();
     let table = StorageTable::new(&db, "lineitem").unwrap();
     let batches = common::lineitem(SF, 1);
@@ -32,24 +32,8 @@ fn every_query_through_storage_equals_the_query_over_generated_batches() {
     assert_eq!(table.row_count(), rows);
     assert_eq!(table.partition_count(), 3);
 
-    let queries = [
-        BuiltinQuery::Count,
-        BuiltinQuery::Count11,
-        BuiltinQuery::Sum4,
-        BuiltinQuery::Q1,
-        BuiltinQuery::Needle(NeedleSpec::default()),
-        BuiltinQuery::Needle(NeedleSpec { pattern: "Tiresias".into(), ..NeedleSpec::default() }),
-    ];
-    for (i, query) in queries.iter().enumerate() {
-        let scan_options = ScanOptions {
-            io_size_bytes: [64 * 1024, 1 << 20, 256 * 1024][i % 3],
-            queue_depth: [2, 8, 5][i % 3],
-            thread_count: [1, 2, 3][i % 3],
-            cache_mode: CacheMode::Warm,
-            check: false,
-            engine_kind: EngineKind::Auto,
-        };
-        let report = run_query(&table, query, &scan_options).unwrap();
+    for (i, query) in all_queries().iter().enumerate() {
+        let report = run_query(&table, query, &options(i, CacheMode::Warm)).unwrap();
         let expected = run_on_batches(query, &batches, 1).unwrap();
         // Storage keeps strings as Utf8 where tpchgen makes Utf8View: same values either way.
         assert_eq!(report.result, expected, "{}", query.name());

@@ -5,11 +5,10 @@
 //! the commit that adds the index.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use flashscan_storage::heap::header::read_u16;
-use flashscan_storage::heap::heap_page::slot_offset;
+use flashscan_storage::heap::heap_page::HeapPageRows;
 use flashscan_storage::heap::row_codec::RowLayout;
 use flashscan_storage::load::lock_database;
 use flashscan_storage::orphans::sweep_unreferenced;
@@ -140,23 +139,14 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
     let mut entries = Vec::with_capacity(table.row_count as usize);
     // Read through the pool's streaming path (in order, 1 MB at a time), so an index is
     // built from the table as the pool sees it.
-    let mut paths: Vec<PathBuf> = Vec::new();
-    for partition in &table.partitions {
-        for run in &partition.runs {
-            let path = db.file_path(run);
-            if !paths.contains(&path) {
-                paths.push(path);
-            }
-        }
-    }
-    if paths.is_empty() {
+    let runs = table.partitions.iter().flat_map(|partition| &partition.runs);
+    let Some(mut reader) = flashscan_storage::page_path::FileReader::open_distinct(runs.map(|run| db.file_path(run)))? else {
         return Ok(entries);
-    }
-    let mut reader = flashscan_storage::page_path::FileReader::open(&paths)?;
+    };
     for partition in &table.partitions {
         for run in &partition.runs {
             let path = db.file_path(run);
-            let file_index = reader.file_index(&path).unwrap_or(0);
+            let file_index = reader.file_index(&path)?;
             let length = run.page_count as u64 * PAGE_SIZE_BYTES as u64;
             debug_assert!(SCAN_READ_PAGES * PAGE_SIZE_BYTES <= flashscan_storage::page_path::READ_BYTES_MAX);
             let mut visit = |offset: u64, chunk: &[u8]| -> Result<(), IndexError> {
@@ -173,20 +163,20 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
                             reason: format!("page {page_id:#x} is compressed (kind {}): indexes cover uncompressed heap tables only; rebuild the table as heap", header.page_kind),
                         });
                     }
-                    let free = header.free_space_offset as usize;
-                    debug_assert_eq!(read_u16(page, flashscan_storage::heap::header::OFFSET_ROW_COUNT), header.row_count);
-                    for slot in 0..header.row_count {
-                        let at = slot_offset(page, slot as usize);
-                        if at < flashscan_storage::heap::header::PAGE_HEADER_BYTES || at + layout.fixed_end_bytes > free {
+                    let rows = HeapPageRows::new(page, page_id, &path, page_offset)?;
+                    debug_assert_eq!(rows.row_count(), header.row_count);
+                    for slot in 0..rows.row_count() {
+                        let row = rows.row(slot)?;
+                        if row.len() < layout.fixed_end_bytes {
                             return Err(flashscan_storage::StorageError::PageCorrupt {
                                 file: path.clone(),
                                 page_id,
                                 offset_bytes: page_offset,
-                                reason: format!("slot {slot} points at {at}, outside the rows"),
+                                reason: format!("the row in slot {slot} is {} bytes, shorter than the row layout's fixed part ({} bytes)", row.len(), layout.fixed_end_bytes),
                             }
                             .into());
                         }
-                        let words = schema.read_row_key(&page[at..free]);
+                        let words = schema.read_row_key(row);
                         entries.push((words, RowLocator { page_id, partition: partition.index, slot }));
                     }
                 }

@@ -4,12 +4,12 @@
 //!
 //! Data flow of a lookup: keys → [`btree`] seeks (nodes through the buffer pool) → row
 //! locators → [`lookup`] plan (pages, read units) → reads (sync or a prefetch window) →
-//! rows out of verified heap pages ([`heap_rows`]).
+//! rows out of verified heap pages (storage's `heap::heap_page::HeapPageRows`).
 //!
 //! - [`key`]: order-preserving key encoding; [`locator`]: row locators;
 //! - [`btree`]: node format, bulk build, seeks and ranges;
 //! - [`create`]: `index create` (scan, sort, build, register); [`catalog`]: the indexes in `catalog.json`;
-//! - [`table_files`]: the `FileSet` of a table and its index; [`heap_rows`]: a row by slot;
+//! - [`table_files`]: the `FileSet` of a table and its index;
 //! - [`lookup`]: sessions, plans, the fetch loop, stats;
 //! - [`persisted_stats`]: buffer counters kept across commands.
 
@@ -17,7 +17,6 @@ pub mod btree;
 pub mod catalog;
 pub mod create;
 pub mod error;
-pub mod heap_rows;
 pub mod key;
 pub mod locator;
 pub mod lookup;

@@ -35,8 +35,9 @@ impl BufferArena {
                 bytes: slot_size_bytes.saturating_mul(slot_count as usize),
                 limit: ARENA_BYTES_MAX,
             })?;
+        // Refused only past isize::MAX bytes, far above ARENA_BYTES_MAX.
         let layout = Layout::from_size_align(total, BUFFER_ALIGN_BYTES)
-            .map_err(|e| IoError::InvalidRequest(e.to_string()))?;
+            .map_err(|_| IoError::ArenaTooLarge { bytes: total, limit: ARENA_BYTES_MAX })?;
         // SAFETY: layout has a non-zero size (checked above).
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {

@@ -74,9 +74,12 @@ impl IoCompletion {
 }
 
 pub trait IoEngine: Send {
-    fn name(&self) -> &'static str;
-    /// What every engine owns alike (files, arena, slots in flight, queue depth); the
-    /// accessors below read it, so an engine implements only how it moves bytes.
+    fn name(&self) -> &'static str {
+        self.core().name
+    }
+    /// What every engine owns alike (name, files, arena, slots in flight, queue depth,
+    /// requests queued and not yet handed over); the accessors below read it, so an engine
+    /// implements only how it moves bytes.
     fn core(&self) -> &EngineCore;
     fn core_mut(&mut self) -> &mut EngineCore;
     fn files(&self) -> &FileSet {
@@ -103,9 +106,16 @@ pub trait IoEngine: Send {
         self.core().queue_depth
     }
     /// Adds a request to the next batch. Fails if the queue is full or the request is invalid.
-    fn queue(&mut self, request: IoRequest) -> Result<(), IoError>;
-    /// Hands every queued request to the device.
-    fn submit(&mut self) -> Result<(), IoError>;
+    /// Engines that hand requests over at submit or reap time take them from
+    /// `EngineCore::pending`; io_uring overrides this to push to its ring at once.
+    fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
+        self.core_mut().queue(request)
+    }
+    /// Hands every queued request to the device. Engines that move the bytes at reap time
+    /// (null, sim) have nothing to do here.
+    fn submit(&mut self) -> Result<(), IoError> {
+        Ok(())
+    }
     /// Submits what is queued, waits for at least `min_complete` completions (bounded by
     /// what is in flight), and appends every completion available to `out`.
     fn reap(&mut self, min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError>;
@@ -267,6 +277,11 @@ pub(crate) fn check_request(
 /// request, allocated once), the slots in flight, its queue depth. Engines differ only in
 /// how they move bytes.
 pub struct EngineCore {
+    /// The engine's name, in its errors and asserts.
+    pub(crate) name: &'static str,
+    /// Requests admitted and in flight but not yet handed to the device (engines that do
+    /// the transfer at submit or reap time); at most `queue_depth`, allocated once.
+    pub(crate) pending: Vec<IoRequest>,
     pub(crate) files: Arc<FileSet>,
     pub(crate) arena: BufferArena,
     pub(crate) in_flight: InFlight,
@@ -274,19 +289,57 @@ pub struct EngineCore {
 }
 
 impl EngineCore {
-    pub(crate) fn new(files: Arc<FileSet>, config: &EngineConfig) -> Result<EngineCore, IoError> {
+    pub(crate) fn new(name: &'static str, files: Arc<FileSet>, config: &EngineConfig) -> Result<EngineCore, IoError> {
         let arena = BufferArena::new(config.slot_count, config.slot_size_bytes)?;
-        Ok(EngineCore { files, in_flight: InFlight::new(arena.slot_count()), arena, queue_depth: config.queue_depth })
+        Ok(EngineCore {
+            name,
+            pending: Vec::with_capacity(config.queue_depth as usize),
+            files,
+            in_flight: InFlight::new(arena.slot_count()),
+            arena,
+            queue_depth: config.queue_depth,
+        })
     }
 
     /// Every engine's `queue` starts here (see `InFlight::admit`).
-    pub(crate) fn admit(&self, engine: &'static str, request: &IoRequest) -> Result<(), IoError> {
-        self.in_flight.admit(engine, request, &self.files, &self.arena, self.queue_depth)
+    pub(crate) fn admit(&self, request: &IoRequest) -> Result<(), IoError> {
+        self.in_flight.admit(self.name, request, &self.files, &self.arena, self.queue_depth)
+    }
+
+    /// The default `IoEngine::queue`: admit the request, mark its slot in flight, keep it in
+    /// `pending` until the engine's submit or reap hands it over.
+    pub(crate) fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
+        self.admit(&request)?;
+        self.in_flight.start(request, Instant::now());
+        self.pending.push(request);
+        Ok(())
+    }
+
+    /// Takes the pending requests out (the vector keeps its capacity: give it back with
+    /// `restore_pending`, so nothing allocates per I/O).
+    pub(crate) fn take_pending(&mut self) -> Vec<IoRequest> {
+        std::mem::take(&mut self.pending)
+    }
+
+    pub(crate) fn restore_pending(&mut self, mut pending: Vec<IoRequest>) {
+        debug_assert!(self.pending.is_empty(), "{}: requests queued while pending were out", self.name);
+        pending.clear();
+        self.pending = pending;
     }
 
     /// Ends the request on `slot` (see `InFlight::finish`).
     pub(crate) fn finish(&mut self, slot: u32, result: Result<u32, i32>, now: Instant) -> IoCompletion {
         self.in_flight.finish(slot, result, now, &self.files)
+    }
+}
+
+/// Every engine's drop ends here (the core is dropped after the engine's own `Drop`, so
+/// psync's workers are joined first). A slot in flight is memory the kernel (or a worker)
+/// may still write: dropping the engine then frees it under the device's feet.
+/// `RequestQueue` drains on drop.
+impl Drop for EngineCore {
+    fn drop(&mut self) {
+        self.in_flight.assert_drained(self.name);
     }
 }
 
@@ -341,9 +394,7 @@ impl InFlight {
         arena.slot_mut(slot)
     }
 
-    /// Called from every engine's `Drop`. A slot in flight is memory the kernel (or a
-    /// worker) may still write: dropping the engine then frees it under the device's feet.
-    /// `RequestQueue` drains on drop.
+    /// Called when an engine's core is dropped (see `Drop for EngineCore`).
     pub fn assert_drained(&self, engine: &'static str) {
         debug_assert!(
             self.count == 0 || std::thread::panicking(),

@@ -12,13 +12,25 @@ pub struct FileStats {
     /// The process-wide counters of the same file (see [`process_file_stats`]): every I/O
     /// counted here is counted there too, so a server's sampler sees all scans' I/O live.
     parent: Option<Arc<FileStats>>,
-    reads_count: AtomicU64,
-    writes_count: AtomicU64,
-    bytes_read: AtomicU64,
-    bytes_written: AtomicU64,
-    read_stall_ns: AtomicU64,
-    write_stall_ns: AtomicU64,
+    reads: TransferCounters,
+    writes: TransferCounters,
     errors_count: AtomicU64,
+}
+
+/// The counters of one direction (reads or writes) of a file.
+#[derive(Debug, Default)]
+struct TransferCounters {
+    count: AtomicU64,
+    bytes: AtomicU64,
+    stall_ns: AtomicU64,
+}
+
+impl TransferCounters {
+    fn add(&self, bytes: u64, latency_ns: u64) {
+        self.count.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes, Relaxed);
+        self.stall_ns.fetch_add(latency_ns, Relaxed);
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -40,38 +52,36 @@ impl FileStats {
     }
 
     pub fn record_read(&self, bytes: u64, latency_ns: u64) {
-        self.reads_count.fetch_add(1, Relaxed);
-        self.bytes_read.fetch_add(bytes, Relaxed);
-        self.read_stall_ns.fetch_add(latency_ns, Relaxed);
-        if let Some(p) = &self.parent {
-            p.record_read(bytes, latency_ns);
+        for stats in self.and_parent() {
+            stats.reads.add(bytes, latency_ns);
         }
     }
 
     pub fn record_write(&self, bytes: u64, latency_ns: u64) {
-        self.writes_count.fetch_add(1, Relaxed);
-        self.bytes_written.fetch_add(bytes, Relaxed);
-        self.write_stall_ns.fetch_add(latency_ns, Relaxed);
-        if let Some(p) = &self.parent {
-            p.record_write(bytes, latency_ns);
+        for stats in self.and_parent() {
+            stats.writes.add(bytes, latency_ns);
         }
     }
 
+    /// These counters and the process-wide ones they add up into.
+    fn and_parent(&self) -> impl Iterator<Item = &FileStats> {
+        std::iter::successors(Some(self), |stats| stats.parent.as_deref())
+    }
+
     pub fn record_error(&self) {
-        self.errors_count.fetch_add(1, Relaxed);
-        if let Some(p) = &self.parent {
-            p.record_error();
+        for stats in self.and_parent() {
+            stats.errors_count.fetch_add(1, Relaxed);
         }
     }
 
     pub fn snapshot(&self) -> FileStatsSnapshot {
         FileStatsSnapshot {
-            reads_count: self.reads_count.load(Relaxed),
-            writes_count: self.writes_count.load(Relaxed),
-            bytes_read: self.bytes_read.load(Relaxed),
-            bytes_written: self.bytes_written.load(Relaxed),
-            read_stall_ns: self.read_stall_ns.load(Relaxed),
-            write_stall_ns: self.write_stall_ns.load(Relaxed),
+            reads_count: self.reads.count.load(Relaxed),
+            writes_count: self.writes.count.load(Relaxed),
+            bytes_read: self.reads.bytes.load(Relaxed),
+            bytes_written: self.writes.bytes.load(Relaxed),
+            read_stall_ns: self.reads.stall_ns.load(Relaxed),
+            write_stall_ns: self.writes.stall_ns.load(Relaxed),
             errors_count: self.errors_count.load(Relaxed),
         }
     }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoRequest};
+use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine};
 use crate::error::IoError;
 use crate::file_set::FileSet;
 
@@ -13,49 +13,28 @@ const NAME: &str = "null";
 
 pub struct NullEngine {
     core: EngineCore,
-    pending: Vec<u32>,
 }
 
 impl NullEngine {
     pub fn new(files: Arc<FileSet>, config: EngineConfig) -> Result<NullEngine, IoError> {
-        Ok(NullEngine {
-            core: EngineCore::new(files, &config)?,
-            pending: Vec::with_capacity(config.queue_depth as usize),
-        })
+        Ok(NullEngine { core: EngineCore::new(NAME, files, &config)? })
     }
 }
 
 impl IoEngine for NullEngine {
-    fn name(&self) -> &'static str {
-        NAME
-    }
     fn core(&self) -> &EngineCore {
         &self.core
     }
     fn core_mut(&mut self) -> &mut EngineCore {
         &mut self.core
     }
-    fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
-        self.core.admit(NAME, &request)?;
-        self.core.in_flight.start(request, Instant::now());
-        self.pending.push(request.slot);
-        Ok(())
-    }
-    fn submit(&mut self) -> Result<(), IoError> {
-        Ok(())
-    }
     fn reap(&mut self, _min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
         let now = Instant::now();
-        for slot in self.pending.drain(..) {
-            let length = self.core.in_flight.requests[slot as usize].length_bytes;
-            out.push(self.core.finish(slot, Ok(length), now));
+        let mut pending = self.core.take_pending();
+        for r in pending.drain(..) {
+            out.push(self.core.finish(r.slot, Ok(r.length_bytes), now));
         }
+        self.core.restore_pending(pending);
         Ok(())
-    }
-}
-
-impl Drop for NullEngine {
-    fn drop(&mut self) {
-        self.core.in_flight.assert_drained(NAME);
     }
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoOp, IoRequest};
+use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoOp};
 use crate::error::IoError;
 use crate::file_set::FileSet;
 use crate::limits::PSYNC_THREADS_MAX;
@@ -27,8 +27,6 @@ struct Job {
 
 pub struct PsyncEngine {
     raw_fds: Vec<i32>,
-    /// Requests queued but not yet handed to the workers (or run inline).
-    pending: Vec<IoRequest>,
     /// Inline completions waiting to be reaped.
     done_inline: Vec<(u32, Result<u32, i32>, Instant)>,
     jobs: Option<Sender<Job>>,
@@ -62,8 +60,7 @@ impl PsyncEngine {
     pub fn new(files: Arc<FileSet>, config: EngineConfig) -> Result<PsyncEngine, IoError> {
         let mut engine = PsyncEngine {
             raw_fds: files.raw_fds(),
-            core: EngineCore::new(files, &config)?,
-            pending: Vec::with_capacity(config.queue_depth as usize),
+            core: EngineCore::new(NAME, files, &config)?,
             done_inline: Vec::with_capacity(config.queue_depth as usize),
             jobs: None,
             results: None,
@@ -116,24 +113,17 @@ impl PsyncEngine {
 }
 
 impl IoEngine for PsyncEngine {
-    fn name(&self) -> &'static str {
-        NAME
-    }
     fn core(&self) -> &EngineCore {
         &self.core
     }
     fn core_mut(&mut self) -> &mut EngineCore {
         &mut self.core
     }
-    fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
-        self.core.admit(NAME, &request)?;
-        self.core.in_flight.start(request, Instant::now());
-        self.pending.push(request);
-        Ok(())
-    }
-
     fn submit(&mut self) -> Result<(), IoError> {
-        for r in self.pending.drain(..) {
+        // The requests queued since the last submit (`EngineCore::queue`): run inline or
+        // handed to the workers.
+        let mut pending = self.core.take_pending();
+        for r in pending.drain(..) {
             let fd = self.raw_fds[r.file_index as usize];
             let ptr = self.core.arena.slot_ptr(r.slot);
             match &self.jobs {
@@ -146,6 +136,7 @@ impl IoEngine for PsyncEngine {
                     .map_err(|_| IoError::Engine { engine: NAME, source: std::io::Error::other("worker threads stopped") })?,
             }
         }
+        self.core.restore_pending(pending);
         Ok(())
     }
 
@@ -158,9 +149,9 @@ impl IoEngine for PsyncEngine {
 
 impl Drop for PsyncEngine {
     fn drop(&mut self) {
-        self.core.in_flight.assert_drained(NAME);
         // Closing the job channel ends the workers; join them before the arena is freed,
-        // since a worker may still be writing into a slot.
+        // since a worker may still be writing into a slot (the core, dropped after this,
+        // asserts nothing was left in flight).
         self.jobs = None;
         for w in self.workers.drain(..) {
             let _ = w.join();

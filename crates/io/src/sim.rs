@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
-use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoOp, IoRequest};
+use crate::engine::{EngineConfig, EngineCore, IoCompletion, IoEngine, IoOp};
 use crate::error::IoError;
 use crate::file_set::FileSet;
 use crate::psync::transfer;
@@ -239,7 +239,6 @@ impl SimDisk {
 pub struct SimEngine {
     raw_fds: Vec<i32>,
     core: EngineCore,
-    pending: Vec<IoRequest>,
     plan: FaultPlan,
     io_count: u64,
     read_count: u64,
@@ -265,8 +264,7 @@ impl SimEngine {
             flushes_each_write,
             flushed_writes: Arc::new(AtomicU64::new(0)),
             raw_fds: files.raw_fds(),
-            core: EngineCore::new(files, &config)?,
-            pending: Vec::new(),
+            core: EngineCore::new(NAME, files, &config)?,
             plan,
             io_count: 0,
             read_count: 0,
@@ -294,29 +292,18 @@ impl SimEngine {
 }
 
 impl IoEngine for SimEngine {
-    fn name(&self) -> &'static str {
-        NAME
-    }
     fn core(&self) -> &EngineCore {
         &self.core
     }
     fn core_mut(&mut self) -> &mut EngineCore {
         &mut self.core
     }
-    fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
-        self.core.admit(NAME, &request)?;
-        self.core.in_flight.start(request, Instant::now());
-        self.pending.push(request);
-        Ok(())
-    }
-    fn submit(&mut self) -> Result<(), IoError> {
-        Ok(())
-    }
     fn reap(&mut self, _min_complete: u32, out: &mut Vec<IoCompletion>) -> Result<(), IoError> {
-        if !self.plan.latency.is_zero() && !self.pending.is_empty() {
+        if !self.plan.latency.is_zero() && !self.core.pending.is_empty() {
             std::thread::sleep(self.plan.latency);
         }
-        while let Some(r) = self.pending.pop() {
+        let mut pending = self.core.take_pending();
+        while let Some(r) = pending.pop() {
             self.io_count += 1;
             let fd = self.raw_fds[r.file_index as usize];
             let mut result = if self.plan.fail_every.is_some_and(|n| self.io_count.is_multiple_of(n)) {
@@ -345,6 +332,7 @@ impl IoEngine for SimEngine {
             }
             out.push(self.core.finish(r.slot, result, Instant::now()));
         }
+        self.core.restore_pending(pending);
         Ok(())
     }
     fn flush(&mut self, file_index: u32) -> Result<(), IoError> {
@@ -364,11 +352,5 @@ impl IoEngine for SimEngine {
             Some(disk) => disk.flush(path).map_err(failed),
             None => crate::engine::fdatasync_file(&self.core.files, file_index),
         }
-    }
-}
-
-impl Drop for SimEngine {
-    fn drop(&mut self) {
-        self.core.in_flight.assert_drained(NAME);
     }
 }

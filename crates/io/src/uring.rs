@@ -64,7 +64,7 @@ impl UringEngine {
             });
         }
         let raw_fds = files.raw_fds();
-        let core = EngineCore::new(files, &config)?;
+        let core = EngineCore::new(NAME, files, &config)?;
         let entries = config.queue_depth.next_power_of_two().max(2);
         let (ring, deferred_taskrun) = build_ring(entries, config.single_thread)?;
         let fixed_files = !raw_fds.is_empty() && ring.submitter().register_files(&raw_fds).is_ok();
@@ -152,9 +152,6 @@ impl UringEngine {
 }
 
 impl IoEngine for UringEngine {
-    fn name(&self) -> &'static str {
-        NAME
-    }
     fn core(&self) -> &EngineCore {
         &self.core
     }
@@ -162,7 +159,7 @@ impl IoEngine for UringEngine {
         &mut self.core
     }
     fn queue(&mut self, request: IoRequest) -> Result<(), IoError> {
-        self.core.admit(NAME, &request)?;
+        self.core.admit(&request)?;
         let entry = self.entry(&request);
         // SAFETY: the entry's buffer is the request's slot, owned by the engine until its
         // completion is reaped; the descriptor stays open as long as `files`.
@@ -199,11 +196,5 @@ impl IoEngine for UringEngine {
             }
         }
         Ok(())
-    }
-}
-
-impl Drop for UringEngine {
-    fn drop(&mut self) {
-        self.core.in_flight.assert_drained(NAME);
     }
 }

@@ -114,15 +114,9 @@ fn column_json(array: &ArrayRef) -> Result<Vec<Value>, SqlError> {
             (0..n).map(|i| if a.is_null(i) { Value::Null } else { json!(a.value(i)) }).collect()
         }};
     }
-    Ok(match array.data_type() {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
-        DataType::UInt64 => ints!(UInt64Type),
+    // Arrow's own dispatch over the eight integer types.
+    Ok(arrow::array::downcast_integer! {
+        array.data_type() => (ints),
         DataType::Float32 => {
             let a = array.as_primitive::<Float32Type>();
             (0..n).map(|i| number((!a.is_null(i)).then(|| a.value(i) as f64))).collect()

@@ -13,6 +13,13 @@ fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
 
+/// A new database `DIR/db` (made by `init`, 1 MB log segments).
+fn new_database(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("db");
+    init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
+    db
+}
+
 fn session(db: &Path) -> FlashscanSession {
     FlashscanSession::open(db, SessionOptions::default()).unwrap_or_else(|e| panic!("open: {e}"))
 }
@@ -66,10 +73,8 @@ fn values(from: i64, to: i64) -> String {
 
 #[test]
 fn create_insert_select_round_trip_then_checkpoint() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    let db = new_database(dir.path());
     let s = session(&db);
     run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL) WITH (partitions = 4, partition_by = 'id')");
     assert_eq!(s.table_names(), vec!["t".to_string()]);
@@ -110,10 +115,8 @@ fn create_insert_select_round_trip_then_checkpoint() {
 /// the rows inserted after it (they once kept the delta they were registered with).
 #[test]
 fn rows_inserted_after_an_automatic_checkpoint_are_seen_by_the_same_session() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    let db = new_database(dir.path());
     let s = session(&db);
     run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL) WITH (partitions = 4, partition_by = 'id')");
     let w = s.write_path().expect("an init database has a write path").clone();
@@ -133,10 +136,8 @@ fn rows_inserted_after_an_automatic_checkpoint_are_seen_by_the_same_session() {
 
 #[test]
 fn failed_statements_leave_nothing_and_refusals_are_clear() {
-    let rt = runtime();
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    let db = new_database(dir.path());
     let s = session(&db);
     run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL)");
     run(&rt, &s, &format!("INSERT INTO t VALUES {}", values(1, 5)));

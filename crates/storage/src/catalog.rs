@@ -122,6 +122,9 @@ impl Catalog {
         let catalog: Catalog = serde_json::from_slice(body).map_err(|e| corrupt(format!("body: {}", json_error_place(&e))))?;
         for (name, table) in &catalog.tables {
             check_table(table).map_err(|reason| corrupt(format!("table {name:?}: {reason}")))?;
+            // A format this build cannot read is refused here, in one line, before any
+            // reader or writer decides anything by it.
+            table.table_format()?;
         }
         if let Some(host) = &catalog.host {
             check_host(&catalog, host).map_err(|reason| corrupt(format!("host place: {reason}")))?;
@@ -371,5 +374,23 @@ mod tests {
             let mut decoder = crate::HeapDecoder::new(&read.tables["t"], &[0]);
             assert_eq!(decoder.finish().num_rows(), 0);
         }
+    }
+
+    /// A catalog naming a table format this build does not know (a newer flashscan wrote
+    /// it) is refused at read, in one line naming the table and the format.
+    #[test]
+    fn an_unknown_table_format_is_refused_at_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut table = table_with(ColumnType::Int64);
+        table.format = "heap_zebra".into();
+        let mut catalog = Catalog::default();
+        catalog.tables.insert("t".into(), table);
+        catalog.write_atomic(dir.path()).unwrap();
+        let err = Catalog::read(dir.path()).unwrap_err();
+        assert!(matches!(&err, StorageError::UnknownTableFormat { table, format } if table == "t" && format == "heap_zebra"), "{err:?}");
+        let line = err.to_string();
+        assert!(line.contains("heap_zebra") && line.contains("newer flashscan"), "{line}");
+        assert_eq!(line.lines().count(), 1);
+        assert!(err.is_user_input());
     }
 }

@@ -67,6 +67,9 @@ pub enum StorageError {
     #[error("{0}")]
     InvalidArgument(String),
 
+    #[error("table {table:?} has format {format:?}, which this flashscan does not know: the catalog was written by a newer flashscan; use that version, or drop and reload the table with this one")]
+    UnknownTableFormat { table: String, format: String },
+
     #[error("reading {path}: {source}")]
     Arrow { path: PathBuf, #[source] source: arrow::error::ArrowError },
 
@@ -81,6 +84,11 @@ pub enum StorageError {
 
     #[error("load worker failed: {0}")]
     Worker(String),
+
+    /// A read asked for a file its reader was not opened on: a broken invariant (the CLI
+    /// reports it as a bug in flashscan).
+    #[error("{path} was read without being opened for the read")]
+    FileNotOpened { path: PathBuf },
 
     /// Reading pages through the buffer pool (the one page path) failed.
     #[error("{0}")]
@@ -97,7 +105,13 @@ impl StorageError {
     /// True when the cause is what the user gave (a path, a name, a flag, a damaged or full
     /// file) and the user can fix it; the CLI exits 2 for these and 1 for the rest.
     pub fn is_user_input(&self) -> bool {
-        !matches!(self, StorageError::Io { .. } | StorageError::Worker(_) | StorageError::PagePath(_))
+        // (`is_bug` errors are not the user's either.)
+        !matches!(self, StorageError::Io { .. } | StorageError::Worker(_) | StorageError::PagePath(_) | StorageError::FileNotOpened { .. })
+    }
+
+    /// True for a broken invariant of flashscan's own, not the user's input nor the machine.
+    pub fn is_bug(&self) -> bool {
+        matches!(self, StorageError::FileNotOpened { .. })
     }
 
     pub(crate) fn io(what: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> StorageError {

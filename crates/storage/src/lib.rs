@@ -26,11 +26,6 @@ pub mod heap;
 pub mod host_place;
 pub mod load;
 pub mod orphans;
-// Old paths of the heap format, kept while callers in other branches (write/, sql/,
-// server/) move to `heap::…`.
-pub use heap as page;
-pub use heap::decoder as heap_decoder;
-pub use heap::reader as heap_reader;
 pub mod page_path;
 pub mod partitioning;
 pub mod placement;

@@ -37,9 +37,28 @@ impl FileReader {
         Ok(FileReader { stream, paths: paths.to_vec() })
     }
 
-    /// Index of `path` among the opened files.
-    pub fn file_index(&self, path: &Path) -> Option<u32> {
-        self.paths.iter().position(|p| p == path).map(|i| i as u32)
+    /// Opens each distinct path of `paths` once, in the order first seen (the files of a
+    /// partition's runs or row groups); `None` when there are none.
+    pub fn open_distinct(paths: impl IntoIterator<Item = PathBuf>) -> Result<Option<FileReader>, StorageError> {
+        let mut distinct: Vec<PathBuf> = Vec::new();
+        for path in paths {
+            if !distinct.contains(&path) {
+                distinct.push(path);
+            }
+        }
+        if distinct.is_empty() {
+            return Ok(None);
+        }
+        Self::open(&distinct).map(Some)
+    }
+
+    /// Index of `path` among the opened files; a path not opened is a bug of the caller,
+    /// never a silent read of another file.
+    pub fn file_index(&self, path: &Path) -> Result<u32, StorageError> {
+        match self.paths.iter().position(|p| p == path) {
+            Some(i) => Ok(i as u32),
+            None => Err(StorageError::FileNotOpened { path: path.to_path_buf() }),
+        }
     }
 
     /// Hands `consume` the bytes of `[offset, offset + length)` of file `file_index` in

@@ -6,7 +6,7 @@
 //! range reduction): no division, and it uses the best-mixed bits.
 
 use arrow::array::{Array, ArrayRef, AsArray};
-use arrow::datatypes::{DataType, Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type, UInt32Type, UInt8Type};
+use arrow::datatypes::{DataType, Date32Type, Decimal128Type, Float32Type, Float64Type};
 
 use crate::error::StorageError;
 
@@ -63,14 +63,10 @@ pub fn partition_rows(column: &ArrayRef, partition_count: u32, out: &mut Vec<u32
             out.extend(a.values().iter().map(|&v| partition_of(hash_u64(v as i64 as u64), partition_count)));
         }};
     }
-    match column.data_type() {
-        DataType::Int8 => ints!(Int8Type),
-        DataType::Int16 => ints!(Int16Type),
-        DataType::Int32 => ints!(Int32Type),
-        DataType::Int64 => ints!(Int64Type),
-        DataType::UInt8 => ints!(UInt8Type),
-        DataType::UInt16 => ints!(UInt16Type),
-        DataType::UInt32 => ints!(UInt32Type),
+    // Arrow's own dispatch over the eight integer types; unsigned values hash by their
+    // stored integer (an UInt64 below 2^63 lands where the same Int64 does).
+    arrow::array::downcast_integer! {
+        column.data_type() => (ints),
         DataType::Date32 => ints!(Date32Type),
         DataType::Decimal128(..) => ints!(Decimal128Type),
         DataType::Float32 => {
@@ -88,9 +84,8 @@ pub fn partition_rows(column: &ArrayRef, partition_count: u32, out: &mut Vec<u32
         DataType::Utf8 => out.extend(column.as_string::<i32>().iter().map(|v| partition_of(v.map_or(NULL_HASH, |s| hash_bytes(s.as_bytes())), partition_count))),
         DataType::LargeUtf8 => out.extend(column.as_string::<i64>().iter().map(|v| partition_of(v.map_or(NULL_HASH, |s| hash_bytes(s.as_bytes())), partition_count))),
         DataType::Utf8View => out.extend(column.as_string_view().iter().map(|v| partition_of(v.map_or(NULL_HASH, |s| hash_bytes(s.as_bytes())), partition_count))),
-        // Unsigned, timestamp and time values hash by their stored integer, like the signed
-        // integers (an UInt64 below 2^63 lands where the same Int64 does).
-        DataType::UInt64 | DataType::Timestamp(..) | DataType::Time64(_) | DataType::Date64 => {
+        // Timestamp and time values hash by their stored integer, like the integers.
+        DataType::Timestamp(..) | DataType::Time64(_) | DataType::Date64 => {
             let data = column.to_data();
             let values = &data.buffers()[0].typed_data::<i64>()[data.offset()..data.offset() + data.len()];
             out.extend(values.iter().map(|&v| partition_of(hash_u64(v as u64), partition_count)));

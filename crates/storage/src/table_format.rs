@@ -35,9 +35,10 @@ impl TableFormat {
     /// The format a catalog records (`heap`, `heap_row`, `heap_page`, `columnstore`,
     /// `columnstore_archive`).
     pub fn from_catalog_name(table: &str, name: &str) -> Result<TableFormat, StorageError> {
-        TABLE_FORMATS.into_iter().find(|f| f.catalog_name() == name).ok_or_else(|| {
-            StorageError::InvalidArgument(format!("table {table} has format {name:?}, which this flashscan does not know: was the catalog written by a newer version?"))
-        })
+        TABLE_FORMATS
+            .into_iter()
+            .find(|f| f.catalog_name() == name)
+            .ok_or_else(|| StorageError::UnknownTableFormat { table: table.to_string(), format: name.to_string() })
     }
 
     /// The name the catalog records.

@@ -6,8 +6,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
 use flashscan_storage::heap::reader::read_table;
 use flashscan_storage::load::tpch::tpch_source;
 use flashscan_storage::heap::header::{read_header, seal, PAGE_KIND_HEAP_PAGE_COMPRESSED, PAGE_KIND_HEAP_ROW_COMPRESSED};
@@ -21,7 +19,7 @@ use proptest::prelude::*;
 
 mod common;
 use common::{dir_listing, row_lines, same, table};
-use common::{column_type, new_type_decoded, new_type_value};
+use common::{decoded_value, new_type_value, or_null, schema_and_rows};
 
 /// Values biased towards what compression must get right: extremes, zero, repeats (a
 /// small pool) and shared prefixes.
@@ -46,11 +44,7 @@ fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
         ColumnType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
         _ => Just(Value::Null).boxed(),
     };
-    if nullable {
-        prop_oneof![1 => Just(Value::Null), 4 => v].boxed()
-    } else {
-        v
-    }
+    or_null(v, nullable)
 }
 
 fn build_pages(meta: &TableMeta, format: HeapFormat, rows: &[Vec<Value>]) -> Vec<Vec<u8>> {
@@ -84,23 +78,7 @@ fn decoded_values(meta: &TableMeta, pages: &[Vec<u8>], projection: &[usize]) -> 
             projection
                 .iter()
                 .enumerate()
-                .map(|(out_i, &col)| {
-                    let a = batch.column(out_i);
-                    if a.is_null(r) {
-                        return Value::Null;
-                    }
-                    match meta.columns[col].column_type {
-                        t if new_type_decoded(t, a.as_ref(), r).is_some() => new_type_decoded(t, a.as_ref(), r).unwrap_or(Value::Null),
-                        ColumnType::Int32 => Value::Int32(a.as_primitive::<Int32Type>().value(r)),
-                        ColumnType::Date32 => Value::Date32(a.as_primitive::<Date32Type>().value(r)),
-                        ColumnType::Int64 => Value::Int64(a.as_primitive::<Int64Type>().value(r)),
-                        ColumnType::Float64 => Value::Float64(a.as_primitive::<Float64Type>().value(r)),
-                        ColumnType::Decimal { .. } => Value::Decimal(a.as_primitive::<Decimal128Type>().value(r) as i64),
-                        ColumnType::Boolean => Value::Boolean(a.as_boolean().value(r)),
-                        ColumnType::Utf8 => Value::Utf8(a.as_string::<i32>().value(r).to_string()),
-                        _ => Value::Null,
-                    }
-                })
+                .map(|(out_i, &col)| decoded_value(meta.columns[col].column_type, batch.column(out_i).as_ref(), r))
                 .collect()
         })
         .collect()
@@ -125,23 +103,17 @@ fn check_round_trip(cols: &[(ColumnType, bool)], rows: &[Vec<Value>], format: He
     Ok(())
 }
 
-fn schema_and_rows() -> impl Strategy<Value = (Vec<(ColumnType, bool)>, Vec<Vec<Value>>)> {
-    prop::collection::vec((column_type(), any::<bool>()), 1..12).prop_flat_map(|cols| {
-        let row = cols.iter().map(|&(t, n)| value(t, n)).collect::<Vec<_>>();
-        (Just(cols), prop::collection::vec(row, 0..400))
-    })
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
     #[test]
-    fn row_compressed_pages_round_trip((cols, rows) in schema_and_rows()) {
+    fn row_compressed_pages_round_trip((cols, rows) in schema_and_rows(value, 400)) {
         check_round_trip(&cols, &rows, HeapFormat::Row, PAGE_KIND_HEAP_ROW_COMPRESSED)?;
     }
 
     #[test]
-    fn page_compressed_pages_round_trip((cols, rows) in schema_and_rows()) {
+    fn page_compressed_pages_round_trip((cols, rows) in schema_and_rows(value, 400)) {
         check_round_trip(&cols, &rows, HeapFormat::Page, PAGE_KIND_HEAP_PAGE_COMPRESSED)?;
     }
 

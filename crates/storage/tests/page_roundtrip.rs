@@ -3,8 +3,6 @@
 
 use std::path::Path;
 
-use arrow::array::{Array, AsArray};
-use arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type};
 use flashscan_storage::heap::header::seal;
 use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder};
 use flashscan_storage::heap::row_codec::{encode_row, RowLayout, Value, ROW_BYTES_MAX};
@@ -13,7 +11,7 @@ use proptest::prelude::*;
 
 mod common;
 use common::{same, table};
-use common::{column_type, new_type_decoded, new_type_value};
+use common::{decoded_value, new_type_value, or_null, schema_and_rows};
 
 fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
     let v: BoxedStrategy<Value> = match t {
@@ -28,11 +26,7 @@ fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
         ColumnType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
         _ => Just(Value::Null).boxed(),
     };
-    if nullable {
-        prop_oneof![1 => Just(Value::Null), 4 => v].boxed()
-    } else {
-        v
-    }
+    or_null(v, nullable)
 }
 
 /// Builds sealed pages from rows; returns the pages and the rows per page.
@@ -72,38 +66,18 @@ fn check_heap_decoder(meta: &TableMeta, pages: &[Vec<u8>], rows: &[Vec<Value>]) 
     for (out_i, &col) in projection.iter().enumerate() {
         let a = batch.column(out_i);
         for (r, row) in rows.iter().enumerate() {
-            let got = if a.is_null(r) {
-                Value::Null
-            } else {
-                match meta.columns[col].column_type {
-                    t if new_type_decoded(t, a.as_ref(), r).is_some() => new_type_decoded(t, a.as_ref(), r).unwrap_or(Value::Null),
-                    ColumnType::Int32 => Value::Int32(a.as_primitive::<Int32Type>().value(r)),
-                    ColumnType::Date32 => Value::Date32(a.as_primitive::<Date32Type>().value(r)),
-                    ColumnType::Int64 => Value::Int64(a.as_primitive::<Int64Type>().value(r)),
-                    ColumnType::Float64 => Value::Float64(a.as_primitive::<Float64Type>().value(r)),
-                    ColumnType::Decimal { .. } => Value::Decimal(a.as_primitive::<Decimal128Type>().value(r) as i64),
-                    ColumnType::Boolean => Value::Boolean(a.as_boolean().value(r)),
-                    ColumnType::Utf8 => Value::Utf8(a.as_string::<i32>().value(r).to_string()),
-                    _ => Value::Null,
-                }
-            };
+            let got = decoded_value(meta.columns[col].column_type, a.as_ref(), r);
             assert!(same(&got, &row[col]), "row {r} col {col}: {got:?} != {:?}", row[col]);
         }
     }
 }
 
-fn schema_and_rows() -> impl Strategy<Value = (Vec<(ColumnType, bool)>, Vec<Vec<Value>>)> {
-    prop::collection::vec((column_type(), any::<bool>()), 1..12).prop_flat_map(|cols| {
-        let row = cols.iter().map(|&(t, n)| value(t, n)).collect::<Vec<_>>();
-        (Just(cols), prop::collection::vec(row, 0..300))
-    })
-}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
     #[test]
-    fn pages_round_trip((cols, rows) in schema_and_rows()) {
+    fn pages_round_trip((cols, rows) in schema_and_rows(value, 300)) {
         let meta = table(&cols);
         let layout = RowLayout::new(&meta.columns);
         let pages = build_pages(&layout, cols.len() as u16, &rows);

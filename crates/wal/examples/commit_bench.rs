@@ -16,12 +16,9 @@ use std::time::{Duration, Instant};
 use flashscan_wal::*;
 use hdrhistogram::Histogram;
 
+/// Process CPU time in µs, from the one clock (`flashscan_measure`).
 fn cpu_us() -> u64 {
-    // SAFETY: getrusage fills the zeroed struct we own.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    flashscan_measure::cpu::process_cpu_ns() / 1_000
 }
 
 fn main() {
@@ -93,28 +90,19 @@ fn main() {
     let commits = s.commits_count - stats0.commits_count;
     let flushes = s.flushes_count - stats0.flushes_count;
     let bytes = s.bytes_written - stats0.bytes_written;
-    let out = format!(
-        "{{\"threads\":{threads},\"seconds\":{elapsed_s:.2},\"row_bytes\":{row_bytes},\"rows_per_s\":{:.0},\"commits_per_s\":{:.0},\"commits_per_flush\":{:.2},\"commit_latency_us\":{{\"p50\":{},\"p99\":{}}},\"cpu_us_per_commit\":{:.1},\"log_bytes_per_commit\":{:.0},\"flushes\":{flushes}}}",
-        commits as f64 / elapsed_s,
-        commits as f64 / elapsed_s,
-        if flushes == 0 { 0.0 } else { commits as f64 / flushes as f64 },
-        h.value_at_quantile(0.5),
-        h.value_at_quantile(0.99),
-        cpu as f64 / commits.max(1) as f64,
-        bytes as f64 / commits.max(1) as f64,
-    );
+    // One row per commit: rows/s and commits/s are the same figure.
+    let commits_per_s = commits as f64 / elapsed_s;
+    let commits_per_flush = if flushes == 0 { 0.0 } else { commits as f64 / flushes as f64 };
+    let (latency_us_p50, latency_us_p99) = (h.value_at_quantile(0.5), h.value_at_quantile(0.99));
+    let cpu_us_per_commit = cpu as f64 / commits.max(1) as f64;
+    let log_bytes_per_commit = bytes as f64 / commits.max(1) as f64;
     if json {
-        println!("{out}");
+        println!(
+            "{{\"threads\":{threads},\"seconds\":{elapsed_s:.2},\"row_bytes\":{row_bytes},\"rows_per_s\":{commits_per_s:.0},\"commits_per_s\":{commits_per_s:.0},\"commits_per_flush\":{commits_per_flush:.2},\"commit_latency_us\":{{\"p50\":{latency_us_p50},\"p99\":{latency_us_p99}}},\"cpu_us_per_commit\":{cpu_us_per_commit:.1},\"log_bytes_per_commit\":{log_bytes_per_commit:.0},\"flushes\":{flushes}}}"
+        );
     } else {
         println!(
-            "threads {threads:>3}  rows/s {:>9.0}  commits/s {:>9.0}  commits/flush {:>6.2}  p50 {:>6} us  p99 {:>6} us  cpu/commit {:>6.1} us  log bytes/commit {:>6.0}",
-            commits as f64 / elapsed_s,
-            commits as f64 / elapsed_s,
-            if flushes == 0 { 0.0 } else { commits as f64 / flushes as f64 },
-            h.value_at_quantile(0.5),
-            h.value_at_quantile(0.99),
-            cpu as f64 / commits.max(1) as f64,
-            bytes as f64 / commits.max(1) as f64,
+            "threads {threads:>3}  rows/s {commits_per_s:>9.0}  commits/s {commits_per_s:>9.0}  commits/flush {commits_per_flush:>6.2}  p50 {latency_us_p50:>6} us  p99 {latency_us_p99:>6} us  cpu/commit {cpu_us_per_commit:>6.1} us  log bytes/commit {log_bytes_per_commit:>6.0}"
         );
     }
     match Arc::try_unwrap(wal) {

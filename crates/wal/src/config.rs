@@ -66,11 +66,18 @@ impl WalConfig {
     }
 }
 
-pub fn check_segment_size(bytes: u64) -> Result<(), WalError> {
+/// Why a segment size is refused (`None`: it is a multiple of the block size within the
+/// limits): the one check, for the configuration and for a control file read back.
+pub fn segment_size_problem(bytes: u64) -> Option<String> {
     if !(SEGMENT_SIZE_BYTES_MIN..=SEGMENT_SIZE_BYTES_MAX).contains(&bytes) || !bytes.is_multiple_of(BLOCK_SIZE_BYTES as u64) {
-        return Err(WalError::Config(format!(
-            "segment size {bytes} bytes: must be a multiple of {BLOCK_SIZE_BYTES} within {SEGMENT_SIZE_BYTES_MIN}..={SEGMENT_SIZE_BYTES_MAX}"
-        )));
+        return Some(format!("segment size {bytes} bytes: must be a multiple of {BLOCK_SIZE_BYTES} within {SEGMENT_SIZE_BYTES_MIN}..={SEGMENT_SIZE_BYTES_MAX}"));
     }
-    Ok(())
+    None
+}
+
+pub fn check_segment_size(bytes: u64) -> Result<(), WalError> {
+    match segment_size_problem(bytes) {
+        Some(problem) => Err(WalError::Config(problem)),
+        None => Ok(()),
+    }
 }

@@ -196,7 +196,9 @@ pub fn decode_control(b: &[u8]) -> Result<Control, String> {
         u64::from_le_bytes(a)
     };
     let segment_size_bytes = u64_at(16);
-    crate::config::check_segment_size(segment_size_bytes).map_err(|e| e.to_string())?;
+    if let Some(problem) = crate::config::segment_size_problem(segment_size_bytes) {
+        return Err(problem);
+    }
     let mut id = [0u8; 16];
     id.copy_from_slice(&b[24..40]);
     let label = std::str::from_utf8(&b[CONTROL_LABEL_AT..CONTROL_LABEL_AT + label_len])

@@ -36,7 +36,7 @@ pub mod writer;
 pub use config::{psync_engine_factory, EngineFactory, WalConfig};
 pub use error::WalError;
 pub use files::DatabaseIdentity;
-pub use lsn::{Lsn, TxnId};
+pub use lsn::{Lsn, SegmentPosition, TxnId};
 pub use reader::{scan, scan_dir, LogEnd, LoggedRecord, Redo, RedoInsert, Scan};
 pub use record::{InsertRow, Record};
 pub use writer::{Appended, LogImage, Wal, WalStats, FIRST_RECORD_LSN};

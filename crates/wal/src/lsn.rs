@@ -1,38 +1,27 @@
-//! Log sequence numbers: a byte position in the log.
+//! Log sequence numbers: a byte position in the log. The type is the buffer pool's
+//! (`flashscan_buffer::Lsn`), the one LSN the log, the pages and the pool's WAL rule share;
+//! where an LSN falls in the log's segment files is the log's own business
+//! ([`SegmentPosition`]).
 
 use std::fmt;
 
-/// A byte position in the write-ahead log, counted from the first byte of segment 0 and
-/// including block headers, segment header blocks and padding: segment `lsn / segment_size`,
-/// file offset `lsn % segment_size`. A record's LSN is the position of its first byte; a
-/// page that a record changed may reach disk once the log is durable up to the record's
-/// `end` (the WAL rule).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
-pub struct Lsn(pub u64);
+pub use flashscan_buffer::Lsn;
 
-impl Lsn {
-    pub const ZERO: Lsn = Lsn(0);
+/// Where an LSN lies in the log's files: counted from the first byte of segment 0 and
+/// including block headers, segment header blocks and padding, an LSN is in segment
+/// `lsn / segment_size` at file offset `lsn % segment_size`.
+pub trait SegmentPosition {
+    fn segment_no(self, segment_size_bytes: u64) -> u64;
+    fn segment_offset_bytes(self, segment_size_bytes: u64) -> u64;
+}
 
-    pub fn get(self) -> u64 {
-        self.0
-    }
-
-    pub fn segment_no(self, segment_size_bytes: u64) -> u64 {
+impl SegmentPosition for Lsn {
+    fn segment_no(self, segment_size_bytes: u64) -> u64 {
         self.0 / segment_size_bytes
     }
 
-    pub fn segment_offset_bytes(self, segment_size_bytes: u64) -> u64 {
+    fn segment_offset_bytes(self, segment_size_bytes: u64) -> u64 {
         self.0 % segment_size_bytes
-    }
-
-    pub fn advance(self, bytes: u64) -> Lsn {
-        Lsn(self.0 + bytes)
-    }
-}
-
-impl fmt::Display for Lsn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)
     }
 }
 

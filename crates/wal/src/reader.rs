@@ -22,7 +22,7 @@ use crate::block::{inspect, payload, BlockState};
 use crate::error::{file_err, WalError};
 use crate::files::{inspect_segment_header, segment_path, SegmentHeaderState};
 use crate::limits::{BLOCK_HEADER_BYTES, BLOCK_PAYLOAD_BYTES, BLOCK_SIZE_BYTES, RECORD_HEADER_BYTES};
-use crate::lsn::{Lsn, TxnId};
+use crate::lsn::{Lsn, SegmentPosition, TxnId};
 use crate::record::{decode_body, decode_header, InsertRow, Record};
 
 const BLOCK: u64 = BLOCK_SIZE_BYTES as u64;
@@ -201,12 +201,8 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
     let mut prev: Option<(Lsn, bool)> = None;
     let mut damage: Option<String> = None;
     loop {
-        let no = pos.segment_no(seg);
-        let off = pos.segment_offset_bytes(seg);
-        if off == 0 {
-            pos = pos.advance(BLOCK);
-            continue;
-        }
+        let (no, off);
+        (pos, no, off) = block_at(pos, seg);
         match cur.load(source, no)? {
             Loaded::Ready => {}
             Loaded::Absent => break,
@@ -320,18 +316,21 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
     Ok(out)
 }
 
+/// `pos`, or the block after it where `pos` is a segment's first block (the segment
+/// header, never a log block), with its segment number and offset in the segment.
+fn block_at(pos: Lsn, segment_size_bytes: u64) -> (Lsn, u64, u64) {
+    let pos = if pos.segment_offset_bytes(segment_size_bytes) == 0 { pos.advance(BLOCK) } else { pos };
+    (pos, pos.segment_no(segment_size_bytes), pos.segment_offset_bytes(segment_size_bytes))
+}
+
 /// The first valid block after `damaged` (in position, of this or a newer epoch) whose write
 /// began after `damaged`, described for the error message.
 fn look_ahead(source: &mut dyn SegmentSource, cur: &mut Cursor, seg: u64, damaged: Lsn, epoch_min: u32) -> Result<Option<String>, WalError> {
     let mut pos = damaged.advance(BLOCK);
     let mut absent_segments = 0;
     loop {
-        let no = pos.segment_no(seg);
-        let off = pos.segment_offset_bytes(seg);
-        if off == 0 {
-            pos = pos.advance(BLOCK);
-            continue;
-        }
+        let (no, off);
+        (pos, no, off) = block_at(pos, seg);
         match cur.load(source, no)? {
             Loaded::Ready | Loaded::Bad(_) if cur.image.is_some() => absent_segments = 0,
             _ => {

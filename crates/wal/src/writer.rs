@@ -29,7 +29,7 @@ use crate::files::{
     segment_path, write_control, Control, DatabaseIdentity, SegmentHeaderState, CONTROL_FILE_NAME, LOCK_FILE_NAME,
 };
 use crate::limits::{BLOCK_HEADER_BYTES, BLOCK_PAYLOAD_BYTES, BLOCK_SIZE_BYTES, RECORD_HEADER_BYTES, WRITE_CHUNK_BYTES};
-use crate::lsn::{Lsn, TxnId};
+use crate::lsn::{Lsn, SegmentPosition, TxnId};
 use crate::reader::{scan_dir, Scan};
 use crate::record::{Record, INSERT_FIXED_BYTES};
 

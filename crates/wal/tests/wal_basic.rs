@@ -19,6 +19,22 @@ fn insert(wal: &Wal, txn: TxnId, i: u32) -> Appended {
     wal.append(&Record::Insert(InsertRow { txn, table_id: 1, partition: 0, page_no: i as u64, row: row_for(txn, i) })).unwrap()
 }
 
+/// One transaction per row `i` of `rows` (one insert, then commit); their ids in order.
+fn commit_one_row_each(wal: &Wal, rows: std::ops::Range<u32>) -> Vec<TxnId> {
+    rows.map(|i| {
+        let txn = wal.begin();
+        insert(wal, txn, i);
+        wal.commit(txn).unwrap();
+        txn
+    })
+    .collect()
+}
+
+/// The transactions a scan found committed, in log order.
+fn committed_txns(scan: &Scan) -> Vec<TxnId> {
+    scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect()
+}
+
 #[test]
 fn commits_survive_reopen_on_a_real_file() {
     let dir = temp_dir();
@@ -41,7 +57,7 @@ fn commits_survive_reopen_on_a_real_file() {
     wal.close().unwrap();
     let (_wal, scan) = Wal::open(cfg, &identity(1)).unwrap();
     assert_eq!(scan.end, LogEnd::Clean);
-    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    let committed = committed_txns(&scan);
     assert_eq!(committed, txns);
     assert_eq!(scan.redo().count(), 200);
 }
@@ -90,13 +106,7 @@ fn a_failed_flush_stops_the_log_for_good() {
     let disk = SimDisk::new(SimDiskPlan { fail_flush_at: Some(3), ..SimDiskPlan::default() });
     let cfg = config(dir.path(), 64 * 1024, sim_factory(disk.clone()));
     let wal = Wal::create(cfg.clone(), identity(3)).unwrap();
-    let mut ok = Vec::new();
-    for i in 0..2 {
-        let txn = wal.begin();
-        insert(&wal, txn, i);
-        wal.commit(txn).unwrap();
-        ok.push(txn);
-    }
+    let ok = commit_one_row_each(&wal, 0..2);
     let txn = wal.begin();
     insert(&wal, txn, 2);
     let err = wal.commit(txn).unwrap_err();
@@ -113,7 +123,7 @@ fn a_failed_flush_stops_the_log_for_good() {
     assert!(wal.close().is_err());
     disk.power_loss(7).unwrap();
     let (_wal, scan) = Wal::open(config(dir.path(), 64 * 1024, psync_engine_factory()), &identity(3)).unwrap();
-    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    let committed = committed_txns(&scan);
     assert!(committed.starts_with(&ok), "{committed:?}");
 }
 
@@ -198,28 +208,18 @@ fn checkpoints_recycle_segments_and_recovery_starts_at_the_redo_point() {
     let seg = 16 * 1024;
     let cfg = config(dir.path(), seg, psync_engine_factory());
     let wal = Wal::create(cfg.clone(), identity(9)).unwrap();
-    for i in 0..40 {
-        let txn = wal.begin();
-        insert(&wal, txn, i);
-        wal.commit(txn).unwrap();
-    }
+    commit_one_row_each(&wal, 0..40);
     let files_before = std::fs::read_dir(&cfg.dir).unwrap().count();
     let redo = wal.checkpoint_begin().unwrap();
     wal.checkpoint_end(redo).unwrap();
-    let mut after = Vec::new();
-    for i in 0..40 {
-        let txn = wal.begin();
-        insert(&wal, txn, i);
-        wal.commit(txn).unwrap();
-        after.push(txn);
-    }
+    let after = commit_one_row_each(&wal, 0..40);
     let s = wal.stats();
     assert!(s.segments_recycled_count >= 1, "{s:?}");
     assert!(std::fs::read_dir(&cfg.dir).unwrap().count() <= files_before + 3, "segments were not reused");
     wal.close().unwrap();
     let (_wal, scan) = Wal::open(cfg, &identity(9)).unwrap();
     assert_eq!(scan.records[0].lsn, redo);
-    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    let committed = committed_txns(&scan);
     assert_eq!(committed, after);
 }
 
@@ -233,15 +233,9 @@ fn the_log_writes_through_io_uring_too() {
     });
     let cfg = config(dir.path(), 64 * 1024, factory);
     let wal = Wal::create(cfg.clone(), identity(10)).unwrap();
-    let mut txns = Vec::new();
-    for i in 0..50 {
-        let txn = wal.begin();
-        insert(&wal, txn, i);
-        wal.commit(txn).unwrap();
-        txns.push(txn);
-    }
+    let txns = commit_one_row_each(&wal, 0..50);
     wal.close().unwrap();
     let (_wal, scan) = Wal::open(cfg, &identity(10)).unwrap();
-    let committed: Vec<TxnId> = scan.records.iter().filter_map(|r| if let Record::Commit { txn } = r.record { Some(txn) } else { None }).collect();
+    let committed = committed_txns(&scan);
     assert_eq!(committed, txns);
 }

@@ -71,7 +71,7 @@ pub fn sweep_svg(reports: &[Report], axis: SweepAxis) -> Result<String, Workbenc
 /// A run's timeline as SVG text: IOPS, then p50 and p99 latency, per interval.
 pub fn timeline_svg(report: &Report) -> Result<String, WorkbenchError> {
     if report.intervals.is_empty() {
-        return Err(WorkbenchError::Spec("a timeline needs intervals: add --status-interval (e.g. --status-interval 1)".into()));
+        return Err(WorkbenchError::NotRecorded("a timeline needs intervals: add --status-interval (e.g. --status-interval 1)"));
     }
     let t_max = report.intervals.iter().map(|i| i.t_s).fold(0.0f64, f64::max).max(0.001);
     let mut svg = String::new();

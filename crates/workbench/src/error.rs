@@ -8,9 +8,42 @@ use flashscan_io::IoError;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum WorkbenchError {
-    /// A flag or value the workbench cannot run with.
+    /// A flag or value the workbench cannot run with; the message names the flag, the value
+    /// and the range it takes (`spec::check_job` and the flag parsers).
     #[error("{0}")]
     Spec(String),
+    /// `--job FILE` could not be read.
+    #[error("--job {path}: cannot read it ({source})")]
+    JobFileRead { path: PathBuf, #[source] source: std::io::Error },
+    #[error("--job {path}: larger than {bytes_max} bytes; not a job file")]
+    JobFileTooLarge { path: PathBuf, bytes_max: u64 },
+    /// What is wrong with the job document in `--job FILE` (the cause says what).
+    #[error("--job {path}: {source}")]
+    JobFile { path: PathBuf, #[source] source: Box<WorkbenchError> },
+    /// A job document that is not JSON of the shape `--save-job` writes (`what`: which part).
+    #[error("{what}: {source}")]
+    JobJson { what: &'static str, #[source] source: serde_json::Error },
+    /// A job document that parses but describes no job (an empty list, an entry without a job).
+    #[error("{0}")]
+    JobDocument(String),
+    /// The job a file describes, refused by the same checks as the flags.
+    #[error("job file: {0}")]
+    JobInFile(Box<WorkbenchError>),
+    /// A view of the results that needs something the run did not record.
+    #[error("{0}")]
+    NotRecorded(&'static str),
+    /// The operating system refused a thread (the run stops before measuring).
+    #[error("cannot start an I/O thread: {0}")]
+    ThreadSpawn(#[source] std::io::Error),
+    /// `flashscan io --child` got a request another flashscan did not write: a bug between
+    /// parent and child, or a child started by hand.
+    #[error("--child: not a child request ({0})")]
+    ChildRequest(#[source] serde_json::Error),
+    #[error("--child: cannot write the outcome ({0})")]
+    ChildReply(#[source] serde_json::Error),
+    /// A run of several processes asked of a caller that cannot start them: flashscan's bug.
+    #[error("{processes} processes: this caller cannot start child processes")]
+    NoChildProcesses { processes: u32 },
     #[error("{path}:{line_number}: {what}")]
     ParamFile { path: PathBuf, line_number: usize, what: String },
     #[error("cannot read parameter file {path}: {source}")]
@@ -43,6 +76,13 @@ impl WorkbenchError {
     pub fn is_bad_input(&self) -> bool {
         match self {
             WorkbenchError::Spec(_)
+            | WorkbenchError::JobFileRead { .. }
+            | WorkbenchError::JobFileTooLarge { .. }
+            | WorkbenchError::JobFile { .. }
+            | WorkbenchError::JobJson { .. }
+            | WorkbenchError::JobDocument(_)
+            | WorkbenchError::JobInFile(_)
+            | WorkbenchError::NotRecorded(_)
             | WorkbenchError::ParamFile { .. }
             | WorkbenchError::ParamFileRead { .. }
             | WorkbenchError::Target { .. }
@@ -54,6 +94,11 @@ impl WorkbenchError {
             ),
             _ => false,
         }
+    }
+
+    /// A broken invariant of flashscan's own (the binary says so instead of blaming the input).
+    pub fn is_bug(&self) -> bool {
+        matches!(self, WorkbenchError::ThreadPanicked(_) | WorkbenchError::NoChildProcesses { .. })
     }
 
     pub fn target(path: &std::path::Path, what: impl Into<String>) -> WorkbenchError {

@@ -127,7 +127,7 @@ impl JobFile {
 
     /// The checked job (`force` comes from the command line, never from the file).
     pub fn to_spec(&self, force: bool) -> Result<JobSpec, WorkbenchError> {
-        let bad = |what: String| WorkbenchError::Spec(format!("job file: {what}"));
+        let bad = |what: String| WorkbenchError::JobInFile(Box::new(WorkbenchError::Spec(what)));
         if self.flashscan_job != JOB_FORMAT_VERSION {
             return Err(bad(format!("format version {} is not {JOB_FORMAT_VERSION}; save the job again with this flashscan", self.flashscan_job)));
         }
@@ -159,7 +159,7 @@ impl JobFile {
             status_interval: self.status_interval_us.map(Duration::from_micros),
             processes: self.processes,
         };
-        check_job(&job).map_err(|e| bad(e.to_string()))?;
+        check_job(&job).map_err(|e| WorkbenchError::JobInFile(Box::new(e)))?;
         Ok(job)
     }
 }
@@ -181,32 +181,32 @@ pub fn sweep_to_json(axis: SweepAxis, points: &[JobSpec], prepared: Option<&[Pre
 
 /// Reads a job: a `--save-job` file, a result's `--json`, or a sweep's `--json`.
 pub fn read_job_document(path: &Path, force: bool) -> Result<JobDocument, WorkbenchError> {
-    let fail = |what: String| WorkbenchError::Spec(format!("--job {}: {what}", path.display()));
-    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read it ({e})")))?;
+    let unreadable = |source| WorkbenchError::JobFileRead { path: path.to_path_buf(), source };
+    let file = std::fs::File::open(path).map_err(unreadable)?;
     let mut text = String::new();
-    file.take(JOB_FILE_BYTES_MAX + 1).read_to_string(&mut text).map_err(|e| fail(format!("cannot read it ({e})")))?;
+    file.take(JOB_FILE_BYTES_MAX + 1).read_to_string(&mut text).map_err(unreadable)?;
     if text.len() as u64 > JOB_FILE_BYTES_MAX {
-        return Err(fail(format!("larger than {JOB_FILE_BYTES_MAX} bytes; not a job file")));
+        return Err(WorkbenchError::JobFileTooLarge { path: path.to_path_buf(), bytes_max: JOB_FILE_BYTES_MAX });
     }
-    parse_job_document(&text, force).map_err(|e| fail(e.to_string()))
+    parse_job_document(&text, force).map_err(|e| WorkbenchError::JobFile { path: path.to_path_buf(), source: Box::new(e) })
 }
 
 /// [`read_job_document`] on text already read.
 pub fn parse_job_document(text: &str, force: bool) -> Result<JobDocument, WorkbenchError> {
     let what = "not a flashscan job: expected the file --save-job wrote, or a result's --json";
-    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| WorkbenchError::Spec(format!("{what} ({e})")))?;
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|source| WorkbenchError::JobJson { what, source })?;
     let job_of = |v: &serde_json::Value| -> Result<JobFile, WorkbenchError> {
-        serde_json::from_value::<JobFile>(v.clone()).map_err(|e| WorkbenchError::Spec(format!("job: {e}")))
+        serde_json::from_value::<JobFile>(v.clone()).map_err(|source| WorkbenchError::JobJson { what: "job", source })
     };
     match &value {
         serde_json::Value::Array(results) => {
             if results.is_empty() {
-                return Err(WorkbenchError::Spec("an empty list: no sweep point to replay".into()));
+                return Err(WorkbenchError::JobDocument("an empty list: no sweep point to replay".into()));
             }
             let mut points = Vec::with_capacity(results.len());
             let mut axis = SweepAxis::Matrix;
             for (i, r) in results.iter().enumerate() {
-                let job = r.get("job").ok_or_else(|| WorkbenchError::Spec(format!("list entry {i} has no `job`: {what}")))?;
+                let job = r.get("job").ok_or_else(|| WorkbenchError::JobDocument(format!("list entry {i} has no `job`: {what}")))?;
                 let file = job_of(job)?;
                 axis = file.sweep.unwrap_or(axis);
                 points.push(file.to_spec(force)?);
@@ -214,12 +214,12 @@ pub fn parse_job_document(text: &str, force: bool) -> Result<JobDocument, Workbe
             Ok(JobDocument::Sweep { axis, points })
         }
         serde_json::Value::Object(map) if map.contains_key("flashscan_sweep") => {
-            let sweep: SweepFile = serde_json::from_value(value.clone()).map_err(|e| WorkbenchError::Spec(format!("sweep: {e}")))?;
+            let sweep: SweepFile = serde_json::from_value(value.clone()).map_err(|source| WorkbenchError::JobJson { what: "sweep", source })?;
             if sweep.flashscan_sweep != JOB_FORMAT_VERSION {
-                return Err(WorkbenchError::Spec(format!("sweep format version {} is not {JOB_FORMAT_VERSION}", sweep.flashscan_sweep)));
+                return Err(WorkbenchError::JobDocument(format!("sweep format version {} is not {JOB_FORMAT_VERSION}", sweep.flashscan_sweep)));
             }
             if sweep.points.is_empty() {
-                return Err(WorkbenchError::Spec("a sweep with no points".into()));
+                return Err(WorkbenchError::JobDocument("a sweep with no points".into()));
             }
             let points = sweep.points.iter().map(|p| p.to_spec(force)).collect::<Result<Vec<_>, _>>()?;
             Ok(JobDocument::Sweep { axis: sweep.axis, points })
@@ -228,7 +228,7 @@ pub fn parse_job_document(text: &str, force: bool) -> Result<JobDocument, Workbe
             Ok(JobDocument::Single(job_of(&map["job"])?.to_spec(force)?))
         }
         serde_json::Value::Object(_) => Ok(JobDocument::Single(job_of(&value)?.to_spec(force)?)),
-        _ => Err(WorkbenchError::Spec(what.into())),
+        _ => Err(WorkbenchError::JobDocument(what.into())),
     }
 }
 

@@ -141,7 +141,7 @@ pub fn merge_outcomes(outcomes: Vec<RunOutcome>, mut on_interval: Option<&mut dy
 /// as JSON for the parent.
 pub fn run_child(request_json: &str, notice: &(dyn Fn(&str) + Sync)) -> Result<String, WorkbenchError> {
     let request: ChildRequest =
-        serde_json::from_str(request_json).map_err(|e| WorkbenchError::Spec(format!("--child: not a child request ({e})")))?;
+        serde_json::from_str(request_json).map_err(WorkbenchError::ChildRequest)?;
     let job = request.job.to_spec(request.force)?;
     let needs = TargetNeeds {
         writes: job.read_write.writes(),
@@ -152,7 +152,7 @@ pub fn run_child(request_json: &str, notice: &(dyn Fn(&str) + Sync)) -> Result<S
     };
     let targets = prepare_targets(&job.targets, needs, job.seed, &mut |_| {})?;
     let outcome = runner::run_with(&job, &targets, notice, RunHooks::default())?;
-    serde_json::to_string(&outcome).map_err(|e| WorkbenchError::Spec(format!("--child: {e}")))
+    serde_json::to_string(&outcome).map_err(WorkbenchError::ChildReply)
 }
 
 /// How to start a child for `processes > 1`: a `Command` for `flashscan io --child`.
@@ -171,6 +171,6 @@ pub fn run_job(
     }
     match spawn_child {
         Some(spawn) => run_in_processes(job, targets, spawn, on_interval),
-        None => Err(WorkbenchError::Spec(format!("{} processes: this caller cannot start child processes", job.processes))),
+        None => Err(WorkbenchError::NoChildProcesses { processes: job.processes }),
     }
 }

@@ -8,9 +8,9 @@
 use serde::Serialize;
 
 use crate::cpu::CpuTimes;
-use flashscan_measure::histogram::{LatencyHistogram, LatencySummary};
+use flashscan_measure::histogram::LatencySummary;
 use crate::job_file::JobFile;
-use crate::runner::{IntervalOutcome, RunOutcome, ThreadOutcome};
+use crate::runner::{IntervalOutcome, IoCounts, RunOutcome, ThreadOutcome};
 use crate::spec::{JobSpec, SweepAxis};
 use crate::test_file::PreparedTarget;
 
@@ -99,19 +99,12 @@ impl IntervalReport {
     pub fn new(interval: &IntervalOutcome, cpu_count: u32) -> IntervalReport {
         let length_s = interval.length.as_secs_f64();
         let per_s = |n: u64| if length_s > 0.0 { n as f64 / length_s } else { 0.0 };
-        let mut latency = interval.read_latency.clone();
-        latency.merge(&interval.write_latency);
+        let io = &interval.io;
         let figures = Figures::from_counts(Counts {
-            reads_count: interval.reads_count,
-            writes_count: interval.writes_count,
-            bytes_read: interval.bytes_read,
-            bytes_written: interval.bytes_written,
-            read_iops: per_s(interval.reads_count),
-            write_iops: per_s(interval.writes_count),
-            bytes_per_s: per_s(interval.bytes_read + interval.bytes_written),
-            latency: &latency,
-            read_latency: &interval.read_latency,
-            write_latency: &interval.write_latency,
+            io,
+            read_iops: per_s(io.reads_count),
+            write_iops: per_s(io.writes_count),
+            bytes_per_s: per_s(io.bytes_read + io.bytes_written),
             cpu: interval.cpu,
             cpu_window_s: length_s,
             cpu_count,
@@ -150,37 +143,22 @@ impl Figures {
     /// Figures of a group of threads. Rates add up over threads (each ran its own window);
     /// `cpu` is the group's CPU time over `cpu_window_s`.
     pub fn from_threads(threads: &[&ThreadOutcome], cpu: CpuTimes, cpu_window_s: f64, cpu_count: u32) -> Figures {
-        let mut read_latency = LatencyHistogram::new();
-        let mut write_latency = LatencyHistogram::new();
-        let (mut reads_count, mut writes_count, mut bytes_read, mut bytes_written) = (0, 0, 0, 0);
+        let mut io = IoCounts::new();
         let (mut read_iops, mut write_iops, mut bytes_per_s) = (0.0, 0.0, 0.0);
         for t in threads {
-            read_latency.merge(&t.read_latency);
-            write_latency.merge(&t.write_latency);
-            reads_count += t.reads_count;
-            writes_count += t.writes_count;
-            bytes_read += t.bytes_read;
-            bytes_written += t.bytes_written;
+            io.merge(&t.io);
             let s = t.elapsed.as_secs_f64();
             if s > 0.0 {
-                read_iops += t.reads_count as f64 / s;
-                write_iops += t.writes_count as f64 / s;
-                bytes_per_s += (t.bytes_read + t.bytes_written) as f64 / s;
+                read_iops += t.io.reads_count as f64 / s;
+                write_iops += t.io.writes_count as f64 / s;
+                bytes_per_s += (t.io.bytes_read + t.io.bytes_written) as f64 / s;
             }
         }
-        let mut latency = read_latency.clone();
-        latency.merge(&write_latency);
         Figures::from_counts(Counts {
-            reads_count,
-            writes_count,
-            bytes_read,
-            bytes_written,
+            io: &io,
             read_iops,
             write_iops,
             bytes_per_s,
-            latency: &latency,
-            read_latency: &read_latency,
-            write_latency: &write_latency,
             cpu,
             cpu_window_s,
             cpu_count,
@@ -188,23 +166,24 @@ impl Figures {
     }
 
     fn from_counts(c: Counts<'_>) -> Figures {
-        let ios_count = c.reads_count + c.writes_count;
+        let latency = c.io.latency();
+        let ios_count = c.io.reads_count + c.io.writes_count;
         let cpu_capacity_us = c.cpu_window_s * 1e6 * c.cpu_count.max(1) as f64;
         let pct = |us: u64| if cpu_capacity_us > 0.0 { us as f64 * 100.0 / cpu_capacity_us } else { 0.0 };
         Figures {
             ios_count,
-            reads_count: c.reads_count,
-            writes_count: c.writes_count,
-            bytes_read: c.bytes_read,
-            bytes_written: c.bytes_written,
+            reads_count: c.io.reads_count,
+            writes_count: c.io.writes_count,
+            bytes_read: c.io.bytes_read,
+            bytes_written: c.io.bytes_written,
             iops: c.read_iops + c.write_iops,
             read_iops: c.read_iops,
             write_iops: c.write_iops,
             mb_per_s: c.bytes_per_s / (1u64 << 20) as f64,
-            latency_us: c.latency.summary(),
-            read_latency_us: c.read_latency.summary(),
-            write_latency_us: c.write_latency.summary(),
-            latency_ms_buckets: c.latency.ms_bucket_pcts(),
+            latency_us: latency.summary(),
+            read_latency_us: c.io.read_latency.summary(),
+            write_latency_us: c.io.write_latency.summary(),
+            latency_ms_buckets: latency.ms_bucket_pcts(),
             cpu_user_pct: pct(c.cpu.user_us),
             cpu_sys_pct: pct(c.cpu.sys_us),
             cpu_us_per_io: if ios_count == 0 { 0.0 } else { c.cpu.total_us() as f64 / ios_count as f64 },
@@ -213,16 +192,10 @@ impl Figures {
 }
 
 struct Counts<'a> {
-    reads_count: u64,
-    writes_count: u64,
-    bytes_read: u64,
-    bytes_written: u64,
+    io: &'a IoCounts,
     read_iops: f64,
     write_iops: f64,
     bytes_per_s: f64,
-    latency: &'a LatencyHistogram,
-    read_latency: &'a LatencyHistogram,
-    write_latency: &'a LatencyHistogram,
     cpu: CpuTimes,
     cpu_window_s: f64,
     cpu_count: u32,
@@ -301,6 +274,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use flashscan_measure::histogram::LatencyHistogram;
     use std::time::Duration;
 
     fn thread(target_index: usize, reads: u64, latency_us: u64) -> ThreadOutcome {
@@ -312,12 +286,7 @@ mod tests {
             target_index,
             thread_index: 0,
             engine_name: "null".into(),
-            reads_count: reads,
-            writes_count: 0,
-            bytes_read: reads * 8192,
-            bytes_written: 0,
-            read_latency: h,
-            write_latency: LatencyHistogram::new(),
+            io: IoCounts { reads_count: reads, bytes_read: reads * 8192, read_latency: h, ..IoCounts::new() },
             cpu: CpuTimes { user_us: 100_000, sys_us: 300_000 },
             elapsed: Duration::from_secs(2),
         }
@@ -345,10 +314,10 @@ mod tests {
     fn interval_figures_are_rates_over_the_interval() {
         let mut i = IntervalOutcome::empty(3, Duration::from_millis(1500), Duration::from_millis(500));
         for _ in 0..100 {
-            i.read_latency.record(200_000);
+            i.io.read_latency.record(200_000);
         }
-        i.reads_count = 100;
-        i.bytes_read = 100 * 4096;
+        i.io.reads_count = 100;
+        i.io.bytes_read = 100 * 4096;
         let r = IntervalReport::new(&i, 2);
         assert!((r.t_s - 2.0).abs() < 1e-9 && (r.start_s - 1.5).abs() < 1e-9);
         assert!((r.figures.iops - 200.0).abs() < 1e-9);

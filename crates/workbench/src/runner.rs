@@ -29,18 +29,70 @@ use crate::rng::FastRng;
 use crate::spec::{JobSpec, Pattern};
 use crate::test_file::PreparedTarget;
 
-/// What one thread measured.
+/// What a thread, an interval or a group of threads counted: I/Os, bytes and latencies by
+/// direction. One struct for the run's totals and the intervals, counted the same way.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ThreadOutcome {
-    pub target_index: usize,
-    pub thread_index: u32,
-    pub engine_name: String,
+pub struct IoCounts {
     pub reads_count: u64,
     pub writes_count: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
     pub read_latency: LatencyHistogram,
     pub write_latency: LatencyHistogram,
+}
+
+impl IoCounts {
+    pub fn new() -> IoCounts {
+        IoCounts { reads_count: 0, writes_count: 0, bytes_read: 0, bytes_written: 0, read_latency: LatencyHistogram::new(), write_latency: LatencyHistogram::new() }
+    }
+
+    /// Counts one completed I/O.
+    pub fn record(&mut self, op: IoOp, length_bytes: u64, latency_ns: u64) {
+        match op {
+            IoOp::Read => {
+                self.reads_count += 1;
+                self.bytes_read += length_bytes;
+                self.read_latency.record(latency_ns);
+            }
+            IoOp::Write => {
+                self.writes_count += 1;
+                self.bytes_written += length_bytes;
+                self.write_latency.record(latency_ns);
+            }
+        }
+    }
+
+    /// Adds another thread's or part's counts.
+    pub fn merge(&mut self, other: &IoCounts) {
+        self.reads_count += other.reads_count;
+        self.writes_count += other.writes_count;
+        self.bytes_read += other.bytes_read;
+        self.bytes_written += other.bytes_written;
+        self.read_latency.merge(&other.read_latency);
+        self.write_latency.merge(&other.write_latency);
+    }
+
+    /// Reads and writes together.
+    pub fn latency(&self) -> LatencyHistogram {
+        let mut latency = self.read_latency.clone();
+        latency.merge(&self.write_latency);
+        latency
+    }
+}
+
+impl Default for IoCounts {
+    fn default() -> IoCounts {
+        IoCounts::new()
+    }
+}
+
+/// What one thread measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ThreadOutcome {
+    pub target_index: usize,
+    pub thread_index: u32,
+    pub engine_name: String,
+    pub io: IoCounts,
     /// CPU time of this thread over its measured window.
     pub cpu: CpuTimes,
     /// The thread's measured window.
@@ -68,12 +120,7 @@ pub struct IntervalOutcome {
     pub start: Duration,
     /// Its length: the status interval, or less for the last one.
     pub length: Duration,
-    pub reads_count: u64,
-    pub writes_count: u64,
-    pub bytes_read: u64,
-    pub bytes_written: u64,
-    pub read_latency: LatencyHistogram,
-    pub write_latency: LatencyHistogram,
+    pub io: IoCounts,
     /// CPU time of the reporting threads during the interval.
     pub cpu: CpuTimes,
     /// I/Os in flight over all threads at each thread's last wait of the interval (what the
@@ -89,12 +136,7 @@ impl IntervalOutcome {
             index,
             start,
             length,
-            reads_count: 0,
-            writes_count: 0,
-            bytes_read: 0,
-            bytes_written: 0,
-            read_latency: LatencyHistogram::new(),
-            write_latency: LatencyHistogram::new(),
+            io: IoCounts::new(),
             cpu: CpuTimes::default(),
             outstanding_ios: 0,
             parts_count: 0,
@@ -104,12 +146,7 @@ impl IntervalOutcome {
     /// Adds another part of the same interval (another thread, or another process).
     pub fn merge(&mut self, other: &IntervalOutcome) {
         debug_assert_eq!(self.index, other.index, "parts of different intervals");
-        self.reads_count += other.reads_count;
-        self.writes_count += other.writes_count;
-        self.bytes_read += other.bytes_read;
-        self.bytes_written += other.bytes_written;
-        self.read_latency.merge(&other.read_latency);
-        self.write_latency.merge(&other.write_latency);
+        self.io.merge(&other.io);
         self.cpu = CpuTimes { user_us: self.cpu.user_us + other.cpu.user_us, sys_us: self.cpu.sys_us + other.cpu.sys_us };
         self.outstanding_ios += other.outstanding_ios;
         self.parts_count += other.parts_count;
@@ -211,7 +248,7 @@ pub fn run_with(
                         for _ in handles.len()..thread_total {
                             barrier.wait();
                         }
-                        return Err(WorkbenchError::Spec(format!("cannot start an I/O thread: {e}")));
+                        return Err(WorkbenchError::ThreadSpawn(e));
                     }
                 }
             }
@@ -488,12 +525,7 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
         target_index: ctx.target_index,
         thread_index: ctx.thread_index,
         engine_name: engine.name().to_string(),
-        reads_count: 0,
-        writes_count: 0,
-        bytes_read: 0,
-        bytes_written: 0,
-        read_latency: LatencyHistogram::new(),
-        write_latency: LatencyHistogram::new(),
+        io: IoCounts::new(),
         cpu: CpuTimes::default(),
         elapsed: Duration::ZERO,
     };
@@ -561,27 +593,10 @@ fn io_loop(ctx: &ThreadContext<'_>, mut engine: Box<dyn IoEngine>, mut offsets: 
             }
             free_slots.push(c.slot);
             if counted {
-                // The run's totals and the open interval count a completion the same way
-                // (two types with the same counters).
-                macro_rules! count_completion {
-                    ($into:expr) => {
-                        match c.op {
-                            IoOp::Read => {
-                                $into.reads_count += 1;
-                                $into.bytes_read += c.length_bytes as u64;
-                                $into.read_latency.record(c.latency_ns);
-                            }
-                            IoOp::Write => {
-                                $into.writes_count += 1;
-                                $into.bytes_written += c.length_bytes as u64;
-                                $into.write_latency.record(c.latency_ns);
-                            }
-                        }
-                    };
-                }
-                count_completion!(out);
+                // The run's totals and the open interval count a completion the same way.
+                out.io.record(c.op, c.length_bytes as u64, c.latency_ns);
                 if let Some(open) = open_interval.as_mut() {
-                    count_completion!(open);
+                    open.io.record(c.op, c.length_bytes as u64, c.latency_ns);
                 }
             }
         }

@@ -381,7 +381,7 @@ fn create_file(file: &Path, size_bytes: u64, seed: u64, progress: &mut dyn FnMut
             return Err(fail("not enough free space for the test file; lower --size or choose another volume".into()));
         }
     }
-    let mut arena = BufferArena::new(1, FILL_CHUNK_BYTES).map_err(|e| fail(e.to_string()))?;
+    let mut arena = BufferArena::new(1, FILL_CHUNK_BYTES).map_err(WorkbenchError::Setup)?;
     let mut rng = FastRng::new(seed, u64::MAX);
     let mut written = 0u64;
     while written < size_bytes {

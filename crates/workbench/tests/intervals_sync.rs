@@ -11,32 +11,20 @@ use flashscan_io::sim::{FaultPlan, SimEngine};
 use flashscan_io::{EngineConfig, EngineKind, FileSet, IoEngine, IoError};
 use flashscan_workbench::runner::{self, IntervalOutcome, RunHooks};
 use flashscan_workbench::spec::{JobSpec, Pattern, ReadWrite, TargetSpec};
-use flashscan_workbench::test_file::{prepare_targets, PreparedTarget, TargetNeeds};
 use flashscan_workbench::Report;
+
+mod common;
+use common::prepare;
 
 fn job(dir: &Path, engine: EngineKind, read_write: ReadWrite, threads: u32) -> JobSpec {
     JobSpec {
         targets: vec![TargetSpec { path: dir.to_path_buf(), threads, cpu_mask: 0, size_bytes: Some(4 << 20) }],
-        pattern: Pattern::Sequential,
-        read_write,
-        block_size_bytes: 4096,
         queue_depth: 2,
         duration: Duration::from_millis(700),
-        warmup: Duration::from_millis(50),
         seed: 3,
-        engine,
         direct: false,
-        force: false,
-        offset_bytes: 0,
-        sync: false,
-        status_interval: None,
-        processes: 1,
+        ..common::job(dir, engine, read_write, Pattern::Sequential)
     }
-}
-
-fn prepare(job: &JobSpec) -> Vec<PreparedTarget> {
-    let needs = TargetNeeds { writes: true, force: false, direct: job.direct, block_size_bytes: job.block_size_bytes, offset_bytes: 0 };
-    prepare_targets(&job.targets, needs, job.seed, &mut |_| {}).unwrap()
 }
 
 #[test]
@@ -66,7 +54,7 @@ fn interval_deltas_add_up_to_the_totals() {
         assert_eq!(sum(|i| i.figures.writes_count), f.writes_count, "{engine:?} writes");
         assert_eq!(sum(|i| i.figures.bytes_read + i.figures.bytes_written), f.bytes_read + f.bytes_written);
         // The merged interval histograms hold every counted I/O once.
-        let latency_count: u64 = outcome.intervals.iter().map(|i| i.read_latency.count() + i.write_latency.count()).sum();
+        let latency_count: u64 = outcome.intervals.iter().map(|i| i.io.read_latency.count() + i.io.write_latency.count()).sum();
         assert_eq!(latency_count, f.ios_count);
         // t_s is the end of each interval; the last ends at the duration.
         assert!((report.intervals[3].t_s - 0.7).abs() < 1e-9);

@@ -1,39 +1,13 @@
 //! The runner and verify on real engines, on small files: every engine moves the bytes it
 //! claims to, counts what it ran, and a corrupted block is caught where it is.
 
-use std::path::Path;
-use std::time::Duration;
-
 use flashscan_io::EngineKind;
-use flashscan_workbench::spec::{JobSpec, Pattern, ReadWrite, TargetSpec};
-use flashscan_workbench::test_file::{prepare_targets, PreparedTarget, TargetNeeds};
+use flashscan_workbench::spec::{Pattern, ReadWrite, TargetSpec};
 use flashscan_workbench::verify::{block_offsets, open_for_verify, read_and_check, run_verify, write_pattern};
 use flashscan_workbench::{runner, Report};
 
-fn job(dir: &Path, engine: EngineKind, read_write: ReadWrite, pattern: Pattern) -> JobSpec {
-    JobSpec {
-        targets: vec![TargetSpec { path: dir.to_path_buf(), threads: 2, cpu_mask: 0, size_bytes: Some(4 << 20) }],
-        pattern,
-        read_write,
-        block_size_bytes: 4096,
-        queue_depth: 4,
-        duration: Duration::from_millis(200),
-        warmup: Duration::from_millis(50),
-        seed: 7,
-        engine,
-        direct: true,
-        force: false,
-        offset_bytes: 0,
-        sync: false,
-        status_interval: None,
-        processes: 1,
-    }
-}
-
-fn prepare(job: &JobSpec) -> Vec<PreparedTarget> {
-    let needs = TargetNeeds { writes: true, force: false, direct: job.direct, block_size_bytes: job.block_size_bytes, offset_bytes: 0 };
-    prepare_targets(&job.targets, needs, job.seed, &mut |_| {}).unwrap()
-}
+mod common;
+use common::{job, prepare};
 
 fn engines() -> [EngineKind; 3] {
     [EngineKind::Uring, EngineKind::Psync, EngineKind::Null]

@@ -31,7 +31,7 @@ use flashscan_buffer::stream_activity;
 use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, FileStats, IoError, OpenMode, RequestQueue};
 use flashscan_storage::catalog::sync_dir;
 use flashscan_storage::orphans::sweep_unreferenced;
-use flashscan_storage::page::header::seal;
+use flashscan_storage::heap::header::seal;
 use flashscan_storage::{DataFileMeta, Lsn, PageId, PageRun, TableMeta, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 
 use crate::error::{file_err, WriteError};

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use arrow::record_batch::RecordBatch;
-use flashscan_storage::page::header::{read_header, seal};
-use flashscan_storage::page::heap_page::{slot_offset, HeapPageBuilder};
+use flashscan_storage::heap::header::{read_header, seal};
+use flashscan_storage::heap::heap_page::{slot_offset, HeapPageBuilder};
 use flashscan_storage::{HeapDecoder, Lsn, PageId, StorageError, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::error::WriteError;
@@ -127,7 +127,7 @@ impl TableDelta {
         let Some(part) = parts.get_mut(partition) else {
             return Err(WriteError::Corrupt { lsn: 0, what: format!("row for partition {partition} of table {}, which has {count}", self.table) });
         };
-        if let Some(r) = rows.iter().find(|r| r.len() + 2 > PAGE_SIZE_BYTES - flashscan_storage::page::header::PAGE_HEADER_BYTES) {
+        if let Some(r) = rows.iter().find(|r| r.len() + 2 > PAGE_SIZE_BYTES - flashscan_storage::heap::header::PAGE_HEADER_BYTES) {
             return Err(WriteError::Corrupt { lsn: 0, what: format!("a row of {} bytes for table {}: larger than a page", r.len(), self.table) });
         }
         for r in rows {

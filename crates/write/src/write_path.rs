@@ -25,7 +25,7 @@ use flashscan_wal::files::read_control;
 use flashscan_wal::{scan_dir, DatabaseIdentity, LogEnd, Scan, Wal, WalConfig, WalError};
 
 use crate::checkpoint::{CheckpointOptions, CheckpointReport};
-use crate::delta::{rows_of_page, TableDelta};
+use crate::delta::TableDelta;
 use crate::error::WriteError;
 use crate::limits::{CHECKPOINT_DELTA_BYTES_DEFAULT, CHECKPOINT_INTERVAL_S_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT, DELTA_BYTES_MAX_DEFAULT};
 use crate::lock::WriterLock;

@@ -8,12 +8,13 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{AsArray, Int64Array, StringArray};
-use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use arrow::array::{Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
-use flashscan_storage::heap_reader::read_table;
 use flashscan_storage::{ColumnDef, ColumnType, Database};
 use flashscan_write::{checkpoint, init_database, unflushed_rows, CheckpointOptions, InitOptions, NewTable, WriteError, WriteLimits, WritePath};
+
+mod common;
 
 fn columns() -> Vec<ColumnDef> {
     vec![ColumnDef { name: "id".into(), column_type: ColumnType::Int64, nullable: false }, ColumnDef { name: "pad".into(), column_type: ColumnType::Utf8, nullable: true }]
@@ -50,20 +51,7 @@ fn no_scans() -> std::sync::MutexGuard<'static, ()> {
 
 fn all_ids(db: &Path) -> Vec<i64> {
     let _scanning = no_scans();
-    let wp = WritePath::open(db).unwrap().unwrap();
-    let catalog = wp.catalog().unwrap();
-    let table = &catalog.tables["t"];
-    let projection: Vec<usize> = (0..table.columns.len()).collect();
-    let mut batches = read_table(&Database::open(db).unwrap(), table, &projection).unwrap();
-    let delta = wp.delta("t").unwrap();
-    for p in 0..table.partitions.len() {
-        if let Some(b) = delta.decode(table, p, &projection).unwrap() {
-            batches.push(b);
-        }
-    }
-    let mut ids: Vec<i64> = batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect();
-    ids.sort();
-    ids
+    common::sorted_ids(db, "t")
 }
 
 fn quiet_limits() -> WriteLimits {

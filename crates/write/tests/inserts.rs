@@ -5,12 +5,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use arrow::array::{AsArray, Int32Array, Int64Array, StringArray};
-use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+use arrow::array::{Int32Array, Int64Array, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
-use flashscan_storage::heap_reader::read_table;
-use flashscan_storage::{ColumnDef, ColumnType, Database};
+use flashscan_storage::{ColumnDef, ColumnType};
 use flashscan_write::{init_database, CheckpointOptions, InitOptions, NewTable, Transaction, WritePath};
+
+mod common;
 
 fn columns() -> Vec<ColumnDef> {
     vec![
@@ -52,21 +53,7 @@ fn new_db(dir: &Path, tables: &[&str]) {
 
 /// Sorted ids of table `t`: its pages plus its delta replayed from the log (a fresh open).
 fn ids(db: &Path, t: &str) -> Vec<i64> {
-    let wp = WritePath::open(db).unwrap().unwrap();
-    let catalog = wp.catalog().unwrap();
-    let table = &catalog.tables[t];
-    let projection: Vec<usize> = (0..table.columns.len()).collect();
-    let mut batches = read_table(&Database::open(db).unwrap(), table, &projection).unwrap();
-    if let Some(delta) = wp.delta(t) {
-        for p in 0..table.partitions.len() {
-            if let Some(b) = delta.decode(table, p, &projection).unwrap() {
-                batches.push(b);
-            }
-        }
-    }
-    let mut out: Vec<i64> = batches.iter().flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec()).collect();
-    out.sort();
-    out
+    common::sorted_ids(db, t)
 }
 
 #[test]

@@ -10,9 +10,10 @@ use std::sync::Arc;
 use arrow::array::{Array, AsArray, Int32Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Int32Type, Int64Type, Schema};
 use arrow::record_batch::RecordBatch;
-use flashscan_storage::heap_reader::read_table;
-use flashscan_storage::{Catalog, ColumnDef, ColumnType, Database};
+use flashscan_storage::{Catalog, ColumnDef, ColumnType};
 use flashscan_write::{checkpoint, init_database, recover, unflushed_rows, CheckpointOptions, InitOptions, NewTable, WriteError, WritePath};
+
+mod common;
 
 const CHILD_ENV: &str = "FLASHSCAN_WRITE_TEST_CHILD_DB";
 
@@ -63,18 +64,7 @@ fn expected(from: i64, to: i64) -> Vec<Row> {
 
 /// Every row of table `t`: its pages (the heap reader) plus its delta (replayed from the log).
 fn all_rows(db: &Path) -> Vec<Row> {
-    let wp = WritePath::open(db).unwrap().unwrap();
-    let catalog = wp.catalog().unwrap();
-    let table = &catalog.tables["t"];
-    let projection: Vec<usize> = (0..table.columns.len()).collect();
-    let mut batches = read_table(&Database::open(db).unwrap(), table, &projection).unwrap();
-    let delta = wp.delta("t").unwrap();
-    for p in 0..table.partitions.len() {
-        if let Some(b) = delta.decode(table, p, &projection).unwrap() {
-            batches.push(b);
-        }
-    }
-    rows_of(&batches)
+    rows_of(&common::table_batches(db, "t"))
 }
 
 fn new_db(dir: &Path) {

@@ -7,8 +7,7 @@ use std::path::Path;
 
 use flashscan_buffer::{BufferPool, Fetch, LoadTicket, PageKey, PageReader};
 use flashscan_io::{open_engine, EngineConfig, EngineKind};
-use flashscan_storage::heap::header::{read_u16, OFFSET_ROW_COUNT};
-use flashscan_storage::heap::heap_page::slot_offset;
+use flashscan_storage::heap::heap_page::HeapPageRows;
 use flashscan_storage::{verify_page, Database, TableMeta, PAGE_SIZE_BYTES};
 
 use super::report::ScanCostRow;
@@ -59,12 +58,14 @@ pub(crate) fn ensure_table(dir: &Path, spec: &SynthSpec) -> Result<TableMeta, Be
     write_table(dir, spec)
 }
 
+/// Reads `id` and `val` of every row of one page through storage's row-by-slot reader (the
+/// page format's own slot array reader, as key lookups use it).
 #[inline]
-fn scan_page(page: &[u8], op: ScanOp, acc: &mut Acc) {
-    let row_count = read_u16(page, OFFSET_ROW_COUNT) as usize;
+fn scan_page(rows: &HeapPageRows<'_>, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
+    let row_count = rows.row_count();
     for slot in 0..row_count {
-        let at = slot_offset(page, slot);
-        let read = |o: usize| i64::from_le_bytes(page[at + o..at + o + 8].try_into().unwrap_or([0; 8]));
+        let row = rows.row(slot)?;
+        let read = |o: usize| row.get(o..o + 8).and_then(|b| b.try_into().ok()).map_or(0, i64::from_le_bytes);
         match op {
             ScanOp::Needle => {
                 if read(ID_OFFSET) < 10 {
@@ -78,7 +79,8 @@ fn scan_page(page: &[u8], op: ScanOp, acc: &mut Acc) {
             }
         }
     }
-    acc.rows += row_count as u64;
+    acc.rows += u64::from(row_count);
+    Ok(())
 }
 
 struct ScanTarget<'a> {
@@ -104,9 +106,9 @@ impl<'a> ScanTarget<'a> {
 
     /// Every page through the pool, from memory (they must be resident).
     fn scan_memory(&self, pool: &BufferPool, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
-        for &(key, _) in &self.keys {
+        for &(key, id) in &self.keys {
             let guard = pool.get_resident(key).ok_or_else(|| BenchError::NotResident(format!("page {key:?} of {} fell out of the pool during an in-memory scan", self.table.name)))?;
-            scan_page(guard.data(), op, acc);
+            scan_page(&HeapPageRows::new(guard.data(), id, self.files.path(key.file_index), key.offset_bytes())?, op, acc)?;
         }
         Ok(())
     }
@@ -141,7 +143,7 @@ impl<'a> ScanTarget<'a> {
                         break;
                     }
                     match pool.fetch(key)? {
-                        Fetch::Hit(g) => scan_page(g.data(), op, acc),
+                        Fetch::Hit(g) => scan_page(&HeapPageRows::new(g.data(), id, self.files.path(key.file_index), key.offset_bytes())?, op, acc)?,
                         Fetch::Miss(t) => wanted.push((key, id, t)),
                     }
                     next += 1;
@@ -160,7 +162,7 @@ impl<'a> ScanTarget<'a> {
                     let at = (key.offset_bytes() - c.completion.offset_bytes) as usize;
                     let path = files.path(key.file_index);
                     let guard = ticket.complete_from(&bytes[at..at + PAGE_SIZE_BYTES], |b| verify_page(b, id, path, key.offset_bytes()).map(drop).map_err(BenchError::from))?;
-                    scan_page(guard.data(), op, acc);
+                    scan_page(&HeapPageRows::new(guard.data(), id, path, key.offset_bytes())?, op, acc)?;
                 }
                 Ok(())
             })?;

@@ -78,6 +78,23 @@ pub fn decimal_values<'a>(
 }
 
 /// A date column as days since 1970-01-01.
+/// Keeps the decimal scale(s) `seen` first (a page, a row group or another worker's
+/// kernel) and fails if `now` differs: sums at different scales cannot be added.
+pub fn same_scale<S: PartialEq + Copy + std::fmt::Debug>(seen: &mut Option<S>, now: S, query: &str, name: &str) -> Result<(), ExecError> {
+    match *seen {
+        None => *seen = Some(now),
+        Some(s) if s == now => {}
+        Some(s) => {
+            return Err(ExecError::QueryColumns {
+                query: query.into(),
+                table: String::new(),
+                what: format!("{name} changes scale between pages ({s:?} then {now:?})"),
+            })
+        }
+    }
+    Ok(())
+}
+
 pub fn date_values<'a>(array: &'a dyn Array, query: &str, name: &str) -> Result<&'a [i32], ExecError> {
     match array.data_type() {
         DataType::Date32 => Ok(array.as_primitive::<Date32Type>().values().as_ref()),
@@ -137,24 +154,8 @@ pub fn for_each_str(array: &dyn Array, query: &str, name: &str, mut each: impl F
                 }
             }
         }
-        DataType::Utf8 => {
-            let a = array.as_string::<i32>();
-            let (offsets, bytes) = (a.value_offsets(), a.value_data());
-            for i in 0..a.len() {
-                if a.is_valid(i) {
-                    each(i, &bytes[offsets[i] as usize..offsets[i + 1] as usize]);
-                }
-            }
-        }
-        DataType::LargeUtf8 => {
-            let a = array.as_string::<i64>();
-            let (offsets, bytes) = (a.value_offsets(), a.value_data());
-            for i in 0..a.len() {
-                if a.is_valid(i) {
-                    each(i, &bytes[offsets[i] as usize..offsets[i + 1] as usize]);
-                }
-            }
-        }
+        DataType::Utf8 => each_offset_str(array.as_string::<i32>(), &mut each),
+        DataType::LargeUtf8 => each_offset_str(array.as_string::<i64>(), &mut each),
         DataType::Dictionary(..) => {
             let plain = cast(array, &DataType::Utf8)?;
             return for_each_str(plain.as_ref(), query, name, each);
@@ -162,6 +163,17 @@ pub fn for_each_str(array: &dyn Array, query: &str, name: &str, mut each: impl F
         other => return Err(wrong_type(query, name, other, "a string")),
     }
     Ok(())
+}
+
+/// `for_each_str` over an offset-addressed string array (Utf8 or LargeUtf8): the bytes
+/// are sliced straight out of the value buffer, no `&str` per row.
+fn each_offset_str<O: arrow::array::OffsetSizeTrait>(a: &arrow::array::GenericStringArray<O>, each: &mut impl FnMut(usize, &[u8])) {
+    let (offsets, bytes) = (a.value_offsets(), a.value_data());
+    for i in 0..a.len() {
+        if a.is_valid(i) {
+            each(i, &bytes[offsets[i].as_usize()..offsets[i + 1].as_usize()]);
+        }
+    }
 }
 
 /// An integer key column value (for the needle's keys).

@@ -6,7 +6,7 @@
 use arrow::record_batch::RecordBatch;
 
 use crate::error::ExecError;
-use crate::queries::columns::{column, date_values, decimal_values, require_no_nulls, single_bytes};
+use crate::queries::columns::{column, date_values, decimal_values, require_no_nulls, same_scale, single_bytes};
 use crate::queries::Kernel;
 use crate::scan::BatchSink;
 use crate::segments::{RowGroupSegments, SegmentSink};
@@ -147,18 +147,7 @@ fn group_for_new_key<'a>(
 }
 
 fn check_scales(mine: &mut Option<Scales>, theirs: Scales) -> Result<(), ExecError> {
-    match *mine {
-        None => *mine = Some(theirs),
-        Some(s) if s == theirs => {}
-        Some(s) => {
-            return Err(ExecError::QueryColumns {
-                query: NAME.into(),
-                table: String::new(),
-                what: format!("decimal scales change between pages ({s:?} then {theirs:?})"),
-            })
-        }
-    }
-    Ok(())
+    same_scale(mine, theirs, NAME, "the decimal columns")
 }
 
 /// `sum / count` at `AVG_SCALE` digits (or the sum's, if more), rounded half away from zero.

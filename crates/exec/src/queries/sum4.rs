@@ -5,7 +5,7 @@ use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
 
 use crate::error::ExecError;
-use crate::queries::columns::{column, decimal_values};
+use crate::queries::columns::{column, decimal_values, same_scale};
 use crate::queries::Kernel;
 use crate::scan::BatchSink;
 use crate::segments::{RowGroupSegments, SegmentSink};
@@ -111,18 +111,7 @@ fn sum_valid_vectors(vectors: &mut IntegerVectors<'_>, validity: &[u8]) -> Resul
 }
 
 fn merge_scale(mine: &mut Option<u8>, theirs: u8, name: &str) -> Result<(), ExecError> {
-    match *mine {
-        None => *mine = Some(theirs),
-        Some(s) if s == theirs => {}
-        Some(s) => {
-            return Err(ExecError::QueryColumns {
-                query: NAME.into(),
-                table: String::new(),
-                what: format!("column {name} changes scale between pages ({s} then {theirs})"),
-            })
-        }
-    }
-    Ok(())
+    same_scale(mine, theirs, NAME, name)
 }
 
 impl Kernel for Sum4Kernel {

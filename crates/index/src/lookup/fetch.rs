@@ -12,7 +12,7 @@ use flashscan_storage::verify_page;
 use super::plan::{PageGroup, PAGE_BYTES};
 use super::session::LookupSession;
 use crate::error::IndexError;
-use crate::heap_rows::row_at;
+use flashscan_storage::heap::heap_page::HeapPageRows;
 use crate::locator::RowLocator;
 use crate::table_files::TableFiles;
 
@@ -98,12 +98,10 @@ impl<'p> LookupSession<'p> {
 /// Hands the rows of one page to the sink.
 #[inline]
 fn emit_rows(locators: &[RowLocator], files: &TableFiles, guard: &PageGuard<'_>, page: &PageGroup, sink: &mut dyn FnMut(RowLocator, &[u8])) -> Result<u64, IndexError> {
-    let data = guard.data();
-    let path = files.path(page.key.file_index);
+    let rows = HeapPageRows::new(guard.data(), page.page_id, files.path(page.key.file_index), page.key.offset_bytes())?;
     for loc in &locators[page.start as usize..page.end as usize] {
         debug_assert_eq!(loc.page_id, page.page_id);
-        let row = row_at(data, loc.slot, loc.page_id, path, page.key.offset_bytes())?;
-        sink(*loc, row);
+        sink(*loc, rows.row(loc.slot)?);
     }
     Ok((page.end - page.start) as u64)
 }

@@ -406,14 +406,7 @@ impl<'a> RowGroupReader<'a> {
 
     /// `decode_column_bytes`, decoding into vectors recycled through `pool`.
     pub fn decode_column_bytes_pooled(&self, column: usize, segment: &[u8], pool: &mut VecPool) -> Result<ArrayRef, ColumnStoreError> {
-        if column >= self.columns.len() {
-            return Err(ColumnStoreError::ColumnOutOfRange { column, column_count: self.columns.len() });
-        }
-        let entry = &self.columns[column];
-        let location = self.column_location(column);
-        if segment.len() as u64 != entry.segment_bytes {
-            return Err(ColumnStoreError::Truncated { location, what: "segment", needed_bytes: entry.segment_bytes, available_bytes: segment.len() as u64 });
-        }
+        let location = self.segment_location(column, segment)?;
         let (header, array) = decode_segment_pooled(segment, &location, pool)?;
         self.check_against_directory(column, &header, &location)?;
         Ok(array)
@@ -422,6 +415,15 @@ impl<'a> RowGroupReader<'a> {
     /// Opens column `column` from its segment's bytes for vector-at-a-time decoding, with
     /// the checks of `decode_column_bytes` (checksum, header against the directory).
     pub fn open_column_segment<'s>(&self, column: usize, segment: &'s [u8]) -> Result<SegmentView<'s>, ColumnStoreError> {
+        let location = self.segment_location(column, segment)?;
+        let view = SegmentView::open(segment, &location)?;
+        self.check_against_directory(column, &view.header, &location)?;
+        Ok(view)
+    }
+
+    /// Checks that `column` exists and `segment` has the length the directory gives its
+    /// segment; returns where errors about the segment point.
+    fn segment_location(&self, column: usize, segment: &[u8]) -> Result<Location, ColumnStoreError> {
         if column >= self.columns.len() {
             return Err(ColumnStoreError::ColumnOutOfRange { column, column_count: self.columns.len() });
         }
@@ -430,9 +432,7 @@ impl<'a> RowGroupReader<'a> {
         if segment.len() as u64 != entry.segment_bytes {
             return Err(ColumnStoreError::Truncated { location, what: "segment", needed_bytes: entry.segment_bytes, available_bytes: segment.len() as u64 });
         }
-        let view = SegmentView::open(segment, &location)?;
-        self.check_against_directory(column, &view.header, &location)?;
-        Ok(view)
+        Ok(location)
     }
 
     /// Where errors about column `column` point.

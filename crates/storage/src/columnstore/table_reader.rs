@@ -65,20 +65,12 @@ pub fn read_partition_row_groups(
             return Err(StorageError::InvalidArgument(format!("column {column} out of range: table {} has {}", table.name, table.columns.len())));
         }
     }
-    let mut paths: Vec<std::path::PathBuf> = Vec::new();
-    for row_group in &partition.row_groups {
-        let path = db.resolve(&row_group.file);
-        if !paths.contains(&path) {
-            paths.push(path);
-        }
-    }
-    if paths.is_empty() {
+    let Some(mut reader) = FileReader::open_distinct(partition.row_groups.iter().map(|row_group| db.resolve(&row_group.file)))? else {
         return Ok(());
-    }
-    let mut reader = FileReader::open(&paths)?;
+    };
     for row_group in &partition.row_groups {
         let path = db.resolve(&row_group.file);
-        let file_index = reader.file_index(&path).unwrap_or(0);
+        let file_index = reader.file_index(&path)?;
         let bytes = reader.read(file_index, row_group.offset_bytes, row_group.total_bytes)?;
         let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
         check_against_catalog(&reader, table, row_group, &path)?;

@@ -14,8 +14,7 @@ use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use super::bitpack;
 use super::codec::CodecId;
 use super::error::CodecError;
-use super::reader::ByteReader;
-use super::strings::{offsets_from_lengths, STRING_BYTES_MAX};
+use super::strings::{read_plain_values, PlainNames, STRING_BYTES_MAX};
 
 pub const ID: CodecId = CodecId::Plain;
 
@@ -35,18 +34,8 @@ pub fn compress(values: &[&[u8]], out: &mut Vec<u8>) -> Result<(), CodecError> {
 }
 
 pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>) -> Result<BinaryArray, CodecError> {
-    let mut reader = ByteReader::new(payload);
-    let mut offsets = vec![0i32; value_count + 1];
-    bitpack::decode_length_prefixed(&mut reader, &mut offsets[1..], "binary lengths")?;
-    let total_bytes = offsets_from_lengths(&mut offsets)?;
-    let bytes_len = reader.u64_le("binary bytes length")?;
-    if bytes_len != total_bytes as u64 {
-        return Err(CodecError::corrupt("binary bytes length", format!("{bytes_len}, lengths sum to {total_bytes}")));
-    }
-    let bytes = reader.take(total_bytes, "binary bytes")?;
-    if reader.remaining_bytes() != 0 {
-        return Err(CodecError::corrupt("binary plain payload", format!("{} trailing bytes", reader.remaining_bytes())));
-    }
+    let names = PlainNames { lengths: "binary lengths", bytes_length: "binary bytes length", bytes: "binary bytes", payload: "binary plain payload" };
+    let (offsets, bytes) = read_plain_values(payload, value_count, &names)?;
     let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
     BinaryArray::try_new(offsets, Buffer::from(bytes), nulls).map_err(|error| CodecError::corrupt("binary array", error.to_string()))
 }

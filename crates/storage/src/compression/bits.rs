@@ -85,22 +85,31 @@ fn unpack_block_width<const W: usize>(words: &[u64; BLOCK_WORDS_MAX], out: &mut 
     }
 }
 
+/// `unpack::<W>(args…)` for the run-time `width_bits` (1 to 64, each width its own
+/// monomorphized kernel), or `out` zeroed for width 0. A macro, not a function taking a
+/// function, so each call site's kernels are compiled inside it (the AVX2 kernel's
+/// `target_feature` reaches them); every width dispatch of the codecs goes through it.
+macro_rules! dispatch_width {
+    ($width_bits:expr, $out:expr, $unpack:ident $args:tt) => {
+        $crate::compression::bits::dispatch_width!(@each $width_bits, $out, $unpack $args; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
+              33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
+    };
+    (@each $width_bits:expr, $out:expr, $unpack:ident $args:tt; $($width:literal)*) => {
+        match $width_bits {
+            0 => $out.fill(0),
+            $($width => $unpack::<$width> $args,)*
+            _ => unreachable!("width checked when the block header was read"),
+        }
+    };
+}
+pub(crate) use dispatch_width;
+
 /// Unpacks one full block of `width_bits` (≤ 64, checked by the caller) from `words`.
 /// Words past the packed length may hold anything: only values of the block's real length
 /// are used by callers.
 pub fn unpack_block(width_bits: u32, words: &[u64; BLOCK_WORDS_MAX], out: &mut [u64; BLOCK_VALUES]) {
     debug_assert!(width_bits <= WIDTH_BITS_MAX);
-    macro_rules! dispatch {
-        ($($width:literal)*) => {
-            match width_bits {
-                0 => out.fill(0),
-                $($width => unpack_block_width::<$width>(words, out),)*
-                _ => unreachable!("width checked by caller"),
-            }
-        };
-    }
-    dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-              33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
+    dispatch_width!(width_bits, out, unpack_block_width(words, out))
 }
 
 /// Unpacks 64 values of width W from the first W·8 bytes of `input`, read as unaligned
@@ -153,17 +162,7 @@ pub fn unpack_block_bytes(width_bits: u32, bytes: &[u8], value_count: usize, out
         unpack_block(width_bits, &words, out);
         return;
     }
-    macro_rules! dispatch {
-        ($($width:literal)*) => {
-            match width_bits {
-                0 => out.fill(0),
-                $($width => unpack_full_block_bytes::<$width>(bytes, out),)*
-                _ => unreachable!("width checked by caller"),
-            }
-        };
-    }
-    dispatch!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-              33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64);
+    dispatch_width!(width_bits, out, unpack_full_block_bytes(bytes, out))
 }
 
 /// Copies little-endian words from `bytes` (a multiple of 8, at most a block) into `words`.

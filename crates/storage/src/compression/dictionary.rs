@@ -65,19 +65,7 @@ impl IntegerCodec for Dictionary {
 
     fn decompress<T: IntegerNative>(payload: &[u8], out: &mut [T]) -> Result<(), CodecError> {
         let mut reader = ByteReader::new(payload);
-        let entry_count = reader.u32_le("dictionary entry count")? as usize;
-        if entry_count > DICTIONARY_ENTRIES_MAX {
-            return Err(CodecError::LimitExceeded {
-                what: "dictionary entry count",
-                value: entry_count as u64,
-                limit: DICTIONARY_ENTRIES_MAX as u64,
-            });
-        }
-        if entry_count == 0 && !out.is_empty() {
-            return Err(CodecError::corrupt("dictionary", "no entries for a non-empty segment"));
-        }
-        let mut entries = vec![T::default(); entry_count];
-        bitpack::decode_length_prefixed(&mut reader, &mut entries, "dictionary entries")?;
+        let entries: Vec<T> = read_entries(&mut reader, out.len())?;
         // Codes are below DICTIONARY_ENTRIES_MAX, so they decode into i32 scratch at half the
         // memory traffic of i64. The scratch is the thread's, reused segment after segment:
         // a fresh 4 MB vector per segment cost more in page faults than the decode itself.
@@ -87,6 +75,29 @@ impl IntegerCodec for Dictionary {
         }
         Ok(())
     }
+}
+
+/// A dictionary's entry count (integer or string), checked against the limit before
+/// anything is sized by it.
+pub(crate) fn read_entry_count(reader: &mut ByteReader<'_>, what: &'static str) -> Result<usize, CodecError> {
+    let entry_count = reader.u32_le(what)? as usize;
+    if entry_count > DICTIONARY_ENTRIES_MAX {
+        return Err(CodecError::LimitExceeded { what, value: entry_count as u64, limit: DICTIONARY_ENTRIES_MAX as u64 });
+    }
+    Ok(entry_count)
+}
+
+/// Reads a dictionary payload's entries (count, then the bit-packed sorted values), leaving
+/// `reader` at the codes: the one reader of that header, for whole-segment decodes and
+/// vector-at-a-time cursors alike.
+pub(crate) fn read_entries<T: IntegerNative>(reader: &mut ByteReader<'_>, value_count: usize) -> Result<Vec<T>, CodecError> {
+    let entry_count = read_entry_count(reader, "dictionary entry count")?;
+    if entry_count == 0 && value_count > 0 {
+        return Err(CodecError::corrupt("dictionary", "no entries for a non-empty segment"));
+    }
+    let mut entries = vec![T::default(); entry_count];
+    bitpack::decode_length_prefixed(reader, &mut entries, "dictionary entries")?;
+    Ok(entries)
 }
 
 thread_local! {

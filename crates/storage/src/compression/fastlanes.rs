@@ -21,7 +21,7 @@
 use std::sync::OnceLock;
 
 use super::bitpack::BLOCK_HEADER_BYTES;
-use super::bits::{self, BLOCK_VALUES, WIDTH_BITS_MAX};
+use super::bits::{self, dispatch_width, BLOCK_VALUES, WIDTH_BITS_MAX};
 use super::codec::{CodecId, IntegerCodec, IntegerInput, IntegerNative};
 use super::error::CodecError;
 use super::vectors::{IntegerVectors, PackedBlocks, VECTOR_VALUES};
@@ -132,28 +132,14 @@ fn unpack_width<const W: usize>(bytes: &[u8], out: &mut [u64; BLOCK_VALUES]) {
               32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
 }
 
-macro_rules! dispatch_width {
-    ($width_bits:expr, $bytes:expr, $out:expr) => {
-        dispatch_width!(@go $width_bits, $bytes, $out; 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32
-              33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64)
-    };
-    (@go $width_bits:expr, $bytes:expr, $out:expr; $($width:literal)*) => {
-        match $width_bits {
-            0 => $out.fill(0),
-            $($width => unpack_width::<$width>($bytes, $out),)*
-            _ => unreachable!("width checked when the block header was read"),
-        }
-    };
-}
-
 fn unpack_portable(width_bits: u32, bytes: &[u8], out: &mut [u64; BLOCK_VALUES]) {
-    dispatch_width!(width_bits, bytes, out)
+    dispatch_width!(width_bits, out, unpack_width(bytes, out))
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn unpack_avx2(width_bits: u32, bytes: &[u8], out: &mut [u64; BLOCK_VALUES]) {
-    dispatch_width!(width_bits, bytes, out)
+    dispatch_width!(width_bits, out, unpack_width(bytes, out))
 }
 
 /// Which kernel this CPU runs, decided once.

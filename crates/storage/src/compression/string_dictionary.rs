@@ -19,7 +19,7 @@ use super::dictionary::{codes_bytes_max, DICTIONARY_ENTRIES_MAX};
 use super::error::CodecError;
 use super::reader::ByteReader;
 use super::strings::{offsets_from_lengths, StringInput, STRING_BYTES_MAX};
-use super::vectors::{PackedBlocks, VECTOR_VALUES};
+use super::vectors::{PackedBlocks, VectorPosition, VECTOR_VALUES};
 
 /// Sorted distinct strings, or None past DICTIONARY_ENTRIES_MAX.
 fn distinct_sorted<'a>(input: &StringInput<'a>) -> Option<Vec<&'a str>> {
@@ -70,14 +70,7 @@ pub fn compress(input: &StringInput<'_>, out: &mut Vec<u8>) {
 /// The entries of a string dictionary: offsets (entry_count + 1, from 0) into UTF-8 bytes,
 /// every entry validated.
 fn read_entries<'a>(reader: &mut ByteReader<'a>) -> Result<(Vec<i32>, &'a [u8]), CodecError> {
-    let entry_count = reader.u32_le("string dictionary entry count")? as usize;
-    if entry_count > DICTIONARY_ENTRIES_MAX {
-        return Err(CodecError::LimitExceeded {
-            what: "string dictionary entry count",
-            value: entry_count as u64,
-            limit: DICTIONARY_ENTRIES_MAX as u64,
-        });
-    }
+    let entry_count = super::dictionary::read_entry_count(reader, "string dictionary entry count")?;
     let mut entry_offsets = vec![0i32; entry_count + 1];
     bitpack::decode_length_prefixed(reader, &mut entry_offsets[1..], "string dictionary entry lengths")?;
     let entry_total_bytes = offsets_from_lengths(&mut entry_offsets)?;
@@ -107,8 +100,7 @@ pub struct StringCodes<'a> {
     entry_bytes: &'a [u8],
     codes: PackedBlocks<'a>,
     deltas: Box<[u64; VECTOR_VALUES]>,
-    value_count: usize,
-    position: usize,
+    at: VectorPosition,
 }
 
 impl<'a> StringCodes<'a> {
@@ -123,7 +115,7 @@ impl<'a> StringCodes<'a> {
         if reader.remaining_bytes() != 0 {
             return Err(CodecError::corrupt("string dictionary payload", format!("{} trailing bytes", reader.remaining_bytes())));
         }
-        Ok(StringCodes { entry_offsets, entry_bytes, codes, deltas: Box::new([0u64; VECTOR_VALUES]), value_count, position: 0 })
+        Ok(StringCodes { entry_offsets, entry_bytes, codes, deltas: Box::new([0u64; VECTOR_VALUES]), at: VectorPosition::new(value_count) })
     }
 
     pub fn entry_count(&self) -> usize {
@@ -138,7 +130,7 @@ impl<'a> StringCodes<'a> {
     /// The next vector's codes into `out`, each checked below `entry_count`; returns how
     /// many (0 at the end).
     pub fn next_codes(&mut self, out: &mut [u32; VECTOR_VALUES]) -> Result<usize, CodecError> {
-        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        let length = self.at.next_length();
         if length == 0 {
             return Ok(0);
         }
@@ -156,19 +148,19 @@ impl<'a> StringCodes<'a> {
         for (code, delta) in out.iter_mut().zip(deltas) {
             *code = (base + *delta) as u32;
         }
-        self.position += length;
+        self.at.advance(length);
         Ok(length)
     }
 
     /// Moves past the next vector's codes without unpacking them; returns how many values
     /// it held (0 at the end).
     pub fn skip_vector(&mut self) -> Result<usize, CodecError> {
-        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        let length = self.at.next_length();
         if length == 0 {
             return Ok(0);
         }
         self.codes.next_block().ok_or_else(|| CodecError::corrupt("string dictionary codes", "fewer blocks than values"))?;
-        self.position += length;
+        self.at.advance(length);
         Ok(length)
     }
 }

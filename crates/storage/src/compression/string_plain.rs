@@ -12,8 +12,7 @@ use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 
 use super::bitpack;
 use super::error::CodecError;
-use super::reader::ByteReader;
-use super::strings::{offsets_from_lengths, StringInput, STRING_BYTES_MAX};
+use super::strings::{read_plain_values, PlainNames, StringInput};
 
 pub fn analyze(input: &StringInput<'_>) -> Option<usize> {
     Some(bitpack::length_prefixed_bytes(&input.lengths()) + 8 + input.total_bytes())
@@ -28,20 +27,8 @@ pub fn compress(input: &StringInput<'_>, out: &mut Vec<u8>) {
 }
 
 pub fn decompress(payload: &[u8], value_count: usize, nulls: Option<NullBuffer>) -> Result<StringArray, CodecError> {
-    let mut reader = ByteReader::new(payload);
-    // Lengths land in offsets[1..], then become offsets in place: one buffer, no copy.
-    let mut offsets = vec![0i32; value_count + 1];
-    bitpack::decode_length_prefixed(&mut reader, &mut offsets[1..], "string lengths")?;
-    let total_bytes = offsets_from_lengths(&mut offsets)?;
-    let bytes_len = reader.u64_le("string bytes length")?;
-    if bytes_len != total_bytes as u64 {
-        return Err(CodecError::corrupt("string bytes length", format!("{bytes_len}, lengths sum to {total_bytes}")));
-    }
-    let bytes = reader.take(total_bytes, "string bytes")?;
-    if reader.remaining_bytes() != 0 {
-        return Err(CodecError::corrupt("string plain payload", format!("{} trailing bytes", reader.remaining_bytes())));
-    }
-    debug_assert!(total_bytes <= STRING_BYTES_MAX);
+    let names = PlainNames { lengths: "string lengths", bytes_length: "string bytes length", bytes: "string bytes", payload: "string plain payload" };
+    let (offsets, bytes) = read_plain_values(payload, value_count, &names)?;
     let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
     // try_new validates UTF-8 and char boundaries: these bytes came from disk.
     StringArray::try_new(offsets, Buffer::from(bytes), nulls)

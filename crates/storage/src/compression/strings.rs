@@ -31,6 +31,35 @@ impl<'a> StringInput<'a> {
     }
 }
 
+/// What the parts of a plain payload of variable-length values are called in errors.
+pub struct PlainNames {
+    pub lengths: &'static str,
+    pub bytes_length: &'static str,
+    pub bytes: &'static str,
+    pub payload: &'static str,
+}
+
+/// Reads a plain payload of `value_count` variable-length values — the lengths bit-packed,
+/// then the byte count, then the bytes, then nothing — as offsets (from 0) and bytes: the
+/// one reader of the layout strings and binaries share (docs/formats-columnstore.md).
+pub fn read_plain_values<'a>(payload: &'a [u8], value_count: usize, names: &PlainNames) -> Result<(Vec<i32>, &'a [u8]), CodecError> {
+    let mut reader = super::reader::ByteReader::new(payload);
+    // Lengths land in offsets[1..], then become offsets in place: one buffer, no copy.
+    let mut offsets = vec![0i32; value_count + 1];
+    super::bitpack::decode_length_prefixed(&mut reader, &mut offsets[1..], names.lengths)?;
+    let total_bytes = offsets_from_lengths(&mut offsets)?;
+    let bytes_len = reader.u64_le(names.bytes_length)?;
+    if bytes_len != total_bytes as u64 {
+        return Err(CodecError::corrupt(names.bytes_length, format!("{bytes_len}, lengths sum to {total_bytes}")));
+    }
+    let bytes = reader.take(total_bytes, names.bytes)?;
+    if reader.remaining_bytes() != 0 {
+        return Err(CodecError::corrupt(names.payload, format!("{} trailing bytes", reader.remaining_bytes())));
+    }
+    debug_assert!(total_bytes <= STRING_BYTES_MAX);
+    Ok((offsets, bytes))
+}
+
 /// Turns `offsets` holding [0, len0, len1, …] into running offsets in place, checking
 /// each length is non-negative and the total stays within STRING_BYTES_MAX. Returns the total.
 pub fn offsets_from_lengths(offsets: &mut [i32]) -> Result<usize, CodecError> {

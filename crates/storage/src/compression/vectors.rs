@@ -8,10 +8,9 @@
 //! Vector `i` holds values [1024·i, 1024·(i+1)) of the segment: bit-packed blocks are 1,024
 //! values, so a vector is exactly one block and no block is ever split between vectors.
 
-use super::bitpack::{self, BLOCK_HEADER_BYTES};
+use super::bitpack::BLOCK_HEADER_BYTES;
 use super::bits::{self, BLOCK_VALUES, WIDTH_BITS_MAX};
 use super::codec::CodecId;
-use super::dictionary::DICTIONARY_ENTRIES_MAX;
 use super::error::CodecError;
 use super::fastlanes;
 use super::reader::ByteReader;
@@ -129,12 +128,48 @@ enum Cursor<'a> {
     Dictionary { entries: Vec<i64>, codes: PackedBlocks<'a> },
 }
 
+/// Where a vector-at-a-time reader stands in its segment: every vector is full
+/// (`VECTOR_VALUES`) but the last. Shared by the integer and string dictionary cursors.
+#[derive(Debug, Clone, Copy)]
+pub struct VectorPosition {
+    value_count: usize,
+    position: usize,
+}
+
+impl VectorPosition {
+    pub fn new(value_count: usize) -> VectorPosition {
+        VectorPosition { value_count, position: 0 }
+    }
+
+    pub fn value_count(self) -> usize {
+        self.value_count
+    }
+
+    /// Values handed out so far.
+    pub fn position(self) -> usize {
+        self.position
+    }
+
+    pub fn remaining(self) -> usize {
+        self.value_count - self.position
+    }
+
+    /// The length of the next vector (0 at the end).
+    pub fn next_length(self) -> usize {
+        VECTOR_VALUES.min(self.remaining())
+    }
+
+    pub fn advance(&mut self, length: usize) {
+        debug_assert!(length <= self.remaining(), "advance {length} past the {} values left", self.remaining());
+        self.position += length;
+    }
+}
+
 /// A cursor over one integer payload handing out its values a vector at a time.
 #[derive(Debug)]
 pub struct IntegerVectors<'a> {
     cursor: Cursor<'a>,
-    value_count: usize,
-    position: usize,
+    at: VectorPosition,
     deltas: Box<[u64; VECTOR_VALUES]>,
 }
 
@@ -168,36 +203,24 @@ impl<'a> IntegerVectors<'a> {
             }
             CodecId::Dictionary => {
                 let mut reader = ByteReader::new(payload);
-                let entry_count = reader.u32_le("dictionary entry count")? as usize;
-                if entry_count > DICTIONARY_ENTRIES_MAX {
-                    return Err(CodecError::LimitExceeded {
-                        what: "dictionary entry count",
-                        value: entry_count as u64,
-                        limit: DICTIONARY_ENTRIES_MAX as u64,
-                    });
-                }
-                if entry_count == 0 && value_count > 0 {
-                    return Err(CodecError::corrupt("dictionary", "no entries for a non-empty segment"));
-                }
-                let mut entries = vec![0i64; entry_count];
-                bitpack::decode_length_prefixed(&mut reader, &mut entries, "dictionary entries")?;
+                let entries: Vec<i64> = super::dictionary::read_entries(&mut reader, value_count)?;
                 let codes = nested_blocks(&mut reader, value_count, "dictionary codes")?;
                 trailing(&reader, "dictionary payload")?;
                 Cursor::Dictionary { entries, codes }
             }
             CodecId::Bitmap => return Err(CodecError::NotApplicable { codec, kind: "integer", detail: "" }),
         };
-        Ok(IntegerVectors { cursor, value_count, position: 0, deltas: Box::new([0u64; VECTOR_VALUES]) })
+        Ok(IntegerVectors { cursor, at: VectorPosition::new(value_count), deltas: Box::new([0u64; VECTOR_VALUES]) })
     }
 
     pub fn value_count(&self) -> usize {
-        self.value_count
+        self.at.value_count()
     }
 
     /// Decodes the next vector into `out`; returns how many values it holds (0 at the end).
     /// Every vector but the last is full.
     pub fn next_vector(&mut self, out: &mut Vector) -> Result<usize, CodecError> {
-        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        let length = self.at.next_length();
         if length == 0 {
             return Ok(0);
         }
@@ -205,7 +228,7 @@ impl<'a> IntegerVectors<'a> {
         match &mut self.cursor {
             Cursor::Constant(value) => out.fill(*value),
             Cursor::Plain { width_bytes, values } => {
-                let start = self.position * *width_bytes;
+                let start = self.at.position() * *width_bytes;
                 let bytes = &values[start..start + length * *width_bytes];
                 if *width_bytes == 4 {
                     for (value, chunk) in out.iter_mut().zip(bytes.chunks_exact(4)) {
@@ -254,7 +277,7 @@ impl<'a> IntegerVectors<'a> {
                 }
             }
         }
-        self.position += length;
+        self.at.advance(length);
         Ok(length)
     }
 
@@ -262,7 +285,7 @@ impl<'a> IntegerVectors<'a> {
     /// of its rows); returns how many values it held (0 at the end). Bit-packed blocks are
     /// stepped over by their headers, nothing unpacked.
     pub fn skip_vector(&mut self) -> Result<usize, CodecError> {
-        let length = VECTOR_VALUES.min(self.value_count - self.position);
+        let length = self.at.next_length();
         if length == 0 {
             return Ok(0);
         }
@@ -285,7 +308,7 @@ impl<'a> IntegerVectors<'a> {
                 }
             }
         }
-        self.position += length;
+        self.at.advance(length);
         Ok(length)
     }
 
@@ -296,22 +319,22 @@ impl<'a> IntegerVectors<'a> {
         let mut total: i128 = 0;
         match &mut self.cursor {
             Cursor::Constant(value) => {
-                total = i128::from(*value) * (self.value_count - self.position) as i128;
-                self.position = self.value_count;
+                total = i128::from(*value) * self.at.remaining() as i128;
+                self.at.advance(self.at.remaining());
             }
             Cursor::Packed(blocks) => {
-                while self.position < self.value_count {
-                    let length = VECTOR_VALUES.min(self.value_count - self.position);
+                while self.at.remaining() > 0 {
+                    let length = self.at.next_length();
                     let block = next_block(blocks, length)?;
                     blocks.unpack(&block, &mut self.deltas);
                     total += i128::from(block.min) * length as i128 + sum_deltas(&self.deltas[..length], block.width_bits) as i128;
-                    self.position += length;
+                    self.at.advance(length);
                 }
             }
             Cursor::Dictionary { entries, codes } => {
                 let mut counts = vec![0u64; entries.len()];
-                while self.position < self.value_count {
-                    let length = VECTOR_VALUES.min(self.value_count - self.position);
+                while self.at.remaining() > 0 {
+                    let length = self.at.next_length();
                     let block = next_block(codes, length)?;
                     codes.unpack(&block, &mut self.deltas);
                     let block_codes = &self.deltas[..length];
@@ -320,7 +343,7 @@ impl<'a> IntegerVectors<'a> {
                     for code in block_codes {
                         counts[(base + *code) as usize] += 1;
                     }
-                    self.position += length;
+                    self.at.advance(length);
                 }
                 total = counts.iter().zip(entries.iter()).map(|(count, entry)| i128::from(*entry) * i128::from(*count)).sum();
             }

@@ -119,6 +119,62 @@ pub fn slot_offset(page: &[u8], slot: usize) -> usize {
     u16::from_le_bytes([page[at], page[at + 1]]) as usize
 }
 
+/// The rows of one verified, uncompressed heap page by slot, for readers that take a row
+/// or a field without decoding the page into Arrow (key lookups, index builds, the cost
+/// bench): the page format's own reader of its slot array, every slot checked against the
+/// page's row area, errors naming the page.
+pub struct HeapPageRows<'p> {
+    page: &'p [u8],
+    row_count: u16,
+    rows_end_bytes: usize,
+    page_id: u64,
+    file: &'p Path,
+    offset_bytes: u64,
+}
+
+impl<'p> HeapPageRows<'p> {
+    /// The rows of `page` (which passed `verify_page`); row- and page-compressed pages
+    /// have no fixed row layout to index into and are refused.
+    pub fn new(page: &'p [u8], page_id: u64, file: &'p Path, offset_bytes: u64) -> Result<HeapPageRows<'p>, StorageError> {
+        debug_assert_eq!(page.len(), PAGE_SIZE_BYTES);
+        let rows = HeapPageRows {
+            page,
+            row_count: header::read_u16(page, header::OFFSET_ROW_COUNT),
+            rows_end_bytes: header::read_u16(page, header::OFFSET_FREE_SPACE) as usize,
+            page_id,
+            file,
+            offset_bytes,
+        };
+        let kind = header::read_u16(page, header::OFFSET_PAGE_KIND);
+        if kind != PAGE_KIND_HEAP {
+            return Err(rows.corrupt(format!("page kind {kind} is compressed: row-by-slot readers (key lookups, indexes) read uncompressed heap pages only (rebuild the table as heap)")));
+        }
+        Ok(rows)
+    }
+
+    pub fn row_count(&self) -> u16 {
+        self.row_count
+    }
+
+    /// The bytes of the row in `slot`, from its start to the end of the page's rows (the
+    /// row codec finds its own end).
+    #[inline]
+    pub fn row(&self, slot: u16) -> Result<&'p [u8], StorageError> {
+        if slot >= self.row_count {
+            return Err(self.corrupt(format!("slot {slot} of {} rows (an index pointing here is stale: rebuild it)", self.row_count)));
+        }
+        let at = slot_offset(self.page, slot as usize);
+        if at < PAGE_HEADER_BYTES || at >= self.rows_end_bytes {
+            return Err(self.corrupt(format!("slot {slot} points at {at}, outside the rows (end {})", self.rows_end_bytes)));
+        }
+        Ok(&self.page[at..self.rows_end_bytes])
+    }
+
+    fn corrupt(&self, reason: String) -> StorageError {
+        StorageError::PageCorrupt { file: self.file.to_path_buf(), page_id: self.page_id, offset_bytes: self.offset_bytes, reason }
+    }
+}
+
 /// Decodes every row of a verified page into `Value`s (tests and tools; scans use
 /// `HeapDecoder`).
 pub fn decode_page_rows(page: &[u8], layout: &RowLayout, expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<Vec<Vec<Value>>, StorageError> {

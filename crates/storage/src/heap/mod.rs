@@ -49,6 +49,6 @@ impl PageId {
     }
 }
 
-/// Log sequence number of the last change to a page. Loaded pages carry the load's LSN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct Lsn(pub u64);
+/// Log sequence number of the last change to a page (loaded pages carry the load's): the
+/// buffer pool's `Lsn`, the one the log hands out and the WAL rule compares.
+pub use flashscan_buffer::Lsn;

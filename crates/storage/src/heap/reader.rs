@@ -38,20 +38,12 @@ pub fn read_partition(
         return crate::columnstore::table_reader::read_partition_row_groups(db, table, partition, projection, on_batch);
     }
     let mut decoder = HeapDecoder::try_new(table, projection)?;
-    let mut paths: Vec<std::path::PathBuf> = Vec::new();
-    for run in &partition.runs {
-        let path = db.file_path(run);
-        if !paths.contains(&path) {
-            paths.push(path);
-        }
-    }
-    if paths.is_empty() {
+    let Some(mut reader) = FileReader::open_distinct(partition.runs.iter().map(|run| db.file_path(run)))? else {
         return Ok(());
-    }
-    let mut reader = FileReader::open(&paths)?;
+    };
     for run in &partition.runs {
         let path = db.file_path(run);
-        let file_index = reader.file_index(&path).unwrap_or(0);
+        let file_index = reader.file_index(&path)?;
         let length = run.page_count as u64 * PAGE_SIZE_BYTES as u64;
         reader.for_each_extent(file_index, run.offset_bytes, length, PAGE_SIZE_BYTES as u64, &mut |offset, bytes| {
             let first_page = (offset - run.offset_bytes) / PAGE_SIZE_BYTES as u64;

@@ -63,6 +63,46 @@ pub fn new_type_value(t: ColumnType) -> Option<BoxedStrategy<Value>> {
     })
 }
 
+/// `values` or, one time in five where the column is nullable, NULL.
+pub fn or_null(values: BoxedStrategy<Value>, nullable: bool) -> BoxedStrategy<Value> {
+    if nullable {
+        prop_oneof![1 => Just(Value::Null), 4 => values].boxed()
+    } else {
+        values
+    }
+}
+
+/// 1 to 11 columns of any type, nullable or not, and up to `rows_max` rows of values drawn
+/// by `value` (each test file biases its values to what it checks).
+pub fn schema_and_rows(
+    value: fn(ColumnType, bool) -> BoxedStrategy<Value>,
+    rows_max: usize,
+) -> impl Strategy<Value = (Vec<(ColumnType, bool)>, Vec<Vec<Value>>)> {
+    prop::collection::vec((column_type(), any::<bool>()), 1..12).prop_flat_map(move |cols| {
+        let row = cols.iter().map(|&(t, n)| value(t, n)).collect::<Vec<_>>();
+        (Just(cols), prop::collection::vec(row, 0..rows_max))
+    })
+}
+
+/// The value at row `r` of a decoded column of type `t` (NULL where the array says so).
+pub fn decoded_value(t: ColumnType, a: &dyn Array, r: usize) -> Value {
+    use arrow::datatypes::{Date32Type, Float64Type, Int32Type, Int64Type};
+    if a.is_null(r) {
+        return Value::Null;
+    }
+    match t {
+        t if new_type_decoded(t, a, r).is_some() => new_type_decoded(t, a, r).unwrap_or(Value::Null),
+        ColumnType::Int32 => Value::Int32(a.as_primitive::<Int32Type>().value(r)),
+        ColumnType::Date32 => Value::Date32(a.as_primitive::<Date32Type>().value(r)),
+        ColumnType::Int64 => Value::Int64(a.as_primitive::<Int64Type>().value(r)),
+        ColumnType::Float64 => Value::Float64(a.as_primitive::<Float64Type>().value(r)),
+        ColumnType::Decimal { .. } => Value::Decimal(a.as_primitive::<Decimal128Type>().value(r) as i64),
+        ColumnType::Boolean => Value::Boolean(a.as_boolean().value(r)),
+        ColumnType::Utf8 => Value::Utf8(a.as_string::<i32>().value(r).to_string()),
+        _ => Value::Null,
+    }
+}
+
 /// A decoded value of the issue-14 types; `None` for the older types.
 pub fn new_type_decoded(t: ColumnType, a: &dyn Array, r: usize) -> Option<Value> {
     Some(match t {
