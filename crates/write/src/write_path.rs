@@ -456,11 +456,31 @@ impl WritePath {
         st.writer.as_ref().map(|w| w.wal.as_ref()).ok_or_else(|| WriteError::InvalidArgument("this session does not hold the database lock: writes need it".into()))
     }
 
+    /// A cluster host's database holds only the hash partitions its host owns; a table
+    /// created or a row inserted here would land in partitions other hosts own (and a later
+    /// `Catalog::read` would call the database corrupt). Its rows come from `flashscan load
+    /// … --host I/N` only. Checked by every statement that changes tables.
+    pub(crate) fn refuse_cluster_host(&self, st: &State, what: &str) -> Result<(), WriteError> {
+        match &st.catalog.host {
+            None => Ok(()),
+            Some(host) => Err(WriteError::NotSupported(format!(
+                "{what} in {}: this database is host {} of {} of a cluster and holds only the partitions that host owns; SQL writes are not supported on cluster hosts: load rows with `flashscan load {} … --host {}/{}`",
+                self.db_dir.display(),
+                host.index,
+                host.count,
+                self.db_dir.display(),
+                host.index,
+                host.count
+            ))),
+        }
+    }
+
     /// CREATE TABLE: one atomic catalog commit. Returns the table (the existing one with
     /// IF NOT EXISTS).
     pub fn create_table(&self, new: NewTable) -> Result<TableMeta, WriteError> {
         let mut st = self.lock_state()?;
         Self::require_writer(&st)?;
+        self.refuse_cluster_host(&st, "CREATE TABLE")?;
         let name = new.name.to_ascii_lowercase();
         if !valid_table_name(&name) {
             return Err(WriteError::InvalidArgument(format!("table name {:?}: use letters, digits and _", new.name)));
@@ -528,6 +548,7 @@ impl WritePath {
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, WriteError> {
         let mut st = self.lock_state()?;
         Self::require_writer(&st)?;
+        self.refuse_cluster_host(&st, "DROP TABLE")?;
         let Some(key) = key_of(&st.catalog, name) else {
             if if_exists {
                 return Ok(false);

@@ -249,3 +249,35 @@ fn column_store_insert_drop_and_init_refusals() {
     assert_eq!(r.rows_of_dropped_tables, 50);
     assert_eq!(all_rows(&db), expected(900, 905));
 }
+
+/// A cluster host's database holds only its host's partitions: SQL writes there would put
+/// rows in partitions other hosts own (and the next open would call the catalog corrupt),
+/// so CREATE, INSERT and DROP are refused in one line, and the database still opens.
+#[test]
+fn a_cluster_host_refuses_writes_and_stays_readable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    new_db(&db);
+    let mut catalog = Catalog::read(&db).unwrap();
+    let owned: Vec<u32> = (0..3).filter(|p| p % 2 == 0).collect();
+    catalog.host = Some(flashscan_storage::host_place::HostPlace { index: 0, count: 2, partitions: [("t".to_string(), owned)].into_iter().collect() });
+    catalog.write_atomic(&db).unwrap();
+
+    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let insert = wp.insert("t", &[batch(0, 10)]).unwrap_err();
+    let create = wp
+        .create_table(NewTable { name: "u".into(), columns: columns(), partition_count: Some(2), partition_by: Some("id".into()), if_not_exists: false })
+        .unwrap_err();
+    let drop = wp.drop_table("t", false).unwrap_err();
+    for (err, what) in [(&insert, "INSERT into t"), (&create, "CREATE TABLE"), (&drop, "DROP TABLE")] {
+        assert!(matches!(err, WriteError::NotSupported(_)), "{err:?}");
+        assert!(err.is_user_input());
+        let line = err.to_string();
+        assert!(line.starts_with(what) && line.contains("host 0 of 2") && line.contains("--host 0/2") && !line.contains('\n'), "{line}");
+    }
+    wp.close().unwrap();
+    let after = Catalog::read(&db).unwrap();
+    assert!(after.tables.contains_key("t") && !after.tables.contains_key("u"));
+    assert_eq!(unflushed_rows(&db, "t").unwrap(), 0);
+    assert!(all_rows(&db).is_empty());
+}
