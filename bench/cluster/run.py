@@ -140,8 +140,9 @@ class Lab:
 
     @staticmethod
     def wrap(name, group, argv):
-        """`argv` in namespace `name`, inside `group` (joined before exec)."""
-        return ["ip", "netns", "exec", name, "sh", "-c", f'{group.join_command()} && exec "$@"', "sh"] + argv
+        """`argv` in namespace `name`, inside `group`: the shell joins the group, then execs
+        `ip netns exec` (which remounts /sys, so the group must be joined outside it)."""
+        return ["sh", "-c", f'{group.join_command()} && exec "$@"', "sh", "ip", "netns", "exec", name] + argv
 
     def loop_mount(self, image, mountpoint, size_mb):
         if os.path.exists(image):
@@ -262,10 +263,10 @@ def main():
                 text = "EXPLAIN ANALYZE " + text
             if n == "single":
                 name, group, db = single
-                argv = Lab.wrap(name, group, [fs, "sql", db, text, "--json"])
+                argv = Lab.wrap(name, group, [fs, "sql", db, "--json", "--", text])
             else:
                 coord, group, cfile, _, _ = clusters[n]
-                argv = Lab.wrap(coord, group, [fs, "sql", "--cluster", cfile, text, "--json"])
+                argv = Lab.wrap(coord, group, [fs, "sql", "--cluster", cfile, "--json", "--", text])
             out = sh(argv, capture_output=True, text=True, check=False, env=env)
             if out.returncode != 0:
                 raise SystemExit(f"{n} hosts, Q{q}: exit {out.returncode}: {out.stderr.strip()}")
