@@ -111,6 +111,14 @@ fn one_line_error(o: &Output, code: i32) -> String {
 #[test]
 fn workers_make_check_and_sql_cluster_give_the_single_machine_answers() {
     let s = load_all("orders,lineitem");
+    // `rebuild --host`: the hosts' lineitem becomes a column store (its filters then travel
+    // with the scan tasks); a wrong --host is refused in one line.
+    let wrong = run(&["rebuild", path(&s.hosts[0]), "lineitem", "--compression", "columnstore", "--host", "1/2"]);
+    let err = one_line_error(&wrong, 2);
+    assert!(err.contains("host 0/2, not 1/2"), "{err}");
+    for (i, db) in s.hosts.iter().enumerate() {
+        ok(&["rebuild", path(db), "lineitem", "--compression", "columnstore", "--host", &format!("{i}/2")]);
+    }
     let workers: Vec<Worker> = s.hosts.iter().map(|db| start_worker(db)).collect();
     let file = s.dir.path().join("cluster.json");
     let made = ok(&["cluster", "make", path(&file), "--host", &format!("{}={}", workers[0].address, path(&s.hosts[0])), "--host", &format!("{}={}", workers[1].address, path(&s.hosts[1]))]);
@@ -126,6 +134,7 @@ fn workers_make_check_and_sql_cluster_give_the_single_machine_answers() {
         "SELECT l_returnflag, l_linestatus, count(*) AS n, sum(l_extendedprice) AS s FROM lineitem GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus",
         "SELECT o_orderpriority, count(*) FROM orders JOIN lineitem ON o_orderkey = l_orderkey WHERE l_commitdate < l_receiptdate GROUP BY o_orderpriority ORDER BY o_orderpriority",
         "SELECT o_orderkey, o_totalprice FROM orders WHERE o_orderkey = 4",
+        "SELECT l_shipmode, count(*), sum(l_quantity) FROM lineitem WHERE l_quantity < 10 AND l_comment LIKE '%ly%' GROUP BY l_shipmode ORDER BY l_shipmode",
     ] {
         let expected = ok(&["sql", path(&s.single), sql, "--csv"]);
         let got = ok(&["sql", "--cluster", path(&file), sql, "--csv"]);
