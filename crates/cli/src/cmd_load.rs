@@ -73,6 +73,10 @@ pub struct LoadArgs {
     /// Worker threads (default: number of cores).
     #[arg(long)]
     pub threads: Option<usize>,
+    /// Cluster host I of N (like 0/2): write only the hash partitions this host owns
+    /// (partition p belongs to host p mod N; docs/cluster.md).
+    #[arg(long)]
+    pub host: Option<String>,
 }
 
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
@@ -100,6 +104,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     let mut options = LoadOptions { interleave_bytes, replace: args.replace, partition_by: args.partition_by.clone(), volumes: args.volumes.clone(), ..LoadOptions::default() };
     if let Some(p) = args.partitions {
         options.partition_count = p;
+    }
+    if let Some(h) = &args.host {
+        options.host = Some(flashscan_storage::HostSlot::parse(h).map_err(storage_error)?);
     }
     if let Some(t) = args.threads {
         if t == 0 || t > flashscan_storage::load::LOAD_THREADS_MAX {

@@ -27,10 +27,17 @@ pub struct RebuildArgs {
     /// Write the rebuilt rows into a new table of this name and keep TABLE as it is.
     #[arg(long, value_name = "NEW_TABLE")]
     pub into: Option<String>,
+    /// Cluster host I of N (docs/cluster.md): refuse unless the database is that host. A
+    /// rebuild keeps the table's partitions, so the host's table still holds only its own.
+    #[arg(long)]
+    pub host: Option<String>,
 }
 
 pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
     let target = RebuildTarget::parse(&args.compression).map_err(storage_error)?;
+    if let Some(h) = &args.host {
+        check_host(&args.db, h)?;
+    }
     let fault_after_pages = match std::env::var(FAULT_ENV) {
         Ok(v) => Some(v.parse().map_err(|_| bad_input(format!("{FAULT_ENV}={v:?} is not a number")))?),
         Err(_) => None,
@@ -60,4 +67,15 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
         r.table, r.row_count, r.old_format, r.new_format, r.seconds, r.old_size_bytes, r.old_page_count, r.new_size_bytes, r.new_page_count, ratio
     );
     Ok(())
+}
+
+/// `--host I/N` given to a command over an existing database: it must be that host.
+fn check_host(db: &std::path::Path, host: &str) -> anyhow::Result<()> {
+    let slot = flashscan_storage::HostSlot::parse(host).map_err(storage_error)?;
+    let catalog = flashscan_storage::Catalog::read(db).map_err(storage_error)?;
+    match catalog.host.map(|p| p.slot()) {
+        Some(s) if s == slot => Ok(()),
+        Some(s) => Err(bad_input(format!("{}: this database is cluster host {s}, not {slot}: give --host {s}", db.display()))),
+        None => Err(bad_input(format!("{}: not a cluster host database (loaded without --host): rebuild it without --host", db.display()))),
+    }
 }

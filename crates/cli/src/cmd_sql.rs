@@ -13,6 +13,10 @@ pub struct SqlArgs {
     pub csv: bool,
     #[arg(long)]
     pub file: Option<std::path::PathBuf>,
+    /// Run on a cluster (docs/cluster.md): `flashscan sql --cluster cluster.json "QUERY"`
+    /// (the one positional argument is then the query; needs the `cluster` feature).
+    #[arg(long)]
+    pub cluster: Option<std::path::PathBuf>,
 }
 
 #[cfg(not(feature = "sql"))]
@@ -24,5 +28,8 @@ pub fn run(_args: SqlArgs) -> anyhow::Result<()> {
 
 #[cfg(feature = "sql")]
 pub fn run(args: SqlArgs) -> anyhow::Result<()> {
+    if args.cluster.is_some() {
+        return crate::cmd_cluster::sql(args);
+    }
     crate::sql_shell::run(args)
 }

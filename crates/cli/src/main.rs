@@ -15,6 +15,7 @@ mod cmd_bench_checkpoint;
 mod cmd_bench_compression;
 mod cmd_bench_costs;
 mod cmd_bench_inserts;
+mod cmd_cluster;
 mod cmd_demo;
 mod cmd_drop;
 mod cmd_index;
@@ -78,6 +79,11 @@ enum Command {
     Sql(cmd_sql::SqlArgs),
     /// Serve the database over the PostgreSQL wire protocol (psql, drivers, BI tools).
     Serve(cmd_serve::ServeArgs),
+    /// Serve a cluster host's partitions to `flashscan sql --cluster` (docs/cluster.md).
+    Worker(cmd_cluster::WorkerArgs),
+    /// cluster.json: make it from the hosts' databases, check every partition is owned once.
+    #[command(subcommand)]
+    Cluster(cmd_cluster::ClusterCommand),
 }
 
 fn main() {
@@ -102,6 +108,8 @@ fn main() {
         Command::Verify(a) => cmd_verify::run(a),
         Command::Sql(a) => cmd_sql::run(a),
         Command::Serve(a) => cmd_serve::run(a),
+        Command::Worker(a) => cmd_cluster::worker(a),
+        Command::Cluster(c) => cmd_cluster::run(c),
         Command::Bench(c) => cmd_bench::run(c),
     };
     if let Err(e) = result {

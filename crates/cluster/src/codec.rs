@@ -52,13 +52,13 @@ pub fn decode_request(buf: &[u8]) -> Result<ScanRequest> {
 }
 
 impl PhysicalExtensionCodec for ScanCodec {
-    fn try_decode(&self, buf: &[u8], inputs: &[Arc<dyn ExecutionPlan>], _ctx: &TaskContext, _converter: &dyn PhysicalProtoConverterExtension) -> Result<Arc<dyn ExecutionPlan>> {
+    fn try_decode(&self, buf: &[u8], inputs: &[Arc<dyn ExecutionPlan>], ctx: &TaskContext, _converter: &dyn PhysicalProtoConverterExtension) -> Result<Arc<dyn ExecutionPlan>> {
         if !inputs.is_empty() {
             return Err(DataFusionError::Plan(format!("a flashscan scan has no inputs, this one came with {}", inputs.len())));
         }
         let request = decode_request(buf)?;
         match &self.host {
-            Some(host) => host.scan(request).map(|s| Arc::new(s) as Arc<dyn ExecutionPlan>).map_err(|e| DataFusionError::External(Box::new(e))),
+            Some(host) => host.scan(request, ctx).map(|s| Arc::new(s) as Arc<dyn ExecutionPlan>).map_err(|e| DataFusionError::External(Box::new(e))),
             None => Err(DataFusionError::Plan(format!("the coordinator was sent a scan of {} to run: scans run on the hosts", request.table))),
         }
     }
@@ -74,3 +74,85 @@ impl PhysicalExtensionCodec for ScanCodec {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scan::RangeRequest;
+    use proptest::prelude::*;
+
+    fn request() -> impl Strategy<Value = ScanRequest> {
+        (
+            any::<u64>(),
+            "[a-z_]{1,12}",
+            proptest::option::of(0u32..8),
+            1u32..8,
+            proptest::collection::vec(0u32..1024, 0..16),
+            proptest::collection::vec(0usize..64, 0..8),
+            proptest::collection::vec((0usize..64, proptest::option::of(any::<i64>()), proptest::option::of(any::<i64>())), 0..4),
+            proptest::option::of(0usize..1_000_000),
+            (1usize..1024, 0usize..1024, 1usize..256, 1usize..256),
+        )
+            .prop_map(|(scan, table, host, host_count, partitions, projection, ranges, limit, (total, pruned, units_wanted, output_partitions))| ScanRequest {
+                scan,
+                table,
+                host,
+                host_count,
+                partitions,
+                projection,
+                ranges: ranges.into_iter().map(|(column, min, max)| RangeRequest { column, min, max }).collect(),
+                row_filter: None,
+                pruning_filters: vec!["o_orderkey = Int64(4)".into()],
+                limit,
+                partitions_total: total,
+                partitions_pruned: pruned,
+                units_wanted,
+                output_partitions,
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn scan_requests_round_trip(r in request()) {
+            let mut buf = Vec::new();
+            encode_request(&r, &mut buf).unwrap();
+            prop_assert_eq!(decode_request(&buf).unwrap(), r);
+        }
+
+        /// Bytes from the network never panic the decoder: a request, or an error.
+        #[test]
+        fn any_bytes_decode_or_fail_cleanly(bytes in proptest::collection::vec(any::<u8>(), 0..256), keep_magic in any::<bool>()) {
+            let mut buf = Vec::new();
+            if keep_magic {
+                buf.extend_from_slice(SCAN_REQUEST_MAGIC);
+            }
+            buf.extend_from_slice(&bytes);
+            let _ = decode_request(&buf);
+        }
+    }
+
+    #[test]
+    fn a_truncated_request_is_an_error() {
+        let r = ScanRequest {
+            scan: 1,
+            table: "lineitem".into(),
+            host: Some(0),
+            host_count: 2,
+            partitions: vec![0, 2],
+            projection: vec![0],
+            ranges: vec![],
+            row_filter: None,
+            pruning_filters: vec![],
+            limit: None,
+            partitions_total: 4,
+            partitions_pruned: 0,
+            units_wanted: 2,
+            output_partitions: 2,
+        };
+        let mut buf = Vec::new();
+        encode_request(&r, &mut buf).unwrap();
+        for cut in [0, 4, SCAN_REQUEST_MAGIC.len(), buf.len() - 1] {
+            assert!(decode_request(&buf[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+}

@@ -22,7 +22,7 @@ use crate::codec::ScanCodec;
 use crate::error::ClusterError;
 use crate::figures::{task_figures, TaskFigures};
 use crate::network::{Channels, Topology};
-use crate::planner::{contains_cluster_scan, desired_task_count, route, scale_up, GatherOnOneHost, ToClusterScans};
+use crate::planner::{contains_cluster_scan, desired_task_count, route, scale_up, GatherOnOneHost, ToClusterScans, SCAN_TASKS_MIN};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClusterOptions {
@@ -89,6 +89,17 @@ impl ClusterSession {
         Ok(outputs)
     }
 
+    /// The plan `sql` runs as (after the fallback to one host), for EXPLAIN-like tools and tests.
+    pub async fn physical_plan(&self, sql: &str) -> Result<Arc<dyn ExecutionPlan>, ClusterError> {
+        let state = self.ctx.state();
+        let logical = state.create_logical_plan(sql).await?;
+        let plan = state.create_physical_plan(&logical).await?;
+        if !plan.is::<DistributedExec>() && contains_cluster_scan(&plan)? {
+            return Ok(self.gather.state().create_physical_plan(&logical).await?);
+        }
+        Ok(plan)
+    }
+
     pub async fn run_one(&self, sql: &str) -> Result<ClusterOutput, ClusterError> {
         let trimmed = sql.trim_start();
         let analyze = trimmed.get(..15).is_some_and(|head| head.eq_ignore_ascii_case("EXPLAIN ANALYZE"));
@@ -136,10 +147,14 @@ impl ClusterSession {
     async fn name_the_host(&self, e: datafusion::error::DataFusionError) -> ClusterError {
         let error = SqlError::from(e);
         let down = self.topology.unreachable_hosts().await;
-        if down.is_empty() || down.iter().all(|h| error.to_string().contains(h.as_str())) {
+        if down.is_empty() {
             return ClusterError::Sql(error);
         }
-        ClusterError::Sql(SqlError::Execution(format!("{error}; {} not answering", down.join(" and "))))
+        let text = error.to_string();
+        if down.iter().all(|h| text.contains(h.as_str())) {
+            return ClusterError::HostDown(text);
+        }
+        ClusterError::HostDown(format!("{text}; {} not answering", down.join(" and ")))
     }
 }
 
@@ -165,6 +180,9 @@ fn context(topology: &Topology, options: ClusterOptions, gather: bool) -> Result
         .with_distributed_scale_up_leaf_node_handler(move |ev: ScaleUpLeafNodeEvent<'_>| scale_up(&t2, ev))
         .with_distributed_route_tasks_handler(move |ev: RouteTasksEvent<'_>| route(&t3, ev))
         .with_distributed_metrics_collection(true)?
+        // At least `SCAN_TASKS_MIN` tasks per stage even on a one-host cluster (the default
+        // cap is the number of hosts): see planner.rs.
+        .with_distributed_max_tasks_per_stage(topology.urls.len().max(SCAN_TASKS_MIN))?
         .build();
     Ok(SessionContext::from(state))
 }

@@ -30,6 +30,11 @@ pub enum ClusterError {
     #[error("{0}")]
     InvalidArgument(String),
 
+    /// A host stopped answering during a query (down, killed, unreachable): a failure while
+    /// running, not the user's input. The message names the host and its address.
+    #[error("{0}")]
+    HostDown(String),
+
     /// Binding the worker's address or serving on it.
     #[error("serving on {address}: {reason}")]
     Serve { address: String, reason: String },
@@ -42,7 +47,7 @@ impl ClusterError {
             ClusterError::ClusterFile { .. } | ClusterError::Host { .. } | ClusterError::InvalidArgument(_) | ClusterError::Refused(_) => true,
             ClusterError::Storage(e) => e.is_user_input(),
             ClusterError::Sql(e) => e.is_user_input(),
-            ClusterError::Serve { .. } => false,
+            ClusterError::Serve { .. } | ClusterError::HostDown(_) => false,
         }
     }
 }

@@ -22,6 +22,8 @@ pub const LABEL_PARTITIONS: &str = "flashscan_partitions";
 /// One scan task's figures.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TaskFigures {
+    /// Which scan of the query (a table scanned twice has two).
+    pub scan: u64,
     pub table: String,
     pub host: u32,
     pub address: String,
@@ -72,12 +74,13 @@ pub async fn task_figures(plan: &Arc<dyn ExecutionPlan>, topology: &Topology) ->
         Ok(TreeNodeRecursion::Continue)
     })?;
     let mut tasks = Vec::new();
-    for ((_scan, table, host, partitions), values) in seen {
+    for ((scan, table, host, partitions), values) in seen {
         let sum = |name: &str| values.iter().filter(|((n, _), _)| n == name).map(|(_, v)| *v as u64).sum::<u64>();
         let host_index: u32 = host.split('/').next().and_then(|h| h.parse().ok()).unwrap_or(u32::MAX);
         let address = topology.addresses.get(host_index as usize).cloned().unwrap_or_default();
         let units = values.iter().filter(|((n, _), v)| n == "bytes_read" && **v > 0).count() as u64;
         tasks.push(TaskFigures {
+            scan: scan.parse().unwrap_or(0),
             table,
             host: host_index,
             address,

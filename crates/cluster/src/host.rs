@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use datafusion::execution::TaskContext;
 use flashscan_sql::exec_plan::{FlashscanExec, ScanSpec};
 use flashscan_sql::metrics::ScanLog;
 use flashscan_sql::scan_units::plan_units;
@@ -51,7 +52,7 @@ impl HostState {
     /// host, the table and the partition) a request for a partition it does not own, or
     /// one planned for another host or cluster shape. The catalog is read again for each
     /// task, so a reload between queries is seen (a reload during one is refused below).
-    pub fn scan(&self, request: ScanRequest) -> Result<ClusterScanExec, ClusterError> {
+    pub fn scan(&self, request: ScanRequest, ctx: &TaskContext) -> Result<ClusterScanExec, ClusterError> {
         let refuse = |reason: String| ClusterError::Refused(format!("{} refuses the scan of {}: {reason}", self.label, request.table));
         if request.host_count != self.slot.count || request.host.is_some_and(|h| h != self.slot.index) {
             let planned_for = request.host.map(|h| format!("host {h}/{}", request.host_count)).unwrap_or_else(|| format!("a cluster of {}", request.host_count));
@@ -82,6 +83,12 @@ impl HostState {
                 request.output_partitions
             )));
         }
+        // The filter the scan evaluates itself, on a column store only (as on one machine).
+        let row_filter = match (&request.row_filter, table.is_column_store()) {
+            (Some(f), true) => Some(f.decode(table, ctx).map_err(|e| refuse(format!("its filter does not decode: {e}")))?),
+            (Some(_), false) => return Err(refuse("a scan filter was sent for a table that is not a column store here".into())),
+            (None, _) => None,
+        };
         let spec = ScanSpec {
             table: Arc::new(table.clone()),
             db_dir: Arc::new(self.db_dir.clone()),
@@ -91,6 +98,7 @@ impl HostState {
             partitions_pruned: request.partitions_pruned,
             pruning_filters: request.pruning_filters.clone(),
             scan_filter: if table.is_column_store() { request.scan_filter() } else { flashscan_exec::ScanFilter::none() },
+            row_filter,
             limit: request.limit,
             read_options: self.read_options,
             column_statistics: Arc::new(Vec::new()),

@@ -7,9 +7,9 @@
 //! 3. Scale up: the scan becomes a `DistributedLeafExec` with one variant per task, each
 //!    naming its host and partitions (`ClusterScanExec::host_variants`).
 //! 4. Route: each task of a stage with cluster scans goes to the host its variants name.
-//! 5. `GatherOnOneHost`: when the distributed planner leaves a plan undistributed (one
-//!    task in every stage, e.g. `key = constant` pruned to one host), the whole query is
-//!    put behind one network boundary, so it still runs on the host that has the data.
+//! 5. `GatherOnOneHost`: when the distributed planner still leaves a plan undistributed
+//!    (every stage capped at one task), each scan goes behind a network boundary of its
+//!    own, so it still runs on the host that has the data.
 
 use std::sync::Arc;
 
@@ -18,8 +18,7 @@ use datafusion::common::Result;
 use datafusion::config::ConfigOptions;
 use datafusion::error::DataFusionError;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
-use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ChildrenPropertiesMode, ExecutionPlan, ReplaceChildrenOptions};
 use datafusion_distributed::{
     DesiredTaskCountEvent, DesiredTaskCountEventResponse, DistributedLeafExec, NetworkBoundaryExt, NetworkCoalesceExec, RouteTasksEvent,
     RouteTasksEventResponse, ScaleUpLeafNodeEvent, ScaleUpLeafNodeEventResponse,
@@ -52,7 +51,18 @@ impl PhysicalOptimizerRule for ToClusterScans {
     }
 }
 
-/// Rule 5: the whole plan on one host, behind one network boundary.
+/// Tasks a scan stage gets at least. datafusion-distributed removes a network boundary
+/// whose producer and consumer both have one task (`prepare_network_boundaries`), which
+/// would leave a scan of one host (`key = constant`, or any scan on a one-host cluster) in
+/// the coordinator's stage, where it cannot read. With two, the boundary stays; the second
+/// task reads nothing and is routed to the same host (`route`), so no other host is touched.
+pub const SCAN_TASKS_MIN: usize = 2;
+
+/// Rule 5, for plans the distributed planner still leaves on one machine (a stage capped
+/// at one task, say a join that cannot broadcast): each scan, with the filters and
+/// projections right above it, goes behind its own network boundary of `SCAN_TASKS_MIN`
+/// tasks, so it runs on the host that owns its partitions; the rest of the plan runs on
+/// the coordinator over what the hosts send.
 #[derive(Debug, Default)]
 pub struct GatherOnOneHost;
 
@@ -61,9 +71,7 @@ impl PhysicalOptimizerRule for GatherOnOneHost {
         if !contains_cluster_scan(&plan)? {
             return Ok(plan);
         }
-        let single: Arc<dyn ExecutionPlan> =
-            if plan.properties().partitioning.partition_count() > 1 { Arc::new(CoalescePartitionsExec::new(plan)) } else { plan };
-        Ok(Arc::new(NetworkCoalesceExec::try_new(single, 1, 1)?))
+        gather_scans(plan)
     }
 
     fn name(&self) -> &str {
@@ -75,6 +83,32 @@ impl PhysicalOptimizerRule for GatherOnOneHost {
     }
 }
 
+/// Operators that turn each input row into at most one output row on their own: they run
+/// on the host with the scan (an empty task's empty input gives an empty output).
+fn is_row_local(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    matches!(plan.name(), "FilterExec" | "ProjectionExec" | "CoalesceBatchesExec")
+}
+
+fn is_scan_chain(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    if plan.downcast_ref::<ClusterScanExec>().is_some() {
+        return true;
+    }
+    let children = plan.children();
+    is_row_local(plan) && children.len() == 1 && is_scan_chain(children[0])
+}
+
+fn gather_scans(plan: Arc<dyn ExecutionPlan>) -> Result<Arc<dyn ExecutionPlan>> {
+    if is_scan_chain(&plan) {
+        return Ok(Arc::new(NetworkCoalesceExec::try_new(plan, SCAN_TASKS_MIN, 1)?));
+    }
+    let children: Vec<Arc<dyn ExecutionPlan>> = plan.children().into_iter().cloned().collect();
+    if children.is_empty() {
+        return Ok(plan);
+    }
+    let gathered = children.into_iter().map(gather_scans).collect::<Result<Vec<_>>>()?;
+    plan.replace_children(gathered, ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute))
+}
+
 pub fn contains_cluster_scan(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
     plan.exists(|n| Ok(n.downcast_ref::<ClusterScanExec>().is_some()))
 }
@@ -82,7 +116,7 @@ pub fn contains_cluster_scan(plan: &Arc<dyn ExecutionPlan>) -> Result<bool> {
 /// Hook 2: one task per host the scan reads from (at least one).
 pub fn desired_task_count(topology: &Topology, ev: DesiredTaskCountEvent<'_>) -> Option<Result<DesiredTaskCountEventResponse>> {
     let scan = ev.plan.downcast_ref::<ClusterScanExec>()?;
-    let hosts = scan.hosts_involved(topology.host_count()).len().max(1);
+    let hosts = scan.hosts_involved(topology.host_count()).len().max(SCAN_TASKS_MIN);
     Some(Ok(DesiredTaskCountEventResponse::desired(hosts)))
 }
 
@@ -130,17 +164,28 @@ pub fn route(topology: &Topology, ev: RouteTasksEvent<'_>) -> Option<Result<Rout
     if let Some(c) = conflict {
         return Some(Err(DataFusionError::Plan(format!("a stage joins scans of different hosts ({c}): this query shape is not supported on a cluster yet"))));
     }
-    // Tasks that read nothing go round robin, starting after the hosts that have work.
+    // Tasks that read nothing go round robin over the hosts that have work in this stage
+    // (no other host is touched: `key = constant` stays on its host), or over all hosts
+    // when none has.
     let count = topology.urls.len();
+    let mut working: Vec<u32> = hosts.iter().flatten().copied().collect();
+    working.sort_unstable();
+    working.dedup();
+    if working.is_empty() {
+        working = (0..count as u32).collect();
+    }
     let mut next_free = 0usize;
     let urls = hosts
         .iter()
-        .map(|h| match h {
-            Some(h) => topology.urls[*h as usize % count].clone(),
-            None => {
-                next_free += 1;
-                topology.urls[(next_free - 1) % count].clone()
-            }
+        .map(|h| {
+            let host = match h {
+                Some(h) => *h,
+                None => {
+                    next_free += 1;
+                    working[(next_free - 1) % working.len()]
+                }
+            };
+            topology.urls[host as usize % count].clone()
         })
         .collect();
     Some(Ok(RouteTasksEventResponse::new(urls)))

@@ -27,8 +27,16 @@ use datafusion::physical_plan::{
 };
 use flashscan_sql::exec_plan::FlashscanExec;
 use flashscan_sql::scan_units::plan_units;
-use flashscan_storage::{HostSlot, PartitionMeta};
+use datafusion_proto::physical_plan::DefaultPhysicalExtensionCodec;
+use flashscan_sql::reader::RowFilter;
+use flashscan_storage::{HostSlot, PartitionMeta, TableMeta};
 use serde::{Deserialize, Serialize};
+
+/// How long a host waits for its stopped units to record their figures before it ships a
+/// task's metrics: a stopped unit finishes decoding at most one batch (milliseconds); past
+/// this the figures go as they are (a stuck read is not the metrics' problem to solve).
+pub const UNIT_FIGURES_WAIT_MAX: std::time::Duration = std::time::Duration::from_secs(5);
+const UNIT_FIGURES_POLL: std::time::Duration = std::time::Duration::from_millis(1);
 
 /// What travels from the coordinator to a host for one scan task (JSON in the plan's
 /// extension bytes). No path: the host finds the partitions' pages in its own catalog.
@@ -48,6 +56,10 @@ pub struct ScanRequest {
     pub projection: Vec<usize>,
     /// Column ranges a column store uses to skip row groups (min/max).
     pub ranges: Vec<RangeRequest>,
+    /// The query's filters a column store scan evaluates itself (DataFusion was told they
+    /// are exact and runs no filter above the scan, so they must travel with it).
+    #[serde(default)]
+    pub row_filter: Option<RowFilterRequest>,
     /// Filters the coordinator pruned partitions with (for EXPLAIN).
     pub pruning_filters: Vec<String>,
     /// Rows per execution partition, at most.
@@ -60,6 +72,31 @@ pub struct ScanRequest {
     /// Execution partitions of this task's scan: the most any host's share needs, so
     /// every task of the stage has the same count (the units a host has fewer of are empty).
     pub output_partitions: usize,
+}
+
+/// A scan's own filter as it travels: the table columns it reads (in the order of its
+/// input batch) and the predicate in DataFusion's protobuf form (datafusion-proto: the
+/// well-kept encoding of physical expressions the distributed plan itself uses).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RowFilterRequest {
+    pub columns: Vec<usize>,
+    pub predicate_proto: Vec<u8>,
+}
+
+impl RowFilterRequest {
+    pub fn of(filter: &RowFilter) -> Result<RowFilterRequest> {
+        let node = datafusion_proto::physical_plan::to_proto::serialize_physical_expr(&filter.predicate, &DefaultPhysicalExtensionCodec {})?;
+        Ok(RowFilterRequest { columns: filter.columns.clone(), predicate_proto: prost::Message::encode_to_vec(&node) })
+    }
+
+    /// The predicate again, against `table`'s columns; functions are found in `ctx`.
+    pub fn decode(&self, table: &TableMeta, ctx: &TaskContext) -> Result<RowFilter> {
+        let schema = table.arrow_schema().project(&self.columns)?;
+        let node: datafusion_proto::protobuf::PhysicalExprNode = prost::Message::decode(self.predicate_proto.as_slice())
+            .map_err(|e| datafusion::error::DataFusionError::Plan(format!("a scan filter does not decode: {e}")))?;
+        let predicate = datafusion_proto::physical_plan::from_proto::parse_physical_expr(&node, ctx, &schema, &DefaultPhysicalExtensionCodec {})?;
+        Ok(RowFilter { columns: self.columns.clone(), predicate })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -165,6 +202,7 @@ impl ClusterScanExec {
         };
         let share = |host: u32| -> Vec<&PartitionMeta> { spec.table.partitions.iter().filter(|p| kept.contains(&p.index) && HostSlot::owner_of(p.index, host_count) == host).collect() };
         let output_partitions = task_hosts.iter().flatten().map(|&h| plan_units(&share(h), units_wanted).len()).max().unwrap_or(1).max(1);
+        let row_filter = spec.row_filter.as_ref().map(RowFilterRequest::of).transpose()?;
         static NEXT_SCAN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         let scan = NEXT_SCAN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let variants = task_hosts
@@ -179,6 +217,7 @@ impl ClusterScanExec {
                     partitions,
                     projection: spec.projection.clone(),
                     ranges: spec.scan_filter.ranges.iter().map(|r| RangeRequest { column: r.column, min: r.min, max: r.max }).collect(),
+                    row_filter: row_filter.clone(),
                     pruning_filters: spec.pruning_filters.clone(),
                     limit: spec.limit,
                     partitions_total: spec.partitions_total,
@@ -253,7 +292,15 @@ impl ExecutionPlan for ClusterScanExec {
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
-        let metrics = self.local.as_ref().and_then(|l| l.metrics())?;
+        let local = self.local.as_ref()?;
+        // The worker ships a task's metrics once its streams ended or were dropped; a unit
+        // whose stream was dropped early still reads to its next batch and records its
+        // figures after that. Wait for them (bounded), so a task's figures are complete.
+        let started = std::time::Instant::now();
+        while local.units_running() > 0 && started.elapsed() < UNIT_FIGURES_WAIT_MAX {
+            std::thread::sleep(UNIT_FIGURES_POLL);
+        }
+        let metrics = local.metrics()?;
         let r = self.request.as_ref()?;
         Some(crate::figures::labelled(&metrics, r.scan, &r.table, r.host.unwrap_or(u32::MAX), r.host_count, &r.partitions))
     }

@@ -37,7 +37,11 @@ const DEAD_HOST_ERROR_WITHIN: Duration = Duration::from_secs(30);
 fn load(dir: &Path, host: Option<HostSlot>) {
     for table in TABLES {
         let source = tpch_source(table, SCALE_FACTOR, 2).unwrap();
-        let options = LoadOptions { partition_count: PARTITION_COUNT, threads: 2, host, ..LoadOptions::default() };
+        // One loader thread: each encoder closes its partial pages at the end, so with two
+        // the page boundaries (and the bytes a scan reads) would depend on which thread got
+        // which batch; with one, every partition's pages are the same on a host and on the
+        // single machine, and the bytes read can be compared exactly.
+        let options = LoadOptions { partition_count: PARTITION_COUNT, threads: 1, host, ..LoadOptions::default() };
         load_table(dir, source, &options).unwrap_or_else(|e| panic!("load {table} host {host:?}: {e}"));
     }
 }
@@ -162,13 +166,13 @@ fn owners_ok(partitions: &str, host: u32) -> bool {
 }
 
 #[test]
-#[ignore = "fails at q17 (22:30 run): the per-task figures (5,300,224 bytes) are below the hosts' own counters (6,234,112); q1-q16 passed answers, locality and bytes. See /work/notes/cluster.md"]
 fn tpch_on_three_hosts_gives_the_single_machine_answers_and_reads_where_the_data_is() {
     let c = cluster();
     let rt = runtime();
     let single = FlashscanSession::open(&c.single, SessionOptions { target_partitions: Some(TARGET_PARTITIONS), ..SessionOptions::default() }).unwrap();
     let session = ClusterSession::open(&c.file, ClusterOptions { target_partitions: Some(TARGET_PARTITIONS) }).unwrap();
     let mut mismatched_bytes = Vec::new();
+    let mut stopped_early = Vec::new();
     for n in 1..=22 {
         let sql = query_text(n);
         let expected = rt.block_on(single.run(&sql)).unwrap_or_else(|e| panic!("q{n} single machine: {e}"));
@@ -191,17 +195,46 @@ fn tpch_on_three_hosts_gives_the_single_machine_answers_and_reads_where_the_data
         let per_host: Vec<u64> = c.workers.iter().map(|w| w.host.scan_log().take().values().map(|t| t.figures.bytes_read).sum()).collect();
         let hosts_total: u64 = per_host.iter().sum();
         let tasks_total: u64 = got.tasks.iter().map(|t| t.bytes_read).sum();
-        let single_total = expected.scan_total().bytes_read;
+        // The per-task figures are complete: a host waits for its stopped units' figures
+        // before it ships a task's metrics.
         assert_eq!(hosts_total, tasks_total, "q{n}: hosts' counters {per_host:?} vs per-task figures");
-        if hosts_total != single_total {
-            mismatched_bytes.push((n, single_total, hosts_total));
+        // Per table, the hosts read what the single machine read. Except where a scan was
+        // stopped early (a hash join whose build side is empty drops its probe side after
+        // a batch or two: q17 at this scale, where no part matches): how far it got depends
+        // on timing, on one machine as on the hosts, and the plans differ (on the cluster a
+        // scan that feeds a shuffle runs to its end). Such a table's figure is not a whole
+        // number of full scans on at least one side; both stay within its scans' full size.
+        let mut cluster_by_table: BTreeMap<String, (u64, std::collections::BTreeSet<u64>)> = BTreeMap::new();
+        for t in &got.tasks {
+            let e = cluster_by_table.entry(t.table.clone()).or_default();
+            e.0 += t.bytes_read;
+            e.1.insert(t.scan);
+        }
+        for (table, single) in &expected.scans {
+            let (on_hosts, scans) = cluster_by_table.get(table).map(|(b, s)| (*b, s.len() as u64)).unwrap_or((0, 0));
+            let single_bytes = single.figures.bytes_read;
+            if on_hosts == single_bytes {
+                continue;
+            }
+            let whole = |bytes: u64| single.table_bytes > 0 && bytes % single.table_bytes == 0;
+            let within = |bytes: u64| bytes <= scans * single.table_bytes;
+            if (!whole(on_hosts) || !whole(single_bytes)) && within(on_hosts) && within(single_bytes) {
+                stopped_early.push((n, table.clone(), single_bytes, on_hosts, single.table_bytes));
+                continue;
+            }
+            mismatched_bytes.push((n, table.clone(), single_bytes, on_hosts, single.table_bytes));
+        }
+        for table in cluster_by_table.keys() {
+            assert!(expected.scans.contains_key(table), "q{n}: the cluster scanned {table}, the single machine did not");
         }
     }
-    assert!(mismatched_bytes.is_empty(), "bytes read (query, single machine, sum over hosts): {mismatched_bytes:?}");
+    eprintln!("stopped scans (query, table, single machine, hosts, table bytes): {stopped_early:?}");
+    // Only q17 stops a scan early at this scale; anywhere else a difference is a bug.
+    assert!(stopped_early.iter().all(|s| s.0 == 17), "scans stopped early outside q17: {stopped_early:?}");
+    assert!(mismatched_bytes.is_empty(), "bytes read (query, table, single machine, sum over hosts, table bytes): {mismatched_bytes:?}");
 }
 
 #[test]
-#[ignore = "fails (22:30 run): the one-host plan ran its scan on the coordinator (\"a cluster scan reached the coordinator\"); GatherOnOneHost does not take effect yet. See /work/notes/cluster.md"]
 fn key_equal_constant_reads_on_one_host_only() {
     let c = cluster();
     let rt = runtime();
@@ -232,6 +265,7 @@ fn a_host_refuses_a_partition_it_does_not_own() {
     let source = tpch_source("orders", SCALE_FACTOR, 1).unwrap();
     load_table(&db, source, &LoadOptions { partition_count: 4, threads: 2, host: Some(HostSlot::new(1, 2).unwrap()), ..LoadOptions::default() }).unwrap();
     let host = HostState::open(&db, "127.0.0.1:1", ReadOptions::default()).unwrap();
+    let task_ctx = datafusion::execution::TaskContext::default();
     let request = |partitions: Vec<u32>| ScanRequest {
         scan: 1,
         table: "orders".into(),
@@ -240,6 +274,7 @@ fn a_host_refuses_a_partition_it_does_not_own() {
         partitions,
         projection: vec![0, 3],
         ranges: vec![],
+        row_filter: None,
         pruning_filters: vec![],
         limit: None,
         partitions_total: 4,
@@ -247,14 +282,14 @@ fn a_host_refuses_a_partition_it_does_not_own() {
         units_wanted: 2,
         output_partitions: 2,
     };
-    assert!(host.scan(request(vec![1, 3])).is_ok());
-    let e = host.scan(request(vec![1, 2])).unwrap_err().to_string();
+    assert!(host.scan(request(vec![1, 3]), &task_ctx).is_ok());
+    let e = host.scan(request(vec![1, 2]), &task_ctx).unwrap_err().to_string();
     assert!(e.contains("host 1/2") && e.contains("partition 2") && e.contains("host 0/2 owns it"), "{e}");
     assert_eq!(e.lines().count(), 1);
     // Planned for another host, or another cluster shape: refused too.
-    let e = host.scan(ScanRequest { host: Some(0), ..request(vec![]) }).unwrap_err().to_string();
+    let e = host.scan(ScanRequest { host: Some(0), ..request(vec![]) }, &task_ctx).unwrap_err().to_string();
     assert!(e.contains("planned for host 0/2"), "{e}");
-    let e = host.scan(ScanRequest { host_count: 3, ..request(vec![1]) }).unwrap_err().to_string();
+    let e = host.scan(ScanRequest { host_count: 3, ..request(vec![1]) }, &task_ctx).unwrap_err().to_string();
     assert!(e.contains("refuses"), "{e}");
     // Through the codec, as a worker receives it.
     use datafusion_proto::physical_plan::PhysicalExtensionCodec;
@@ -379,4 +414,44 @@ fn the_cluster_file_names_every_table_and_host() {
     let owned: BTreeMap<String, Vec<u32>> = file.hosts[0].partitions.clone();
     assert_eq!(owned.get("lineitem"), Some(&vec![0, 3]));
     assert_eq!(c.hosts.len(), 3);
+}
+
+/// A column store scan evaluates the query's filters itself (DataFusion runs no filter
+/// above it), so the filter must travel with the scan task: the hosts' answers equal the
+/// single machine's for filtered queries over a column store.
+#[test]
+fn a_column_store_filter_travels_with_the_scan() {
+    let dir = tempfile::tempdir().unwrap();
+    let column_store = flashscan_storage::RebuildTarget::ColumnStore { archive: false };
+    let load_lineitem = |db: &Path, host: Option<HostSlot>| {
+        let source = tpch_source("lineitem", SCALE_FACTOR, 2).unwrap();
+        load_table(db, source, &LoadOptions { partition_count: 4, threads: 2, host, ..LoadOptions::default() }).unwrap();
+        flashscan_storage::rebuild_table(db, "lineitem", column_store, &flashscan_storage::RebuildOptions::default()).unwrap();
+    };
+    let single = dir.path().join("single");
+    load_lineitem(&single, None);
+    let dbs: Vec<PathBuf> = (0..2)
+        .map(|i| {
+            let db = dir.path().join(format!("h{i}"));
+            load_lineitem(&db, Some(HostSlot::new(i, 2).unwrap()));
+            db
+        })
+        .collect();
+    let workers: Vec<RunningWorker> = dbs.iter().map(|db| normal_worker(db)).collect();
+    let list: Vec<(String, PathBuf)> = workers.iter().zip(&dbs).map(|(w, db)| (w.address.clone(), db.clone())).collect();
+    let path = write_cluster_file(dir.path(), "c.json", &list);
+    let rt = runtime();
+    let single = FlashscanSession::open(&single, SessionOptions { target_partitions: Some(TARGET_PARTITIONS), ..SessionOptions::default() }).unwrap();
+    let session = ClusterSession::open(&path, ClusterOptions { target_partitions: Some(TARGET_PARTITIONS) }).unwrap();
+    for sql in [
+        "SELECT count(*), sum(l_extendedprice) FROM lineitem WHERE l_quantity < 10 AND l_shipmode = 'AIR'",
+        "SELECT l_orderkey, l_linenumber, l_comment FROM lineitem WHERE l_comment LIKE '%furious%' AND l_discount > 0.05",
+        "SELECT l_returnflag, count(*) FROM lineitem WHERE l_shipdate >= DATE '1995-01-01' GROUP BY l_returnflag",
+    ] {
+        let expected = rt.block_on(single.run(sql)).unwrap();
+        let got = rt.block_on(session.run(sql)).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let (e_rows, g_rows) = (rows(&expected[0].batches), rows(&got[0].output.batches));
+        assert!(!e_rows.is_empty(), "{sql}: the oracle returns rows");
+        assert!(same_rows(&e_rows, &g_rows), "{sql}: cluster answer differs\nsingle: {e_rows:?}\ncluster: {g_rows:?}");
+    }
 }

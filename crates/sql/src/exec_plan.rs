@@ -65,6 +65,11 @@ pub struct FlashscanExec {
     metrics: ExecutionPlanMetricsSet,
     scan_log: Arc<ScanLog>,
     properties: Arc<PlanProperties>,
+    /// Units started and not yet done recording their figures. A unit whose stream was
+    /// dropped early (a join with an empty build side, a limit) reads on until its next
+    /// batch and records after that: a cluster host waits for zero before shipping this
+    /// node's metrics (crates/cluster), so per-task figures are complete.
+    units_running: Arc<AtomicUsize>,
 }
 
 impl FlashscanExec {
@@ -79,11 +84,16 @@ impl FlashscanExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        Ok(FlashscanExec { spec, schema, metrics: ExecutionPlanMetricsSet::new(), scan_log, properties: Arc::new(properties) })
+        Ok(FlashscanExec { spec, schema, metrics: ExecutionPlanMetricsSet::new(), scan_log, properties: Arc::new(properties), units_running: Arc::default() })
     }
 
     pub fn spec(&self) -> &ScanSpec {
         &self.spec
+    }
+
+    /// Units of this node that started and have not yet recorded their figures.
+    pub fn units_running(&self) -> usize {
+        self.units_running.load(Ordering::Acquire)
     }
 
     fn statistics_of(&self, units: &[ScanUnit], exact: bool) -> Statistics {
@@ -188,7 +198,9 @@ impl ExecutionPlan for FlashscanExec {
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let scan_log = self.scan_log.clone();
         let statement = scan_log.statement();
+        let running = UnitRunning::start(&self.units_running);
         builder.spawn_blocking(move || {
+            let _running = running;
             let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
             let deliver = |batch: RecordBatch| -> Flow {
                 let mut offset = 0;
@@ -242,5 +254,22 @@ impl ExecutionPlan for FlashscanExec {
         let mut spec = self.spec.clone();
         spec.limit = limit;
         FlashscanExec::new(spec, self.scan_log.clone()).ok().map(|e| Arc::new(e) as Arc<dyn ExecutionPlan>)
+    }
+}
+
+/// One running unit in `FlashscanExec::units_running`, until dropped (after the unit
+/// recorded its figures, or failed, or its closure never ran).
+struct UnitRunning(Arc<AtomicUsize>);
+
+impl UnitRunning {
+    fn start(count: &Arc<AtomicUsize>) -> UnitRunning {
+        count.fetch_add(1, Ordering::AcqRel);
+        UnitRunning(count.clone())
+    }
+}
+
+impl Drop for UnitRunning {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
