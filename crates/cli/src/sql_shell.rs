@@ -29,6 +29,18 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the query runtime: {e}"))?;
     let session = FlashscanSession::open(&args.db, SessionOptions::default()).map_err(to_anyhow)?;
+    // A cluster host's database holds only its host's partitions: say so, so a count or a
+    // sum over it is not mistaken for the whole table's.
+    if let Ok(catalog) = flashscan_storage::Catalog::read(&args.db) {
+        if let Some(host) = &catalog.host {
+            eprintln!(
+                "flashscan: note: {} is host {} of {} of a cluster: answers cover only the partitions it owns; for the whole tables run `flashscan sql --cluster CLUSTER.json \"QUERY\"`",
+                args.db.display(),
+                host.index,
+                host.count
+            );
+        }
+    }
     let Some(sql) = sql else {
         return shell::run_interactive(&session, &runtime, mode).map_err(to_anyhow);
     };

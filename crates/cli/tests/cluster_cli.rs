@@ -142,6 +142,13 @@ fn workers_make_check_and_sql_cluster_give_the_single_machine_answers() {
         assert!(expected.lines().count() >= 2, "{sql}: rows expected: {expected}");
     }
 
+    // A host's database alone answers for its own partitions and says so on stderr (its
+    // refusal of SQL writes is tested in crates/write).
+    let alone = run(&["sql", path(&s.hosts[0]), "SELECT count(*) FROM orders", "--csv"]);
+    assert_eq!(alone.status.code(), Some(0));
+    let note = String::from_utf8_lossy(&alone.stderr);
+    assert!(note.contains("host 0 of 2") && note.contains("--cluster"), "{note}");
+
     // EXPLAIN ANALYZE: the distributed plan and a table of tasks with host, partitions,
     // rows and bytes.
     let explained = ok(&["sql", "--cluster", path(&file), "EXPLAIN ANALYZE SELECT count(*) FROM lineitem WHERE l_quantity < 5"]);

@@ -116,6 +116,13 @@ impl ClusterFile {
         }
         let mut total = 0u64;
         for (table, &partition_count) in &self.tables {
+            // The count comes from the file: bounded before it sizes anything.
+            if partition_count == 0 || partition_count > flashscan_storage::partitioning::PARTITION_COUNT_MAX {
+                return Err(bad(format!(
+                    "table {table:?} has {partition_count} partitions: a table has 1 to {} (flashscan's PARTITION_COUNT_MAX)",
+                    flashscan_storage::partitioning::PARTITION_COUNT_MAX
+                )));
+            }
             let mut owners: Vec<Vec<usize>> = vec![Vec::new(); partition_count as usize];
             for (i, h) in self.hosts.iter().enumerate() {
                 for &p in h.partitions.get(table).map(|v| v.as_slice()).unwrap_or_default() {

@@ -146,7 +146,18 @@ impl ClusterSession {
     /// mid-query leaves a transport error that does not say which host it was).
     async fn name_the_host(&self, e: datafusion::error::DataFusionError) -> ClusterError {
         let error = SqlError::from(e);
-        let down = self.topology.unreachable_hosts().await;
+        let mut down = self.topology.unreachable_hosts().await;
+        // A host dying mid-query can break the query's stream before its listening socket
+        // is closed: a transport error with every host still accepting connections is
+        // probed again, a few times, before it is reported without a host.
+        let transport = error.to_string().contains("transport error");
+        for _ in 0..crate::network::PROBE_RETRIES {
+            if !down.is_empty() || !transport {
+                break;
+            }
+            tokio::time::sleep(crate::network::PROBE_RETRY_AFTER).await;
+            down = self.topology.unreachable_hosts().await;
+        }
         if down.is_empty() {
             return ClusterError::Sql(error);
         }

@@ -75,6 +75,13 @@ impl HostState {
             return Err(refuse(format!("a column number is past the table's {columns} columns")));
         }
         let share: Vec<&PartitionMeta> = table.partitions.iter().filter(|p| request.partitions.contains(&p.index)).collect();
+        // Every partition asked for must be read here: one missing from this host's table
+        // would silently shorten the answer.
+        let asked: std::collections::BTreeSet<u32> = request.partitions.iter().copied().collect();
+        if share.len() != asked.len() {
+            let missing: Vec<u32> = asked.iter().copied().filter(|p| !share.iter().any(|m| m.index == *p)).collect();
+            return Err(refuse(format!("partitions {missing:?} are not in this host's table: the catalog changed since the coordinator read it (reload cluster.json's catalogs)")));
+        }
         let units = plan_units(&share, request.units_wanted);
         if units.len() > request.output_partitions {
             return Err(refuse(format!(

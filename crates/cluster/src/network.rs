@@ -24,6 +24,10 @@ pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
 pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the after-failure probe waits for each host.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// After a transport error with every host answering, probes again this many times, this
+/// long apart: a dying host's sockets close a moment after its streams break.
+pub const PROBE_RETRIES: u32 = 4;
+pub const PROBE_RETRY_AFTER: Duration = Duration::from_millis(500);
 const _: () = assert!(CONNECT_TIMEOUT.as_secs() + KEEPALIVE_INTERVAL.as_secs() + KEEPALIVE_TIMEOUT.as_secs() < 30);
 
 /// The hosts of cluster.json, in host order.

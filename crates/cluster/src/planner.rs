@@ -67,11 +67,15 @@ pub const SCAN_TASKS_MIN: usize = 2;
 pub struct GatherOnOneHost;
 
 impl PhysicalOptimizerRule for GatherOnOneHost {
-    fn optimize(&self, plan: Arc<dyn ExecutionPlan>, _config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
+    fn optimize(&self, plan: Arc<dyn ExecutionPlan>, config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
         if !contains_cluster_scan(&plan)? {
             return Ok(plan);
         }
-        gather_scans(plan)
+        // This rule runs after DataFusion enforced distribution and ordering, and a network
+        // boundary changes its input's partitioning and drops its ordering: a parent that
+        // needed either makes the query fail here, never answer wrongly.
+        let gathered = gather_scans(plan)?;
+        datafusion::physical_optimizer::sanity_checker::SanityCheckPlan::new().optimize(gathered, config)
     }
 
     fn name(&self) -> &str {

@@ -296,9 +296,19 @@ impl ExecutionPlan for ClusterScanExec {
         // The worker ships a task's metrics once its streams ended or were dropped; a unit
         // whose stream was dropped early still reads to its next batch and records its
         // figures after that. Wait for them (bounded), so a task's figures are complete.
-        let started = std::time::Instant::now();
-        while local.units_running() > 0 && started.elapsed() < UNIT_FIGURES_WAIT_MAX {
-            std::thread::sleep(UNIT_FIGURES_POLL);
+        // `metrics` is synchronous and the worker calls it on a runtime thread: the wait tells
+        // a multi-thread runtime so that thread's other tasks move elsewhere meanwhile.
+        let wait = || {
+            let started = std::time::Instant::now();
+            while local.units_running() > 0 && started.elapsed() < UNIT_FIGURES_WAIT_MAX {
+                std::thread::sleep(UNIT_FIGURES_POLL);
+            }
+        };
+        if local.units_running() > 0 {
+            match tokio::runtime::Handle::try_current() {
+                Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(wait),
+                _ => wait(),
+            }
         }
         let metrics = local.metrics()?;
         let r = self.request.as_ref()?;
