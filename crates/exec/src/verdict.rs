@@ -46,26 +46,29 @@ pub struct ColumnStoreInputs {
 /// Bytes a decoded value is counted as against the memory rate (the vector kernels' i64).
 pub const DECODED_VALUE_BYTES: f64 = 8.0;
 
-/// The verdict of a column store scan: the general one when I/O, other processes or
-/// uneven work explain it (see `verdict`), else how far decode runs from memory's rate.
+/// The verdict of a column store scan. When it was CPU-bound, how far decode runs from
+/// memory's rate replaces the device efficiency as its measure; when something else held
+/// it back (I/O, other processes, uneven work: see `verdict`), that comes first and the
+/// same measure follows it.
 pub fn column_store_verdict(v: &VerdictInputs, c: &ColumnStoreInputs) -> String {
     let general = verdict(v);
-    if !general.starts_with("CPU-bound") {
-        return general;
-    }
     let values_per_s = if v.elapsed_s > 0.0 { c.values_decoded as f64 / v.elapsed_s } else { 0.0 };
     let decoded_gb_per_s = values_per_s * DECODED_VALUE_BYTES / 1e9;
     let share = if c.memory_gb_per_s > 0.0 { decoded_gb_per_s / c.memory_gb_per_s } else { 0.0 };
-    format!(
-        "decode-bound (column store): {:.0} M values/s on {} core{} = {:.2} GB/s as 8-byte values, {} % of the {:.1} GB/s memory read rate measured beside it; reads at {} % of the raw device rate",
+    let measure = format!(
+        "{:.0} M values/s on {} core{} = {:.2} GB/s as 8-byte values, {} % of the {:.1} GB/s memory read rate measured beside it",
         values_per_s / 1e6,
         v.thread_count,
         if v.thread_count == 1 { "" } else { "s" },
         decoded_gb_per_s,
         (share * 100.0).round() as i64,
         c.memory_gb_per_s,
-        (v.efficiency * 100.0).round() as i64
-    )
+    );
+    if general.starts_with("CPU-bound") {
+        format!("decode-bound (column store): {measure}; reads at {} % of the raw device rate", (v.efficiency * 100.0).round() as i64)
+    } else {
+        format!("{general}; column store decode: {measure}")
+    }
 }
 
 pub fn verdict(v: &VerdictInputs) -> String {
@@ -182,8 +185,12 @@ mod tests {
             decode_bound,
             "decode-bound (column store): 400 M values/s on 2 cores = 3.20 GB/s as 8-byte values, 20 % of the 16.0 GB/s memory read rate measured beside it; reads at 4 % of the raw device rate"
         );
-        // Other causes keep their general verdict.
-        assert_eq!(column_store_verdict(&inputs(0.963, w(1.0, 1.0, 0.0)), &memory), "I/O-bound (efficiency 96 %)");
-        assert!(column_store_verdict(&inputs(0.5, w(1.5, 0.5, 0.0)), &memory).starts_with("held back by read-ahead"));
+        // Other causes come first, the same measure after them.
+        assert_eq!(
+            column_store_verdict(&inputs(0.963, w(1.0, 1.0, 0.0)), &memory),
+            "I/O-bound (efficiency 96 %); column store decode: 400 M values/s on 2 cores = 3.20 GB/s as 8-byte values, 20 % of the 16.0 GB/s memory read rate measured beside it"
+        );
+        let read_ahead = column_store_verdict(&inputs(0.5, w(1.5, 0.5, 0.0)), &memory);
+        assert!(read_ahead.starts_with("held back by read-ahead") && read_ahead.ends_with("20 % of the 16.0 GB/s memory read rate measured beside it"), "{read_ahead}");
     }
 }

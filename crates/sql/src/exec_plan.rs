@@ -279,7 +279,7 @@ impl ExecutionPlan for FlashscanExec {
             .into_iter()
             .filter(|f| !self.runtime_filters.iter().any(|g| g.as_ref() == f.as_ref()))
             .collect();
-        if phase != FilterPushdownPhase::Post || new.is_empty() {
+        if phase != FilterPushdownPhase::Post || new.is_empty() || !runtime_filters_enabled() {
             return Ok(result);
         }
         let mut exec = FlashscanExec::new(self.spec.clone(), self.scan_log.clone())?;
@@ -295,6 +295,15 @@ impl ExecutionPlan for FlashscanExec {
         Some(Arc::new(exec) as Arc<dyn ExecutionPlan>)
     }
 }
+
+/// Scans take DataFusion's runtime filters unless `FLASHSCAN_SQL_RUNTIME_FILTERS=0` (for
+/// timing the two side by side; same answers).
+pub fn runtime_filters_enabled() -> bool {
+    std::env::var("FLASHSCAN_SQL_RUNTIME_FILTERS").map_or(RUNTIME_FILTERS_DEFAULT, |value| value != "0")
+}
+
+/// See `runtime_filters_enabled`.
+const RUNTIME_FILTERS_DEFAULT: bool = true;
 
 /// `batch` without the rows that fail any of `filters` (a null fails). A filter still `true`
 /// (a hash join whose build side is not finished) costs one evaluation of a literal.
