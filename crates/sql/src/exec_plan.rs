@@ -296,14 +296,16 @@ impl ExecutionPlan for FlashscanExec {
     }
 }
 
-/// Scans take DataFusion's runtime filters unless `FLASHSCAN_SQL_RUNTIME_FILTERS=0` (for
-/// timing the two side by side; same answers).
+/// Scans take DataFusion's runtime filters only with `FLASHSCAN_SQL_RUNTIME_FILTERS=1`:
+/// applied row by row they repeat the join's own hash probe, and at TPC-H SF 1 that cost
+/// more CPU than it saved (docs/benchmarks.md, issue 13: geomean CPU 0.97×, Q18 1.34× the
+/// CPU); they pay off once they also skip row groups by their bounds (not built yet).
 pub fn runtime_filters_enabled() -> bool {
     std::env::var("FLASHSCAN_SQL_RUNTIME_FILTERS").map_or(RUNTIME_FILTERS_DEFAULT, |value| value != "0")
 }
 
 /// See `runtime_filters_enabled`.
-const RUNTIME_FILTERS_DEFAULT: bool = true;
+const RUNTIME_FILTERS_DEFAULT: bool = false;
 
 /// `batch` without the rows that fail any of `filters` (a null fails). A filter still `true`
 /// (a hash join whose build side is not finished) costs one evaluation of a literal.
