@@ -143,6 +143,10 @@ impl TableSource for ColumnStoreTable<'_> {
         &self.meta.name
     }
 
+    fn is_column_store(&self) -> bool {
+        true
+    }
+
     fn format_name(&self) -> String {
         self.meta.format.clone()
     }

@@ -31,6 +31,10 @@ pub struct CheckReport {
     /// Scan MB/s divided by raw MB/s.
     pub efficiency: f64,
     pub verdict: String,
+    /// Column stores: the memory read rate (GB/s) measured beside the scan with its
+    /// threads, which the verdict compares decode with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_gb_per_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -102,7 +102,10 @@ pub fn run_query(source: &dyn TableSource, query: &BuiltinQuery, options: &ScanO
     let result = merge_all(kernels)?.unwrap_or_default();
     let figures = PassFigures::of(&stats);
     let check = match (&raw_before, &raw_after) {
-        (Some(before), Some(after)) => Some(check_report(&figures, before, after, &config)),
+        (Some(before), Some(after)) => {
+            let values = source.is_column_store().then(|| figures.rows_scanned * projection.len() as u64);
+            Some(check_report(&figures, before, after, &config, values))
+        }
         _ => None,
     };
     let mut notices = stats.notices.clone();

@@ -6,21 +6,27 @@
 //! - integer-like columns (Int32, Int64, Date32, decimals of ≤ 18 digits): the codec's
 //!   vector cursor writes into the slice's buffer (a decimal is widened to the i128 that
 //!   Arrow's Decimal128 needs as it is written, the only place it is widened);
-//! - dictionary strings: the codes a vector at a time, the slice's strings copied from the
-//!   entries (never the whole column's);
+//! - dictionary strings: the codes a slice at a time. As `Utf8View` (`SliceDecoder::open`
+//!   with `strings_as_views`), each row is one 16-byte view copied from its entry's view,
+//!   built once per row group over one buffer of the entries: no string byte is copied per
+//!   row. As `Utf8`, the slice's strings are copied from the entries;
 //! - anything else (floats, booleans, plain strings, wide decimals, …): decoded whole once
-//!   by the whole-column decoder, then handed out in zero-copy slices.
+//!   by the whole-column decoder, then handed out in zero-copy slices (plain strings cast
+//!   to views once when views are asked for).
 //!
-//! Late materialization: `SliceFilter` names the columns a predicate reads; they are
-//! decoded first, the predicate picks the rows, and the other columns of a slice where no
-//! row survives are skipped without being unpacked (`skip_vector`), the rest decoded and
+//! Late materialization: `SliceFilter` is a conjunction; a conjunct that reads one
+//! dictionary-coded string column is evaluated once per row group on the dictionary's
+//! entries (plus one null), then applied to each slice's codes by lookup; the other
+//! conjuncts run on their columns, decoded first. The other columns of a slice where no row
+//! survives are skipped without being unpacked (`skip_vector`), the rest decoded and
 //! filtered to the surviving rows.
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Int32Array, Int64Array, StringArray};
-use arrow::buffer::{Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{ArrowPrimitiveType, Field, Schema, SchemaRef};
+use arrow::array::builder::make_view;
+use arrow::array::{Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Int32Array, Int64Array, StringArray, StringViewArray};
+use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use flashscan_storage::columnstore::{ColumnType, SegmentView, VecPool};
 use flashscan_storage::compression::string_dictionary::StringCodes;
@@ -32,18 +38,78 @@ use crate::segments::RowGroupSegments;
 /// Rows per slice, at most: bounds a slice's buffers (16 bytes × rows per decimal column).
 pub const SLICE_ROWS_MAX: usize = 1 << 20;
 
-/// A predicate evaluated inside the scan on the columns it reads, before the others are
-/// decoded. `evaluate` gets a batch of the `columns` (indexes into the decoded columns, in
-/// that order) and returns, per row, whether it passes (a null counts as not passing).
-pub struct SliceFilter<'f> {
+/// One part of a conjunction evaluated inside the scan: `evaluate` gets a batch of the
+/// `columns` (indexes into the decoded columns, in that order) and returns, per row,
+/// whether it passes (a null counts as not passing). It must be deterministic and depend
+/// on each row's values only: a conjunct on one dictionary-coded string column is
+/// evaluated on the dictionary's entries, not on the rows.
+pub struct SliceConjunct<'f> {
     pub columns: Vec<usize>,
-    pub evaluate: &'f mut dyn FnMut(&RecordBatch) -> Result<BooleanArray, ExecError>,
+    pub evaluate: &'f (dyn Fn(&RecordBatch) -> Result<BooleanArray, ExecError> + Sync),
+}
+
+/// A predicate evaluated inside the scan before the columns it does not read are decoded:
+/// a row passes when every conjunct passes. The same filter for every slice of a decoder
+/// (it caches per-entry results by conjunct position).
+pub struct SliceFilter<'f> {
+    pub conjuncts: Vec<SliceConjunct<'f>>,
+}
+
+/// A string dictionary's entries in the forms slices are built from, made once per row
+/// group: one buffer of all entry bytes, a view per entry into it, and the entries as an
+/// array of the output type with one null after them (what a null row is, for filters).
+struct Entries {
+    views: Vec<u128>,
+    buffer: Buffer,
+    offsets: Vec<i32>,
+    array: ArrayRef,
+}
+
+impl Entries {
+    fn of(codes: &StringCodes<'_>, as_views: bool) -> Result<Entries, CodecError> {
+        let count = codes.entry_count();
+        let mut bytes = Vec::new();
+        let mut offsets = Vec::with_capacity(count + 1);
+        offsets.push(0i32);
+        for code in 0..count {
+            bytes.extend_from_slice(codes.entry(code));
+            let end = i32::try_from(bytes.len()).map_err(|_| CodecError::LimitExceeded { what: "dictionary entry bytes", value: bytes.len() as u64, limit: i32::MAX as u64 })?;
+            offsets.push(end);
+        }
+        let buffer = Buffer::from(bytes);
+        let views: Vec<u128> = offsets.windows(2).map(|w| make_view(&buffer[w[0] as usize..w[1] as usize], 0, w[0] as u32)).collect();
+        // The entries, then one null.
+        let nulls = NullBuffer::new(BooleanBuffer::collect_bool(count + 1, |i| i < count));
+        let array: ArrayRef = if as_views {
+            let mut with_null = views.clone();
+            with_null.push(0);
+            // SAFETY: every view was made by `make_view` over a whole entry of `buffer`
+            // (block 0) at its offset, and each entry was validated as UTF-8 when the
+            // dictionary was opened; the last slot is null (a zero view is an empty string).
+            Arc::new(unsafe { StringViewArray::new_unchecked(ScalarBuffer::from(with_null), vec![buffer.clone()], Some(nulls)) })
+        } else {
+            let mut with_null = offsets.clone();
+            with_null.push(*offsets.last().unwrap_or(&0));
+            // SAFETY: offsets start at 0, never decrease, end at the buffer's length; every
+            // entry is valid UTF-8 (checked when the dictionary was opened).
+            Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new(ScalarBuffer::from(with_null)), buffer.clone(), Some(nulls)) })
+        };
+        Ok(Entries { views, buffer, offsets, array })
+    }
 }
 
 /// One column's cursor over its segment.
 enum SliceColumn<'a> {
     Integer { vectors: IntegerVectors<'a>, column_type: ColumnType, nulls: Option<NullBuffer>, scratch: Box<Vector> },
-    Strings { codes: StringCodes<'a>, nulls: Option<NullBuffer>, scratch: Box<[u32; VECTOR_VALUES]> },
+    Strings {
+        codes: StringCodes<'a>,
+        nulls: Option<NullBuffer>,
+        scratch: Box<[u32; VECTOR_VALUES]>,
+        /// The current slice's codes (after `read_codes`).
+        slice_codes: Vec<u32>,
+        entries: Option<Entries>,
+        as_views: bool,
+    },
     Whole(ArrayRef),
 }
 
@@ -54,23 +120,52 @@ pub struct SliceDecoder<'a> {
     row_count: usize,
     position: usize,
     slice_rows: usize,
+    /// Per conjunct of the filter: whether each entry (then the null) of its dictionary
+    /// column passes, once computed for this row group.
+    entry_passes: Vec<Option<Vec<bool>>>,
+}
+
+/// `schema` with its Utf8 fields as Utf8View: what a decoder with `strings_as_views` hands
+/// on, and what SQL scans of column stores declare.
+pub fn with_string_views(schema: &Schema) -> Schema {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| if f.data_type() == &DataType::Utf8 { f.as_ref().clone().with_data_type(DataType::Utf8View) } else { f.as_ref().clone() })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// Where a column stands in the current slice.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Advanced {
+    No,
+    /// A string column's codes for the slice were read (its cursor moved).
+    Codes,
 }
 
 impl<'a> SliceDecoder<'a> {
     /// Opens every column of `group` for slices of `slice_rows` rows (rounded up to whole
-    /// vectors, since a vector cursor hands out whole vectors).
-    pub fn open(group: &'a RowGroupSegments<'a>, slice_rows: usize, pool: &mut VecPool) -> Result<SliceDecoder<'a>, ExecError> {
+    /// vectors, since a vector cursor hands out whole vectors). With `strings_as_views`,
+    /// Utf8 columns come out as Utf8View (see `with_string_views`).
+    pub fn open(group: &'a RowGroupSegments<'a>, slice_rows: usize, strings_as_views: bool, pool: &mut VecPool) -> Result<SliceDecoder<'a>, ExecError> {
         let slice_rows = slice_rows.clamp(1, SLICE_ROWS_MAX).div_ceil(VECTOR_VALUES) * VECTOR_VALUES;
         let mut columns = Vec::with_capacity(group.columns.len());
         for (slot, view) in group.columns.iter().enumerate() {
-            columns.push(open_column(group, slot, view, pool)?);
+            columns.push(open_column(group, slot, view, strings_as_views, pool)?);
         }
-        Ok(SliceDecoder { columns, schema: group.schema.clone(), row_count: group.row_count, position: 0, slice_rows })
+        let schema = if strings_as_views { Arc::new(with_string_views(&group.schema)) } else { group.schema.clone() };
+        Ok(SliceDecoder { columns, schema, row_count: group.row_count, position: 0, slice_rows, entry_passes: Vec::new() })
+    }
+
+    /// The schema of the slices handed out.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
     }
 
     /// The next slice of every column, or None after the last row. With a filter, the
     /// slice holds only the rows that pass (possibly none: then it has 0 rows).
-    pub fn next_slice(&mut self, group: &RowGroupSegments<'_>, filter: Option<&mut SliceFilter<'_>>) -> Result<Option<RecordBatch>, ExecError> {
+    pub fn next_slice(&mut self, group: &RowGroupSegments<'_>, filter: Option<&SliceFilter<'_>>) -> Result<Option<RecordBatch>, ExecError> {
         let rows = self.slice_rows.min(self.row_count - self.position);
         if rows == 0 {
             return Ok(None);
@@ -81,57 +176,147 @@ impl<'a> SliceDecoder<'a> {
         let Some(filter) = filter else {
             let mut arrays = Vec::with_capacity(self.columns.len());
             for (slot, column) in self.columns.iter_mut().enumerate() {
-                arrays.push(next_array(column, start, rows, group, slot)?);
+                arrays.push(next_array(column, start, rows, group, slot, Advanced::No)?);
             }
             return Ok(Some(RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?));
         };
-        // The predicate's columns first.
-        let mut decoded: Vec<Option<ArrayRef>> = vec![None; self.columns.len()];
-        let mut fields = Vec::with_capacity(filter.columns.len());
-        let mut filter_arrays = Vec::with_capacity(filter.columns.len());
-        for &slot in &filter.columns {
-            let array = match &decoded[slot] {
-                Some(a) => a.clone(),
-                None => {
-                    let column = self.columns.get_mut(slot).ok_or_else(|| ExecError::Internal(format!("filter column {slot} out of range")))?;
-                    let a = next_array(column, start, rows, group, slot)?;
-                    decoded[slot] = Some(a.clone());
-                    a
-                }
+        let n = self.columns.len();
+        let mut decoded: Vec<Option<ArrayRef>> = vec![None; n];
+        let mut advanced = vec![Advanced::No; n];
+        if self.entry_passes.len() != filter.conjuncts.len() {
+            self.entry_passes = vec![None; filter.conjuncts.len()];
+        }
+        // None: every row passes so far.
+        let mut selection: Option<BooleanBuffer> = None;
+        let none_left = |s: &Option<BooleanBuffer>| s.as_ref().is_some_and(|s| s.count_set_bits() == 0);
+        // Conjuncts on one dictionary-coded string column: on the entries once, then by code.
+        let mut on_codes = vec![false; filter.conjuncts.len()];
+        for (k, conjunct) in filter.conjuncts.iter().enumerate() {
+            let &[slot] = conjunct.columns.as_slice() else { continue };
+            let column = self.columns.get_mut(slot).ok_or_else(|| ExecError::Internal(format!("filter column {slot} out of range")))?;
+            if !matches!(column, SliceColumn::Strings { .. }) {
+                continue;
+            }
+            if self.entry_passes[k].is_none() {
+                self.entry_passes[k] = Some(entry_passes(column, conjunct, group, slot)?);
+            }
+            if advanced[slot] == Advanced::No {
+                read_codes(column, rows, group, slot)?;
+                advanced[slot] = Advanced::Codes;
+            }
+            let (SliceColumn::Strings { slice_codes, nulls, .. }, Some(table)) = (&*column, self.entry_passes[k].as_ref()) else { continue };
+            let null_code = table.len() - 1;
+            let nulls = nulls.as_ref().map(|n| n.slice(start, rows));
+            let passing = match &nulls {
+                Some(n) if n.null_count() > 0 => BooleanBuffer::collect_bool(rows, |i| table[if n.is_null(i) { null_code } else { slice_codes[i] as usize }]),
+                _ => BooleanBuffer::collect_bool(rows, |i| table[slice_codes[i] as usize]),
             };
-            fields.push(Field::new(format!("c{slot}"), array.data_type().clone(), true));
-            filter_arrays.push(array);
+            selection = Some(match selection {
+                Some(s) => &s & &passing,
+                None => passing,
+            });
+            on_codes[k] = true;
+            if none_left(&selection) {
+                break;
+            }
         }
-        let filter_batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), filter_arrays, &options)?;
-        let selection = (filter.evaluate)(&filter_batch)?;
-        if selection.len() != rows {
-            return Err(ExecError::Internal(format!("filter returned {} values for {rows} rows", selection.len())));
+        // The other conjuncts, on their decoded columns, while some row is left.
+        for (k, conjunct) in filter.conjuncts.iter().enumerate() {
+            if on_codes[k] || none_left(&selection) {
+                continue;
+            }
+            let mut fields = Vec::with_capacity(conjunct.columns.len());
+            let mut arrays = Vec::with_capacity(conjunct.columns.len());
+            for &slot in &conjunct.columns {
+                let array = match &decoded[slot] {
+                    Some(a) => a.clone(),
+                    None => {
+                        let column = self.columns.get_mut(slot).ok_or_else(|| ExecError::Internal(format!("filter column {slot} out of range")))?;
+                        let a = next_array(column, start, rows, group, slot, advanced[slot])?;
+                        decoded[slot] = Some(a.clone());
+                        a
+                    }
+                };
+                fields.push(Field::new(format!("c{slot}"), array.data_type().clone(), true));
+                arrays.push(array);
+            }
+            let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)?;
+            let passing = passes(&(conjunct.evaluate)(&batch)?, rows)?;
+            let passing = passing.values().clone();
+            selection = Some(match selection {
+                Some(s) => &s & &passing,
+                None => passing,
+            });
         }
-        // A null result does not pass (SQL's WHERE).
-        let selection = match selection.nulls() {
-            Some(nulls) if nulls.null_count() > 0 => BooleanArray::new(selection.values() & nulls.inner(), None),
-            _ => selection,
-        };
-        let passing = selection.true_count();
-        let mut arrays = Vec::with_capacity(self.columns.len());
+        let selection = selection.map(|s| BooleanArray::new(s, None));
+        let passing = selection.as_ref().map_or(rows, |s| s.true_count());
+        let mut arrays = Vec::with_capacity(n);
         for (slot, column) in self.columns.iter_mut().enumerate() {
             let array = match decoded[slot].take() {
                 Some(a) => a,
                 None if passing == 0 => {
-                    skip_rows(column, rows, group, slot)?;
+                    if advanced[slot] == Advanced::No {
+                        skip_rows(column, rows, group, slot)?;
+                    }
                     arrays.push(arrow::array::new_empty_array(self.schema.field(slot).data_type()));
                     continue;
                 }
-                None => next_array(column, start, rows, group, slot)?,
+                None => next_array(column, start, rows, group, slot, advanced[slot])?,
             };
-            arrays.push(if passing == rows { array } else { arrow::compute::filter(&array, &selection)? });
+            arrays.push(match &selection {
+                Some(s) if passing < rows => arrow::compute::filter(&array, s)?,
+                _ => array,
+            });
         }
         let options = RecordBatchOptions::new().with_row_count(Some(passing));
         Ok(Some(RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?))
     }
 }
 
-fn open_column<'a>(group: &RowGroupSegments<'_>, slot: usize, view: &'a SegmentView<'a>, pool: &mut VecPool) -> Result<SliceColumn<'a>, ExecError> {
+/// A conjunct's result as passing rows: `len` values, a null does not pass (SQL's WHERE).
+fn passes(result: &BooleanArray, len: usize) -> Result<BooleanArray, ExecError> {
+    if result.len() != len {
+        return Err(ExecError::Internal(format!("filter returned {} values for {len} rows", result.len())));
+    }
+    Ok(match result.nulls() {
+        Some(nulls) if nulls.null_count() > 0 => BooleanArray::new(result.values() & nulls.inner(), None),
+        _ => BooleanArray::new(result.values().clone(), None),
+    })
+}
+
+/// Whether each entry of a string column's dictionary, then a null, passes `conjunct`.
+fn entry_passes(column: &mut SliceColumn<'_>, conjunct: &SliceConjunct<'_>, group: &RowGroupSegments<'_>, slot: usize) -> Result<Vec<bool>, ExecError> {
+    let SliceColumn::Strings { codes, entries, as_views, .. } = column else {
+        return Err(ExecError::Internal(format!("column {slot} has no dictionary")));
+    };
+    let e = match entries {
+        Some(e) => e,
+        None => entries.insert(Entries::of(codes, *as_views).map_err(|e| group.codec_error(slot, e))?),
+    };
+    let field = Field::new(format!("c{slot}"), e.array.data_type().clone(), true);
+    let batch = RecordBatch::try_new(Arc::new(Schema::new(vec![field])), vec![e.array.clone()])?;
+    let result = passes(&(conjunct.evaluate)(&batch)?, e.array.len())?;
+    Ok((0..e.array.len()).map(|i| result.value(i)).collect())
+}
+
+/// Reads the next `rows` codes of a string column into its `slice_codes`.
+fn read_codes(column: &mut SliceColumn<'_>, rows: usize, group: &RowGroupSegments<'_>, slot: usize) -> Result<(), ExecError> {
+    let SliceColumn::Strings { codes, scratch, slice_codes, .. } = column else {
+        return Err(ExecError::Internal(format!("column {slot} has no codes")));
+    };
+    slice_codes.clear();
+    while slice_codes.len() < rows {
+        let n = codes.next_codes(scratch).map_err(|e| group.codec_error(slot, e))?;
+        if n == 0 {
+            return Err(group.corrupt(slot, format!("{} codes where {rows} were expected", slice_codes.len())));
+        }
+        let take = n.min(rows - slice_codes.len());
+        slice_codes.extend_from_slice(&scratch[..take]);
+    }
+    Ok(())
+}
+
+fn open_column<'a>(group: &RowGroupSegments<'_>, slot: usize, view: &'a SegmentView<'a>, as_views: bool, pool: &mut VecPool) -> Result<SliceColumn<'a>, ExecError> {
     let header = &view.header;
     let vector_type = matches!(header.column_type, ColumnType::Int32 | ColumnType::Int64 | ColumnType::Date32 | ColumnType::Decimal { .. });
     let nulls = || -> Result<Option<NullBuffer>, ExecError> {
@@ -148,13 +333,16 @@ fn open_column<'a>(group: &RowGroupSegments<'_>, slot: usize, view: &'a SegmentV
         return Ok(SliceColumn::Integer { vectors, column_type: header.column_type, nulls: nulls()?, scratch: Box::new([0i64; VECTOR_VALUES]) });
     }
     if let Some(codes) = view.string_codes().map_err(|e| group.codec_error(slot, e))? {
-        return Ok(SliceColumn::Strings { codes, nulls: nulls()?, scratch: Box::new([0u32; VECTOR_VALUES]) });
+        return Ok(SliceColumn::Strings { codes, nulls: nulls()?, scratch: Box::new([0u32; VECTOR_VALUES]), slice_codes: Vec::new(), entries: None, as_views });
     }
     let location = group.locations.get(slot).cloned().unwrap_or_else(flashscan_storage::columnstore::Location::in_memory);
     let array = view.decode_array(&location, pool).map_err(flashscan_storage::StorageError::from)?;
     if array.len() != group.row_count {
         return Err(group.corrupt(slot, format!("decoded {} values for {} rows", array.len(), group.row_count)));
     }
+    // Plain strings as views: cast once for the row group (the bytes are shared, a view
+    // is made per row), then sliced like the rest.
+    let array = if as_views && array.data_type() == &DataType::Utf8 { arrow::compute::cast(&array, &DataType::Utf8View)? } else { array };
     Ok(SliceColumn::Whole(array))
 }
 
@@ -180,7 +368,9 @@ fn integer_values<T: ArrowPrimitiveType>(
     Ok(ScalarBuffer::from(values))
 }
 
-fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &RowGroupSegments<'_>, slot: usize) -> Result<ArrayRef, ExecError> {
+/// The slice's values of one column; `advanced` says whether a string column's codes for
+/// this slice were read already.
+fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &RowGroupSegments<'_>, slot: usize, advanced: Advanced) -> Result<ArrayRef, ExecError> {
     let error = |e: CodecError| group.codec_error(slot, e);
     match column {
         SliceColumn::Whole(array) => Ok(array.slice(start, rows)),
@@ -200,25 +390,35 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &R
             };
             Ok(array)
         }
-        SliceColumn::Strings { codes, nulls, scratch } => {
+        SliceColumn::Strings { .. } => {
+            if advanced == Advanced::No {
+                read_codes(column, rows, group, slot)?;
+            }
+            let SliceColumn::Strings { codes, nulls, slice_codes, entries, as_views, .. } = column else {
+                return Err(ExecError::Internal(format!("column {slot} has no codes")));
+            };
+            let e = match entries {
+                Some(e) => e,
+                None => entries.insert(Entries::of(codes, *as_views).map_err(error)?),
+            };
             let nulls = nulls.as_ref().map(|n| n.slice(start, rows));
+            debug_assert_eq!(slice_codes.len(), rows);
+            if *as_views {
+                // Checked below the entry count by next_codes.
+                let views: Vec<u128> = slice_codes.iter().map(|&c| e.views[c as usize]).collect();
+                // SAFETY: every view is an entry's view (see `Entries::of`) over `e.buffer`,
+                // block 0; nulls were sliced to `rows`.
+                let array = unsafe { StringViewArray::new_unchecked(ScalarBuffer::from(views), vec![e.buffer.clone()], nulls) };
+                return Ok(Arc::new(array));
+            }
             let mut offsets: Vec<i32> = Vec::with_capacity(rows + 1);
             offsets.push(0);
             let mut bytes: Vec<u8> = Vec::new();
-            let mut done = 0;
-            while done < rows {
-                let n = codes.next_codes(scratch).map_err(error)?;
-                if n == 0 {
-                    return Err(group.corrupt(slot, format!("{done} codes where {rows} were expected")));
-                }
-                let take = n.min(rows - done);
-                for code in &scratch[..take] {
-                    // Checked below the entry count by next_codes.
-                    bytes.extend_from_slice(codes.entry(*code as usize));
-                    let end = i32::try_from(bytes.len()).map_err(|_| error(CodecError::LimitExceeded { what: "slice string bytes", value: bytes.len() as u64, limit: i32::MAX as u64 }))?;
-                    offsets.push(end);
-                }
-                done += take;
+            for &code in slice_codes.iter() {
+                let (from, to) = (e.offsets[code as usize] as usize, e.offsets[code as usize + 1] as usize);
+                bytes.extend_from_slice(&e.buffer[from..to]);
+                let end = i32::try_from(bytes.len()).map_err(|_| error(CodecError::LimitExceeded { what: "slice string bytes", value: bytes.len() as u64, limit: i32::MAX as u64 }))?;
+                offsets.push(end);
             }
             // SAFETY: offsets start at 0 and never decrease, the last is bytes.len(); every
             // string is a whole dictionary entry, validated as UTF-8 when the entries were
@@ -259,7 +459,7 @@ fn skip_rows(column: &mut SliceColumn<'_>, rows: usize, group: &RowGroupSegments
 
 #[cfg(test)]
 mod tests {
-    use arrow::array::{Float64Array, StringArray};
+    use arrow::array::Float64Array;
     use arrow::compute::concat_batches;
     use flashscan_storage::columnstore::{encode_segment, CodecId, ColumnRef, Location, SegmentOptions};
     use proptest::prelude::*;
@@ -281,15 +481,24 @@ mod tests {
         ]
     }
 
+    /// The string column (3) as `&str`s, whichever string type it has.
+    fn strings(array: &ArrayRef) -> Vec<Option<String>> {
+        let plain = arrow::compute::cast(array, &DataType::Utf8).unwrap();
+        plain.as_any().downcast_ref::<StringArray>().unwrap().iter().map(|v| v.map(str::to_string)).collect()
+    }
+
     proptest! {
-        /// Slices (every integer codec, dictionary strings, whole-column types, nulls, any
-        /// slice size, with and without a filter) equal the whole-column decode, filtered.
+        /// Slices (every integer codec, dictionary strings as Utf8 or views, whole-column
+        /// types, nulls, any slice size, with and without a filter of an integer conjunct
+        /// and a dictionary-string conjunct) equal the whole-column decode, filtered.
         #[test]
         fn slices_equal_the_whole_column_decode(
             values in prop::collection::vec(prop::option::weighted(0.8, -10_000_000i64..10_000_000), 0..5000),
             codec in 0usize..7,
             slice_rows in 1usize..4000,
             threshold in prop::option::of(-10_000_000i64..10_000_000),
+            string_filter in prop::option::of(any::<bool>()),
+            as_views in any::<bool>(),
         ) {
             let codecs = [None, Some(CodecId::Constant), Some(CodecId::Plain), Some(CodecId::Bitpack), Some(CodecId::FastLanes), Some(CodecId::Rle), Some(CodecId::Dictionary)];
             let arrays = columns(&values);
@@ -307,36 +516,58 @@ mod tests {
             let views = segments.iter().map(|bytes| SegmentView::open(bytes, &location).unwrap()).collect();
             let group = RowGroupSegments { row_count: values.len(), schema: schema.clone(), columns: views, locations: vec![location.clone(); 5] };
             let whole = RecordBatch::try_new(schema.clone(), arrays).unwrap();
-            // The filter reads column 2 (Int64): value >= threshold.
-            let passes = |batch: &RecordBatch| -> BooleanArray {
+            // Conjunct on column 2 (Int64): value >= threshold.
+            let int_passes = |batch: &RecordBatch| -> Result<BooleanArray, ExecError> {
                 let ints = batch.column(0).as_any().downcast_ref::<Int64Array>().unwrap();
-                ints.iter().map(|v| v.map(|v| v >= threshold.unwrap_or(i64::MIN))).collect()
+                Ok(ints.iter().map(|v| v.map(|v| v >= threshold.unwrap_or(i64::MIN))).collect())
             };
-            let want = match threshold {
-                Some(_) => {
-                    // A null does not pass.
-                    let selection: BooleanArray = passes(&whole.project(&[2]).unwrap()).iter().map(|v| Some(v == Some(true))).collect();
-                    arrow::compute::filter_record_batch(&whole, &selection).unwrap()
+            // Conjunct on column 3 (strings): "A" or the long one; a null gives `null_passes`.
+            let null_passes = string_filter.unwrap_or(false);
+            let string_passes = |batch: &RecordBatch| -> Result<BooleanArray, ExecError> {
+                Ok(strings(batch.column(0)).iter().map(|v| match v {
+                    Some(s) => Some(s == "A" || s == "longer than twelve"),
+                    None => null_passes.then_some(true),
+                }).collect())
+            };
+            let mut conjuncts = Vec::new();
+            if threshold.is_some() {
+                conjuncts.push(SliceConjunct { columns: vec![2], evaluate: &int_passes });
+            }
+            if string_filter.is_some() {
+                conjuncts.push(SliceConjunct { columns: vec![3], evaluate: &string_passes });
+            }
+            let mut selection = vec![true; values.len()];
+            if threshold.is_some() {
+                for (s, v) in selection.iter_mut().zip(int_passes(&whole.project(&[2]).unwrap()).unwrap().iter()) {
+                    *s &= v == Some(true);
                 }
-                None => whole.clone(),
-            };
+            }
+            if string_filter.is_some() {
+                for (s, v) in selection.iter_mut().zip(string_passes(&whole.project(&[3]).unwrap()).unwrap().iter()) {
+                    *s &= v == Some(true);
+                }
+            }
+            let want = arrow::compute::filter_record_batch(&whole, &BooleanArray::from(selection)).unwrap();
             let mut pool = VecPool::default();
-            let mut slices = SliceDecoder::open(&group, slice_rows, &mut pool).unwrap();
+            let mut slices = SliceDecoder::open(&group, slice_rows, as_views, &mut pool).unwrap();
+            let out_schema = slices.schema().clone();
+            prop_assert_eq!(out_schema.field(3).data_type(), if as_views { &DataType::Utf8View } else { &DataType::Utf8 });
+            let filter = SliceFilter { conjuncts };
             let mut got = Vec::new();
-            let mut evaluate = |b: &RecordBatch| Ok(passes(b));
             loop {
-                let next = match threshold {
-                    Some(_) => slices.next_slice(&group, Some(&mut SliceFilter { columns: vec![2], evaluate: &mut evaluate })).unwrap(),
-                    None => slices.next_slice(&group, None).unwrap(),
-                };
+                let next = if filter.conjuncts.is_empty() { slices.next_slice(&group, None).unwrap() } else { slices.next_slice(&group, Some(&filter)).unwrap() };
                 let Some(batch) = next else { break };
-                if threshold.is_none() {
+                if filter.conjuncts.is_empty() {
                     prop_assert!(batch.num_rows() <= slice_rows.div_ceil(VECTOR_VALUES) * VECTOR_VALUES);
                 }
                 got.push(batch);
             }
-            let got = concat_batches(&schema, &got).unwrap();
-            prop_assert_eq!(got, want);
+            let got = concat_batches(&out_schema, &got).unwrap();
+            prop_assert_eq!(got.num_rows(), want.num_rows());
+            for c in [0usize, 1, 2, 4] {
+                prop_assert_eq!(got.column(c), want.column(c));
+            }
+            prop_assert_eq!(strings(got.column(3)), strings(want.column(3)));
         }
     }
 }

@@ -177,6 +177,12 @@ pub trait TableSource: Sync {
     fn table_name(&self) -> &str;
     /// The storage format, as users see it (`heap`, `heap+page`, `columnstore`...).
     fn format_name(&self) -> String;
+
+    /// Whether the table is a column store (its `--check` verdict is measured against
+    /// memory rather than the device).
+    fn is_column_store(&self) -> bool {
+        false
+    }
     fn schema(&self) -> SchemaRef;
     fn page_size_bytes(&self) -> usize;
     fn row_count(&self) -> u64;

@@ -16,6 +16,10 @@ use datafusion::common::{ColumnStatistics, Result, Statistics};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::ColumnarValue;
+use datafusion::physical_plan::filter_pushdown::{ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchReceiverStream;
 use datafusion::physical_plan::{
@@ -26,7 +30,7 @@ use flashscan_storage::TableMeta;
 
 use crate::error::exec_to_datafusion;
 use crate::metrics::{ScanLog, UnitMetrics};
-use crate::reader::{read_unit, Flow, ReadOptions, RowFilter, SliceOptions};
+use crate::reader::{read_unit, sql_schema, Flow, ReadOptions, RowFilter, SliceOptions};
 use crate::scan_units::ScanUnit;
 
 /// Batch slices a unit may have handed on and DataFusion not yet taken. The slices keep
@@ -70,11 +74,19 @@ pub struct FlashscanExec {
     /// batch and records after that: a cluster host waits for zero before shipping this
     /// node's metrics (crates/cluster), so per-task figures are complete.
     units_running: Arc<AtomicUsize>,
+    /// Filters DataFusion pushed into the scan once the plan was final (a hash join's build
+    /// side: its keys' bounds and membership; a TopK's threshold), over the scan's output
+    /// columns. They may change while the query runs and start as `true`; the scan drops
+    /// the rows that fail them before handing batches on. The operators that made them
+    /// were told nothing was pushed (they still do their own work), so applying them is
+    /// only ever a saving.
+    runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
 }
 
 impl FlashscanExec {
     pub fn new(spec: ScanSpec, scan_log: Arc<ScanLog>) -> Result<FlashscanExec> {
-        let schema = Arc::new(spec.table.arrow_schema().project(&spec.projection)?);
+        // What the table provider declares (strings as views for column stores).
+        let schema = Arc::new(sql_schema(&spec.table).project(&spec.projection)?);
         // An empty scan still has one partition, which yields nothing: operators above
         // expect at least one.
         let partition_count = spec.units.len().max(1);
@@ -84,7 +96,7 @@ impl FlashscanExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        Ok(FlashscanExec { spec, schema, metrics: ExecutionPlanMetricsSet::new(), scan_log, properties: Arc::new(properties), units_running: Arc::default() })
+        Ok(FlashscanExec { spec, schema, metrics: ExecutionPlanMetricsSet::new(), scan_log, properties: Arc::new(properties), units_running: Arc::default(), runtime_filters: Vec::new() })
     }
 
     pub fn spec(&self) -> &ScanSpec {
@@ -141,7 +153,11 @@ impl DisplayAs for FlashscanExec {
                     write!(f, ", pruning=[{}]", s.pruning_filters.join(", "))?;
                 }
                 if let Some(filter) = &s.row_filter {
-                    write!(f, ", filter=[{}]", filter.predicate)?;
+                    write!(f, ", filter=[{filter}]")?;
+                }
+                if !self.runtime_filters.is_empty() {
+                    let filters: Vec<String> = self.runtime_filters.iter().map(|f| f.to_string()).collect();
+                    write!(f, ", runtime_filters=[{}]", filters.join(", "))?;
                 }
                 if let Some(limit) = s.limit {
                     write!(f, ", limit={limit}")?;
@@ -194,6 +210,7 @@ impl ExecutionPlan for FlashscanExec {
         };
         let tx = builder.tx();
         let spec = self.spec.clone();
+        let runtime_filters = self.runtime_filters.clone();
         let unit_metrics = UnitMetrics::new(&self.metrics, partition);
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let scan_log = self.scan_log.clone();
@@ -203,6 +220,14 @@ impl ExecutionPlan for FlashscanExec {
             let _running = running;
             let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
             let deliver = |batch: RecordBatch| -> Flow {
+                let batch = match apply_runtime_filters(&runtime_filters, batch) {
+                    Ok(b) => b,
+                    Err(e) => {
+                        // The stream ends with the error; the scan stops.
+                        let _ = tx.blocking_send(Err(e));
+                        return Flow::Stop;
+                    }
+                };
                 let mut offset = 0;
                 while offset < batch.num_rows() {
                     let left = rows_left.load(Ordering::Relaxed);
@@ -250,10 +275,36 @@ impl ExecutionPlan for FlashscanExec {
         self.spec.limit
     }
 
+    /// Takes the filters DataFusion's operators push down once the plan is final (the
+    /// `Post` phase: hash join build sides, TopK), applies them in the scan, and reports
+    /// every filter as not pushed: the operators above keep doing their own filtering, so
+    /// the scan applying them early is a saving, never a change of answers.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result.parent_filters.into_iter().map(|f| f.filter).collect();
+        let result = FilterPushdownPropagation::with_parent_pushdown_result(vec![PushedDown::No; filters.len()]);
+        let new: Vec<Arc<dyn PhysicalExpr>> = filters
+            .into_iter()
+            .filter(|f| !self.runtime_filters.iter().any(|g| g.as_ref() == f.as_ref()))
+            .collect();
+        if phase != FilterPushdownPhase::Post || new.is_empty() || !runtime_filters_enabled() {
+            return Ok(result);
+        }
+        let mut exec = FlashscanExec::new(self.spec.clone(), self.scan_log.clone())?;
+        exec.runtime_filters = self.runtime_filters.iter().cloned().chain(new).collect();
+        Ok(result.with_updated_node(Arc::new(exec)))
+    }
+
     fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
         let mut spec = self.spec.clone();
         spec.limit = limit;
-        FlashscanExec::new(spec, self.scan_log.clone()).ok().map(|e| Arc::new(e) as Arc<dyn ExecutionPlan>)
+        let mut exec = FlashscanExec::new(spec, self.scan_log.clone()).ok()?;
+        exec.runtime_filters = self.runtime_filters.clone();
+        Some(Arc::new(exec) as Arc<dyn ExecutionPlan>)
     }
 }
 
@@ -272,4 +323,37 @@ impl Drop for UnitRunning {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// Scans take DataFusion's runtime filters only with `FLASHSCAN_SQL_RUNTIME_FILTERS=1`:
+/// applied row by row they repeat the join's own hash probe, and at TPC-H SF 1 that cost
+/// more CPU than it saved (docs/benchmarks.md, issue 13: geomean CPU 0.97×, Q18 1.34× the
+/// CPU); they pay off once they also skip row groups by their bounds (not built yet).
+pub fn runtime_filters_enabled() -> bool {
+    std::env::var("FLASHSCAN_SQL_RUNTIME_FILTERS").map_or(RUNTIME_FILTERS_DEFAULT, |value| value != "0")
+}
+
+/// See `runtime_filters_enabled`.
+const RUNTIME_FILTERS_DEFAULT: bool = false;
+
+/// `batch` without the rows that fail any of `filters` (a null fails). A filter still `true`
+/// (a hash join whose build side is not finished) costs one evaluation of a literal.
+fn apply_runtime_filters(filters: &[Arc<dyn PhysicalExpr>], batch: RecordBatch) -> Result<RecordBatch> {
+    let mut batch = batch;
+    for filter in filters {
+        if batch.num_rows() == 0 {
+            break;
+        }
+        match filter.evaluate(&batch)? {
+            ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))) => {}
+            // false or null for every row: nothing passes.
+            ColumnarValue::Scalar(ScalarValue::Boolean(_)) => return Ok(batch.slice(0, 0)),
+            value => {
+                let array = value.into_array(batch.num_rows())?;
+                let passing = datafusion::common::cast::as_boolean_array(&array)?;
+                batch = arrow::compute::filter_record_batch(&batch, passing)?;
+            }
+        }
+    }
+    Ok(batch)
 }

@@ -13,11 +13,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{Array, BooleanArray};
-use arrow::datatypes::SchemaRef;
-use arrow::record_batch::RecordBatch;
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::physical_expr::PhysicalExpr;
 use flashscan_exec::scan::ReadConfig;
-use flashscan_exec::segment_slices::{SliceDecoder, SliceFilter};
+use flashscan_exec::segment_slices::{SliceConjunct, SliceDecoder, SliceFilter};
 use flashscan_exec::segments::{RowGroupSegments, SegmentSink};
 use flashscan_exec::{scan_batches, BatchSink, ColumnStoreTable, ExecError, PageDecoder, RunSpec, ScanFilter, TableSource};
 use flashscan_storage::columnstore::VecPool;
@@ -102,17 +102,51 @@ pub fn slices_enabled() -> bool {
     std::env::var("FLASHSCAN_SQL_SLICES").map_or(SLICES_DEFAULT, |value| value != "0")
 }
 
-/// A predicate a column store scan evaluates itself (DataFusion was told the filter is
-/// exact and runs no filter of its own above the scan).
+/// Column store scans hand strings to DataFusion as `Utf8View` (issue 13): a row of a
+/// dictionary-coded segment is then one 16-byte view copied from its entry's, no string
+/// bytes copied; DataFusion 55 carries views through filters, joins, group-by and its
+/// string functions (as it does for Parquet). `FLASHSCAN_SQL_VIEWS=0` keeps `Utf8` (for
+/// timing the two side by side); off with the slices too (the old path, unchanged).
+const VIEWS_DEFAULT: bool = true;
+
+/// See `VIEWS_DEFAULT`.
+pub fn string_views_enabled() -> bool {
+    slices_enabled() && std::env::var("FLASHSCAN_SQL_VIEWS").map_or(VIEWS_DEFAULT, |value| value != "0")
+}
+
+/// The schema SQL sees for `table`: its own, with strings as views for column stores when
+/// views are on. The table provider declares it and the scan hands on exactly it.
+pub fn sql_schema(table: &TableMeta) -> SchemaRef {
+    let schema = table.arrow_schema();
+    if table.is_column_store() && string_views_enabled() {
+        Arc::new(flashscan_exec::segment_slices::with_string_views(&schema))
+    } else {
+        schema
+    }
+}
+
+/// Filters a column store scan evaluates itself (DataFusion was told they are exact and
+/// runs no filter of its own above the scan): a conjunction, each conjunct over its own
+/// columns, so one that reads a single dictionary-coded string column is evaluated once
+/// per row group on the dictionary's entries and applied to the codes.
 #[derive(Debug, Clone)]
 pub struct RowFilter {
-    /// The table columns the predicate reads, in the order of its input batch.
+    /// The table columns the conjuncts read, each once.
     pub columns: Vec<usize>,
-    /// Built against a batch of `columns` (a null result does not pass).
+    pub conjuncts: Vec<RowConjunct>,
+}
+
+/// One conjunct of a `RowFilter`.
+#[derive(Debug, Clone)]
+pub struct RowConjunct {
+    /// Positions in `RowFilter::columns` of the columns it reads, in the order of its
+    /// input batch.
+    pub inputs: Vec<usize>,
+    /// Built against a batch of those columns (a null result does not pass).
     pub predicate: Arc<dyn PhysicalExpr>,
 }
 
-impl RowFilter {
+impl RowConjunct {
     fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ExecError> {
         let result = self
             .predicate
@@ -124,6 +158,34 @@ impl RowFilter {
             .downcast_ref::<BooleanArray>()
             .cloned()
             .ok_or_else(|| ExecError::Filter { predicate: self.predicate.to_string(), what: format!("gave {}, not booleans", result.data_type()) })
+    }
+}
+
+impl std::fmt::Display for RowFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self.conjuncts.iter().map(|c| c.predicate.to_string()).collect();
+        write!(f, "{}", parts.join(" AND "))
+    }
+}
+
+impl RowFilter {
+    /// Rows of `batch` (the filter's `columns` at `slots`) that pass every conjunct; a null
+    /// does not pass.
+    fn selection(&self, batch: &RecordBatch, slots: &[usize]) -> Result<BooleanArray, ExecError> {
+        let mut selection: Option<arrow::buffer::BooleanBuffer> = None;
+        for conjunct in &self.conjuncts {
+            let columns: Vec<usize> = conjunct.inputs.iter().map(|&i| slots[i]).collect();
+            let result = conjunct.evaluate(&batch.project(&columns)?)?;
+            let passing = match result.nulls() {
+                Some(nulls) => result.values() & nulls.inner(),
+                None => result.values().clone(),
+            };
+            selection = Some(match selection {
+                Some(s) => &s & &passing,
+                None => passing,
+            });
+        }
+        Ok(BooleanArray::new(selection.unwrap_or_else(|| arrow::buffer::BooleanBuffer::new_set(batch.num_rows())), None))
     }
 }
 
@@ -201,6 +263,7 @@ pub fn read_unit(
             row_filter: row_filter.map(|f| (f, filter_slots.clone())),
             pool: VecPool::default(),
             deliver_ns: &deliver_ns,
+            views: table.is_column_store() && string_views_enabled(),
         })
     };
     match scan_batches(source, &decode_columns, filter, &config, &make_sink) {
@@ -250,6 +313,8 @@ struct DeliverSink<'a> {
     row_filter: Option<(&'a RowFilter, Vec<usize>)>,
     pool: VecPool,
     deliver_ns: &'a AtomicU64,
+    /// Strings go on as Utf8View (the schema `sql_schema` declares).
+    views: bool,
 }
 
 impl DeliverSink<'_> {
@@ -273,14 +338,15 @@ impl DeliverSink<'_> {
 
 impl BatchSink for DeliverSink<'_> {
     fn consume(&mut self, batch: &RecordBatch) -> Result<(), ExecError> {
+        // Whole batches (COUNT(*) of a column store, or a decoder without segments): as
+        // the declared schema has them (strings as views), then the same filter.
+        let batch = if self.views { strings_as_views(batch)? } else { batch.clone() };
         let batch = match &self.row_filter {
-            // Whole batches (COUNT(*) of a column store, or a decoder without segments):
-            // the same filter, applied to the batch.
             Some((filter, slots)) => {
-                let selection = filter.evaluate(&batch.project(slots)?)?;
-                arrow::compute::filter_record_batch(batch, &selection)?
+                let selection = filter.selection(&batch, slots)?;
+                arrow::compute::filter_record_batch(&batch, &selection)?
             }
-            None => batch.clone(),
+            None => batch,
         };
         self.hand_on(batch)
     }
@@ -292,18 +358,83 @@ impl BatchSink for DeliverSink<'_> {
     }
 }
 
+/// `batch` with its Utf8 columns cast to Utf8View.
+fn strings_as_views(batch: &RecordBatch) -> Result<RecordBatch, ExecError> {
+    if !batch.schema().fields().iter().any(|f| f.data_type() == &DataType::Utf8) {
+        return Ok(batch.clone());
+    }
+    let schema = Arc::new(flashscan_exec::segment_slices::with_string_views(&batch.schema()));
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| if c.data_type() == &DataType::Utf8 { arrow::compute::cast(c, &DataType::Utf8View) } else { Ok(c.clone()) })
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(schema, columns, &options)?)
+}
+
+/// `schema` with its Utf8View fields as Utf8, or None when it has none.
+fn views_as_utf8_schema(schema: &SchemaRef) -> Option<SchemaRef> {
+    if !schema.fields().iter().any(|f| f.data_type() == &DataType::Utf8View) {
+        return None;
+    }
+    let fields: Vec<arrow::datatypes::Field> = schema
+        .fields()
+        .iter()
+        .map(|f| if f.data_type() == &DataType::Utf8View { f.as_ref().clone().with_data_type(DataType::Utf8) } else { f.as_ref().clone() })
+        .collect();
+    Some(Arc::new(arrow::datatypes::Schema::new_with_metadata(fields, schema.metadata().clone())))
+}
+
+/// An answer's schema and batches with string views as Utf8: column stores hand strings
+/// to DataFusion as views (`sql_schema`), but answers (printed, sent, exported) keep the
+/// type the tables declare. Costs a copy of the answer's strings only.
+pub fn answer_strings_as_utf8(schema: SchemaRef, batches: Vec<RecordBatch>) -> Result<(SchemaRef, Vec<RecordBatch>), arrow::error::ArrowError> {
+    let Some(plain) = views_as_utf8_schema(&schema) else { return Ok((schema, batches)) };
+    let batches = batches.iter().map(|b| batch_as(&plain, b)).collect::<Result<Vec<_>, _>>()?;
+    Ok((plain, batches))
+}
+
+/// The schema an answer streamed out of `schema` is written with (see
+/// `answer_strings_as_utf8`), and each batch converted to it.
+pub fn answer_schema(schema: &SchemaRef) -> SchemaRef {
+    views_as_utf8_schema(schema).unwrap_or_else(|| schema.clone())
+}
+
+/// `batch` cast column by column to `schema` (same fields, string types may differ).
+pub fn batch_as(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch, arrow::error::ArrowError> {
+    if batch.schema().fields() == schema.fields() {
+        return Ok(batch.clone());
+    }
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
+        .collect::<Result<Vec<_>, _>>()?;
+    RecordBatch::try_new_with_options(schema.clone(), columns, &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())))
+}
+
 impl SegmentSink for DeliverSink<'_> {
     fn consume_segments(&mut self, group: &RowGroupSegments<'_>) -> Result<(), ExecError> {
-        let mut slices = SliceDecoder::open(group, self.batch_rows, &mut self.pool)?;
+        let mut slices = SliceDecoder::open(group, self.batch_rows, self.views, &mut self.pool)?;
+        // The filter outlives this borrow of the sink (hand_on needs the sink mutably).
+        let row_filter: Option<(&RowFilter, Vec<usize>)> = self.row_filter.as_ref().map(|(f, s)| (*f, s.clone()));
+        type Evaluate<'e> = Box<dyn Fn(&RecordBatch) -> Result<BooleanArray, ExecError> + Sync + 'e>;
+        let evaluators: Vec<Evaluate<'_>> = match &row_filter {
+            Some((filter, _)) => filter.conjuncts.iter().map(|c| Box::new(move |b: &RecordBatch| c.evaluate(b)) as Evaluate<'_>).collect(),
+            None => Vec::new(),
+        };
+        let slice_filter = row_filter.as_ref().map(|(filter, slots)| SliceFilter {
+            conjuncts: filter
+                .conjuncts
+                .iter()
+                .zip(&evaluators)
+                .map(|(c, evaluate)| SliceConjunct { columns: c.inputs.iter().map(|&i| slots[i]).collect(), evaluate: evaluate.as_ref() })
+                .collect(),
+        });
         loop {
-            let next = match self.row_filter {
-                Some((filter, ref slots)) => {
-                    let mut evaluate = |batch: &RecordBatch| filter.evaluate(batch);
-                    slices.next_slice(group, Some(&mut SliceFilter { columns: slots.clone(), evaluate: &mut evaluate }))?
-                }
-                None => slices.next_slice(group, None)?,
-            };
-            match next {
+            match slices.next_slice(group, slice_filter.as_ref())? {
                 Some(batch) => self.hand_on(batch)?,
                 None => return Ok(()),
             }

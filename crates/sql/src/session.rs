@@ -254,7 +254,8 @@ impl FlashscanSession {
             let frame = self.ctx.execute_logical_plan(plan).await?;
             let schema = frame.schema().inner().clone();
             let batches = frame.collect().await?;
-            Ok::<_, datafusion::error::DataFusionError>((schema, batches))
+            // Column stores hand strings on as views; answers keep the declared Utf8.
+            Ok::<_, datafusion::error::DataFusionError>(crate::reader::answer_strings_as_utf8(schema, batches)?)
         }
         .await;
         let elapsed_s = started.elapsed().as_secs_f64();
@@ -296,9 +297,12 @@ impl FlashscanSession {
             let plan = self.ctx.state().statement_to_plan(statement).await.map_err(SqlError::from)?;
             let frame = self.ctx.execute_logical_plan(plan).await.map_err(SqlError::from)?;
             let mut stream = frame.execute_stream().await.map_err(SqlError::from)?;
-            let mut writer = ExportWriter::create(&target, format, stream.schema())?;
+            // Column stores hand strings on as views; files keep the declared Utf8.
+            let schema = crate::reader::answer_schema(&stream.schema());
+            let mut writer = ExportWriter::create(&target, format, schema.clone())?;
             while let Some(batch) = stream.next().await {
-                writer.write(&batch.map_err(SqlError::from)?)?;
+                let batch = crate::reader::batch_as(&schema, &batch.map_err(SqlError::from)?).map_err(|e| SqlError::Internal(e.to_string()))?;
+                writer.write(&batch)?;
             }
             Ok::<u64, SqlError>(writer.finish()?)
         }

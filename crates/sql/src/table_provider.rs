@@ -24,7 +24,7 @@ use flashscan_write::{TableDelta, WritePath};
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::ScanLog;
 use crate::pruning::{predicates_of, scan_filter_of, ColumnPredicate, ColumnRange};
-use crate::reader::{ReadOptions, RowFilter};
+use crate::reader::{sql_schema, ReadOptions, RowConjunct, RowFilter};
 use crate::scan_units::plan_units;
 
 /// Per partition, per column: the range of values, when the format recorded one.
@@ -54,7 +54,7 @@ pub struct FlashscanTable {
 
 impl FlashscanTable {
     pub fn new(table: TableMeta, db_dir: PathBuf, read_options: ReadOptions, scan_log: Arc<ScanLog>) -> FlashscanTable {
-        let schema = table.arrow_schema();
+        let schema = sql_schema(&table);
         let partition_key = table.column_index(&table.partition_by).ok();
         FlashscanTable {
             partition_key,
@@ -180,31 +180,53 @@ impl FlashscanTable {
         ok
     }
 
-    /// The filters the scan evaluates, as one predicate over the columns they read.
+    /// The filters the scan evaluates, split into conjuncts, each a predicate over the
+    /// columns it reads (so one on a single dictionary-coded string column can be evaluated
+    /// on the dictionary's entries).
     fn row_filter(&self, state: &dyn Session, filters: &[Expr]) -> Result<Option<RowFilter>> {
-        let exprs: Vec<Expr> = filters.iter().filter(|f| self.scan_evaluates(f)).cloned().collect();
-        let Some(conjunction) = datafusion::logical_expr::utils::conjunction(exprs) else { return Ok(None) };
-        // Columns by name, unqualified: the predicate runs on a batch of just its columns.
+        let mut conjuncts_exprs = Vec::new();
+        for f in filters.iter().filter(|f| self.scan_evaluates(f)) {
+            conjuncts_exprs.extend(datafusion::logical_expr::utils::split_conjunction(f).into_iter().cloned());
+        }
+        if conjuncts_exprs.is_empty() {
+            return Ok(None);
+        }
         let mut columns: Vec<usize> = Vec::new();
-        let conjunction = conjunction
-            .transform(|e| {
-                Ok(match e {
-                    Expr::Column(c) => {
-                        if let Some(i) = self.column_index(&c.name) {
-                            if !columns.contains(&i) {
-                                columns.push(i);
+        let mut conjuncts = Vec::with_capacity(conjuncts_exprs.len());
+        for expr in conjuncts_exprs {
+            // Columns by name, unqualified: the predicate runs on a batch of just its columns.
+            let mut own: Vec<usize> = Vec::new();
+            let expr = expr
+                .transform(|e| {
+                    Ok(match e {
+                        Expr::Column(c) => {
+                            if let Some(i) = self.column_index(&c.name) {
+                                if !own.contains(&i) {
+                                    own.push(i);
+                                }
                             }
+                            Transformed::yes(Expr::Column(datafusion::common::Column::new_unqualified(c.name)))
                         }
-                        Transformed::yes(Expr::Column(datafusion::common::Column::new_unqualified(c.name)))
+                        other => Transformed::no(other),
+                    })
+                })?
+                .data;
+            let schema = self.schema.project(&own)?;
+            let df_schema = datafusion::common::DFSchema::try_from(schema)?;
+            let predicate = state.create_physical_expr(expr, &df_schema)?;
+            let inputs = own
+                .iter()
+                .map(|&c| match columns.iter().position(|&d| d == c) {
+                    Some(p) => p,
+                    None => {
+                        columns.push(c);
+                        columns.len() - 1
                     }
-                    other => Transformed::no(other),
                 })
-            })?
-            .data;
-        let schema = self.schema.project(&columns)?;
-        let df_schema = datafusion::common::DFSchema::try_from(schema)?;
-        let predicate = state.create_physical_expr(conjunction, &df_schema)?;
-        Ok(Some(RowFilter { columns, predicate }))
+                .collect();
+            conjuncts.push(RowConjunct { inputs, predicate });
+        }
+        Ok(Some(RowFilter { columns, conjuncts }))
     }
 
     fn partition_may_match(&self, partition_position: usize, predicates: &[ColumnPredicate]) -> bool {
@@ -313,9 +335,16 @@ impl TableProvider for FlashscanTable {
         for &p in &kept_positions {
             let decoded = delta.decode(&table, p, &projection).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
             if let Some(b) = decoded {
+                // As the scan declares them (a column store's strings are views).
+                let columns = b
+                    .columns()
+                    .iter()
+                    .zip(schema.fields())
+                    .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
                 batches.push(arrow::record_batch::RecordBatch::try_new_with_options(
                     schema.clone(),
-                    b.columns().to_vec(),
+                    columns,
                     &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(b.num_rows())),
                 )?);
             }

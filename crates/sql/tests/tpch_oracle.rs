@@ -367,3 +367,38 @@ fn sql_errors_are_one_clear_line() {
     let e = rt.block_on(session.run("SELECT * FROM no_such_table")).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("lineitem"), "{e}");
 }
+
+/// Column stores hand strings to DataFusion as views (answers still say Utf8), evaluate
+/// string filters on the dictionaries' entries (answers equal the oracle's, NULL never
+/// passes), and take the filters a hash join derives from its build side into the probe
+/// side's scan (issue 13).
+#[test]
+fn column_store_strings_are_views_and_joins_filter_in_the_scan() {
+    // Runtime filters are off by default; other tests running meanwhile may take them too,
+    // which changes no answer (the operators still do their own work).
+    std::env::set_var("FLASHSCAN_SQL_RUNTIME_FILTERS", "1");
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    load_tpch(dir.path(), "columnstore");
+    let rt = runtime();
+    let session = flashscan_session(dir.path());
+    let provider = rt.block_on(session.context().table_provider("lineitem")).unwrap_or_else(|e| panic!("{e}"));
+    let schema = provider.schema();
+    let shipmode = schema.field_with_name("l_shipmode").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(shipmode.data_type(), &arrow::datatypes::DataType::Utf8View);
+    let answer = run(&session, &rt, "SELECT l_shipmode FROM lineitem LIMIT 3");
+    assert_eq!(answer.schema.field(0).data_type(), &arrow::datatypes::DataType::Utf8, "answers keep the declared type");
+    let oracle = oracle_context();
+    for sql in [
+        "SELECT l_shipmode, COUNT(*) FROM lineitem WHERE l_shipmode IN ('MAIL', 'SHIP') GROUP BY l_shipmode ORDER BY l_shipmode",
+        "SELECT COUNT(*) FROM lineitem WHERE l_shipmode <> 'AIR' AND l_shipinstruct NOT LIKE '%BACK%' AND l_quantity < 20",
+        "SELECT COUNT(*) FROM lineitem WHERE l_shipmode IS NULL OR l_shipmode = 'NOT A MODE'",
+        "SELECT COUNT(*), SUM(o_totalprice) FROM orders JOIN customer ON o_custkey = c_custkey WHERE c_mktsegment = 'BUILDING'",
+    ] {
+        let got = run(&session, &rt, sql);
+        let want = rt.block_on(async { oracle.sql(sql).await?.collect().await }).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        assert_eq!(cells(&got.batches), cells(&want), "{sql}");
+    }
+    let plan = run(&session, &rt, "EXPLAIN SELECT COUNT(*) FROM orders JOIN customer ON o_custkey = c_custkey WHERE c_mktsegment = 'BUILDING'");
+    let text = cells(&plan.batches).iter().flatten().map(|c| format!("{c:?}")).collect::<String>();
+    assert!(text.contains("runtime_filters=["), "the join's probe-side scan takes its filter: {text}");
+}
