@@ -339,8 +339,40 @@ fn format_type_udf() -> ScalarUDF {
     create_udf("format_type", vec![DataType::Int64, DataType::Int32], DataType::Utf8, Volatility::Immutable, f).with_aliases(["pg_catalog.format_type"])
 }
 
+/// `pg_catalog.array_to_string(text[], sep)` for `pg_database.datacl` (psql's `\l`): the
+/// elements joined, NULL elements skipped, as PostgreSQL does.
+fn array_to_string_udf() -> ScalarUDF {
+    let list = DataType::List(Arc::new(Field::new_list_field(DataType::Utf8, true)));
+    let f = Arc::new(|args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let rows = args.iter().find_map(|a| match a {
+            ColumnarValue::Array(a) => Some(a.len()),
+            ColumnarValue::Scalar(_) => None,
+        });
+        let arrays: Vec<ArrayRef> = args.iter().map(|a| a.to_array(rows.unwrap_or(1))).collect::<Result<_>>()?;
+        let lists = arrays[0].as_any().downcast_ref::<arrow::array::ListArray>().ok_or_else(|| DataFusionError::Execution("array_to_string: a text[] first".into()))?;
+        let seps = arrays[1].as_any().downcast_ref::<StringArray>().ok_or_else(|| DataFusionError::Execution("array_to_string: a text separator".into()))?;
+        let out: StringArray = (0..lists.len())
+            .map(|i| {
+                if lists.is_null(i) || seps.is_null(i) {
+                    return None;
+                }
+                let v = lists.value(i);
+                let v = v.as_any().downcast_ref::<StringArray>()?;
+                Some(v.iter().flatten().collect::<Vec<_>>().join(seps.value(i)))
+            })
+            .collect();
+        let out: ArrayRef = Arc::new(out);
+        Ok(match rows {
+            Some(_) => ColumnarValue::Array(out),
+            None => ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?),
+        })
+    });
+    create_udf("pg_catalog.array_to_string", vec![list, DataType::Utf8], DataType::Utf8, Volatility::Immutable, f)
+}
+
 /// Registers the catalog functions (once, at start).
 pub fn register_functions(ctx: &SessionContext) {
+    ctx.register_udf(array_to_string_udf());
     ctx.register_udf(constant_udf("pg_get_userbyid", "pg_catalog.pg_get_userbyid", vec![DataType::Int64], ScalarValue::from(OWNER_NAME)));
     ctx.register_udf(constant_udf("pg_encoding_to_char", "pg_catalog.pg_encoding_to_char", vec![DataType::Int32], ScalarValue::from("UTF8")));
     // Every flashscan table is in `public`, on the search path.
@@ -387,6 +419,10 @@ mod tests {
         assert!(types.contains("int8") && types.contains("numeric") && types.contains("text"), "{types}");
         let owner = run(&ctx, "SELECT pg_catalog.pg_get_userbyid(c.relowner) AS o FROM pg_catalog.pg_class c WHERE pg_catalog.pg_table_is_visible(c.oid)").await;
         assert!(owner.contains(OWNER_NAME), "{owner}");
+        // psql's \l query.
+        let l = run(&ctx, "SELECT d.datname, pg_catalog.pg_get_userbyid(d.datdba) AS owner, pg_catalog.pg_encoding_to_char(d.encoding) AS enc, \
+             pg_catalog.array_to_string(d.datacl, E'\\n') AS acl FROM pg_catalog.pg_database d ORDER BY 1").await;
+        assert!(l.contains(DATABASE_NAME) && l.contains("UTF8"), "{l}");
         // Re-registering (after CREATE/DROP TABLE) replaces the rows.
         register(&ctx, &[]).expect("register again");
         assert!(!run(&ctx, "SELECT relname FROM pg_catalog.pg_class").await.contains("items"));
