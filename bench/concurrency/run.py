@@ -76,7 +76,11 @@ class Flashscan:
 
     def start(self):
         self.proc = subprocess.Popen([self.fs, "serve", self.db, "--listen", f"127.0.0.1:{FS_PORT}",
-                                      "--http", f"127.0.0.1:{FS_HTTP}", "--max-connections", str(self.max_connections)],
+                                      "--http", f"127.0.0.1:{FS_HTTP}", "--max-connections", str(self.max_connections),
+                                      # PostgreSQL queues every client without a limit: so must
+                                      # flashscan here, or its 30 s queue timeout (53000) ends
+                                      # pgbench at 50+ clients of Q1.
+                                      "--queue-timeout", "3600"],
                                      stderr=subprocess.PIPE, text=True)
         for _ in range(600):
             try:

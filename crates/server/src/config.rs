@@ -48,6 +48,9 @@ pub struct ServerConfig {
     pub password_auth: crate::startup::PasswordAuth,
     /// Execution partitions per query; the cores by default.
     pub target_partitions: Option<usize>,
+    /// The prepared-INSERT fast path (`fast_insert.rs`); on by default, off to measure or
+    /// test the SQL path alone.
+    pub fast_insert: bool,
 }
 
 impl ServerConfig {
@@ -64,6 +67,7 @@ impl ServerConfig {
             password_file: None,
             password_auth: crate::startup::PasswordAuth::default(),
             target_partitions: None,
+            fast_insert: true,
         }
     }
 

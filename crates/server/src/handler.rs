@@ -38,6 +38,7 @@ use crate::admission::{AdmissionRefusal, QuerySlot};
 use crate::cancel::QueryCancel;
 use crate::config::parse_duration_setting;
 use crate::error::{pg_error, sql_error_to_pg, sqlstate};
+use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
 use crate::psql_catalog::answer;
 use crate::shared::Shared;
@@ -55,6 +56,9 @@ pub struct Prepared {
     pub param_types: Vec<Option<DataType>>,
     /// The result's columns; None for statements without rows.
     pub schema: Option<SchemaRef>,
+    /// For `INSERT … VALUES` of parameters and literals: the rows' recipe, so Execute
+    /// commits without DataFusion (`fast_insert.rs`).
+    pub fast: Option<FastInsert>,
 }
 
 pub type Statement = Arc<Prepared>;
@@ -448,7 +452,7 @@ impl QueryHandler {
         if !matches!(dml.op, WriteOp::Insert(InsertOp::Append)) {
             return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("{}: flashscan appends rows only (INSERT INTO)", dml.op)));
         }
-        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
+        self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
         let table = dml.table_name.table().to_string();
         let names = value_column_names(&dml.input);
         let input = std::sync::Arc::unwrap_or_clone(dml.input);
@@ -472,19 +476,39 @@ impl QueryHandler {
         }
         running.finish(Outcome::Done);
         drop(running);
+        self.commit_rows(backend, &table, batches).await
+    }
+
+    /// An INSERT's rows: kept for COMMIT inside BEGIN … COMMIT, otherwise committed through
+    /// the group committer (acknowledged once durable).
+    async fn commit_rows(&self, backend: &Backend, table: &str, batches: Vec<RecordBatch>) -> PgWireResult<Response> {
+        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
         {
             let mut t = backend.transaction();
             if let Transaction::Open { .. } = &*t {
-                t.add(&table, batches)?;
-                return Ok(insert_tag(rows));
+                let staged = t.add(committer.write_path(), table, &batches)?;
+                return Ok(insert_tag(staged));
             }
         }
         if rows == 0 {
             return Ok(insert_tag(0));
         }
-        let committed = committer.insert(&table, batches).await.map_err(|f| f.to_pg())?;
+        let committed = committer.insert(table, batches).await.map_err(|f| f.to_pg())?;
         Ok(insert_tag(committed))
+    }
+
+    /// The fast path's rows for this execution, when it applies (see `fast_insert.rs`).
+    fn fast_rows(&self, fast: Option<&FastInsert>, params: &[datafusion::common::ScalarValue]) -> Option<(String, RecordBatch)> {
+        if !self.shared.fast_insert || self.shared.database.committer.is_none() {
+            return None;
+        }
+        let fast = fast?;
+        let batch = fast.batch(params)?;
+        if let Some(c) = self.shared.database.committer.as_ref() {
+            c.counters.statements_fast_path.fetch_add(1, Relaxed);
+        }
+        Some((fast.table.clone(), batch))
     }
 
     /// CREATE TABLE / DROP TABLE through the SQL session's write path (one catalog commit),
@@ -500,6 +524,7 @@ impl QueryHandler {
             database.session.run_one(sql).await.map_err(|e| sql_error_to_pg(&e))?;
         }
         let tables = crate::catalog_tables(&self.shared.base, database.session.db_dir()).await.map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+        crate::pg_catalog::register(&self.shared.base, &tables).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
         self.shared.set_tables(tables);
         Ok(Response::Execution(Tag::new(tag)))
     }
@@ -546,27 +571,31 @@ impl QueryHandler {
         .map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, format!("COPY parser failed: {e}")))?;
         let batches = converted.map_err(|e| pg_error(e.code, e.message))?;
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
+        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
         {
             let mut t = backend.transaction();
             if let Transaction::Open { .. } = &*t {
-                t.add(&table, batches)?;
-                return Ok(rows);
+                return t.add(committer.write_path(), &table, &batches);
             }
         }
         if rows == 0 {
             return Ok(0);
         }
-        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
         committer.insert(&table, batches).await.map_err(|f| f.to_pg())
     }
 
     /// Runs a statement inside the connection's transaction rules: after a failure in
     /// BEGIN … COMMIT, everything but COMMIT/ROLLBACK is refused (as PostgreSQL does).
     async fn run_in_transaction(&self, backend: &Backend, command: &Command, plan: Option<LogicalPlan>, format: &Format) -> PgWireResult<Response> {
+        self.guarded(backend, command, self.run_command(backend, command, plan, format)).await
+    }
+
+    /// The transaction rules around any way of running `command` (`run`).
+    async fn guarded(&self, backend: &Backend, command: &Command, run: impl std::future::Future<Output = PgWireResult<Response>>) -> PgWireResult<Response> {
         if matches!(*backend.transaction(), Transaction::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
             return Err(pg_error(sqlstate::IN_FAILED_TRANSACTION, "current transaction is aborted, commands ignored until end of transaction block"));
         }
-        let result = self.run_command(backend, command, plan, format).await;
+        let result = run.await;
         if result.is_err() {
             let mut t = backend.transaction();
             if matches!(*t, Transaction::Open { .. }) {
@@ -605,16 +634,16 @@ impl QueryHandler {
             Command::Begin => {
                 let mut t = backend.transaction();
                 if !t.in_block() {
-                    *t = Transaction::Open { table: None, batches: Vec::new() };
+                    *t = Transaction::begin();
                 }
                 Ok(Response::TransactionStart(Tag::new("BEGIN")))
             }
             Command::Commit => {
                 let t = std::mem::take(&mut *backend.transaction());
                 match t {
-                    Transaction::Open { table: Some(table), batches } => {
+                    Transaction::Open { txn, .. } if txn.row_count() > 0 => {
                         let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
-                        committer.insert(&table, batches).await.map_err(|f| f.to_pg())?;
+                        committer.commit_transaction(txn).await.map_err(|f| f.to_pg())?;
                         Ok(Response::TransactionEnd(Tag::new("COMMIT")))
                     }
                     // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
@@ -638,7 +667,16 @@ impl QueryHandler {
             Command::Sql(sql) => {
                 let plan = match plan {
                     Some(p) => p,
-                    None => plan_sql(&self.shared, sql).await?,
+                    None => {
+                        let plan = plan_sql(&self.shared, sql).await?;
+                        // A literal INSERT … VALUES: its rows without a physical plan.
+                        if is_insert(&plan) {
+                            if let Some((table, batch)) = self.fast_rows(FastInsert::from_plan(&plan).as_ref(), &[]) {
+                                return self.commit_rows(backend, &table, vec![batch]).await;
+                            }
+                        }
+                        plan
+                    }
                 };
                 if is_insert(&plan) {
                     return self.run_insert(backend, plan).await;
@@ -709,12 +747,16 @@ impl QueryParser for Parser {
         C: ClientInfo + Unpin + Send + Sync,
     {
         let command = classify(sql);
+        let mut fast = None;
         let (plan, param_types, schema) = match &command {
             Command::Sql(text) => {
                 let plan = plan_sql(&self.shared, text).await?;
                 let params = param_types_of(&plan)?;
                 // INSERT returns no rows (NoData), as in PostgreSQL.
                 let schema = (!is_insert(&plan)).then(|| plan.schema().inner().clone());
+                if is_insert(&plan) && self.shared.fast_insert {
+                    fast = FastInsert::from_plan(&plan);
+                }
                 (Some(plan), params, schema)
             }
             Command::Show { name } => (None, vec![], Some(schema_of_show(name))),
@@ -724,7 +766,7 @@ impl QueryParser for Parser {
             }
             _ => (None, vec![], None),
         };
-        Ok(Some(Arc::new(Prepared { command, plan, param_types, schema })))
+        Ok(Some(Arc::new(Prepared { command, plan, param_types, schema, fast })))
     }
 
     fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {
@@ -791,6 +833,9 @@ impl ExtendedQueryHandler for QueryHandler {
                 let types: Vec<Type> =
                     (0..n).map(|i| stored.parameter_types.get(i).cloned().flatten().or_else(|| server.get(i).cloned()).unwrap_or(Type::TEXT)).collect();
                 let values = decode_params(portal, &types, &prepared.param_types)?;
+                if let Some((table, batch)) = self.fast_rows(prepared.fast.as_ref(), &values) {
+                    return self.guarded(&backend, &prepared.command, self.commit_rows(&backend, &table, vec![batch])).await;
+                }
                 let plan = if values.is_empty() {
                     plan.clone()
                 } else {

@@ -19,10 +19,12 @@ pub mod cancel;
 pub mod config;
 pub mod copy_from;
 pub mod error;
+pub mod fast_insert;
 pub mod handler;
 pub mod http;
 pub mod ownership;
 pub mod params;
+pub mod pg_catalog;
 pub mod psql_catalog;
 pub mod sampler;
 pub mod scram;
@@ -170,6 +172,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     // psql, drivers and BI tools write PostgreSQL's dialect.
     base.state_ref().write().config_mut().options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
     let tables = catalog_tables(&base, &config.db_dir).await?;
+    pg_catalog::register_functions(&base);
+    pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
     let committer = write.clone().map(Committer::start);
     let database = Database { session: session.clone(), write, committer, ddl: tokio::sync::RwLock::new(()) };
 
@@ -191,7 +195,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         base.register_table("sys.dm_io_virtual_file_stats", Arc::new(StatsTable::new(StatsView::FileStats, sampler.clone())))
             .map_err(flashscan_sql::SqlError::from)?;
     }
-    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database));
+    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database).with_fast_insert(config.fast_insert));
 
     let (listener, moved) = bind_listener(&config).await?;
     let listen = listener.local_addr().map_err(|e| ServerError::Listen { addr: "bound socket".into(), source: e })?;

@@ -41,6 +41,9 @@ pub struct Shared {
     tables: RwLock<Vec<CatalogTable>>,
     pub database: Database,
     draining: AtomicBool,
+    /// Prepared (and literal) `INSERT … VALUES` skip DataFusion per execution
+    /// (`fast_insert.rs`); off only to compare against the SQL path.
+    pub fast_insert: bool,
 }
 
 impl Shared {
@@ -63,7 +66,13 @@ impl Shared {
             tables: RwLock::new(tables),
             database,
             draining: AtomicBool::new(false),
+            fast_insert: true,
         }
+    }
+
+    pub fn with_fast_insert(mut self, on: bool) -> Shared {
+        self.fast_insert = on;
+        self
     }
 
     /// A context for one query: the shared catalog and configuration, and a memory pool

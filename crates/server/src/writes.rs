@@ -1,5 +1,5 @@
 //! Writes over the wire: INSERT (simple and extended protocol, with parameters), CREATE
-//! and DROP TABLE, COPY FROM STDIN, and BEGIN…COMMIT of one table's rows — all through
+//! and DROP TABLE, COPY FROM STDIN, and BEGIN…COMMIT over any tables — all through
 //! the write path `flashscan sql` uses (`flashscan_write::WritePath`: rows encoded and
 //! checked, logged, one durable commit, then visible in the table's delta).
 //!
@@ -77,6 +77,8 @@ pub struct WriteCounters {
     pub statements_waiting: AtomicUsize,
     /// Microseconds statements spent waiting for their commit, summed.
     pub commit_wait_us: AtomicU64,
+    /// INSERT executions whose rows were made without DataFusion (`fast_insert.rs`).
+    pub statements_fast_path: AtomicU64,
 }
 
 struct Request {
@@ -88,6 +90,7 @@ struct Request {
 
 /// The one thread that calls `WritePath::insert` (see the module comment).
 pub struct Committer {
+    write: Arc<WritePath>,
     sender: Mutex<Option<mpsc::Sender<Request>>>,
     stop: Arc<AtomicBool>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -99,9 +102,43 @@ impl Committer {
         let (sender, receiver) = mpsc::channel::<Request>();
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(WriteCounters::default());
-        let (s, c) = (stop.clone(), counters.clone());
-        let thread = std::thread::Builder::new().name("flashscan-committer".into()).spawn(move || committer_loop(&write, &receiver, &s, &c)).ok();
-        Committer { sender: Mutex::new(Some(sender)), stop, thread: Mutex::new(thread), counters }
+        let (s, c, w) = (stop.clone(), counters.clone(), write.clone());
+        let thread = std::thread::Builder::new().name("flashscan-committer".into()).spawn(move || committer_loop(&w, &receiver, &s, &c)).ok();
+        Committer { write, sender: Mutex::new(Some(sender)), stop, thread: Mutex::new(thread), counters }
+    }
+
+    /// The write path the committer commits through (BEGIN … COMMIT stages into it).
+    pub fn write_path(&self) -> &WritePath {
+        &self.write
+    }
+
+    /// COMMIT of a BEGIN … COMMIT block: one write-path transaction over every table it
+    /// staged, durable when this returns (the log's group commit shares its flush with
+    /// the committer's). Counted as one statement.
+    pub async fn commit_transaction(&self, txn: flashscan_write::Transaction) -> Result<u64, WriteFailure> {
+        if self.sender.lock().map(|s| s.is_none()).unwrap_or(true) {
+            return Err(WriteFailure { code: sqlstate::ADMIN_SHUTDOWN, message: "the server is shutting down: the transaction was not committed".into() });
+        }
+        self.counters.statements_waiting.fetch_add(1, Relaxed);
+        let waited = std::time::Instant::now();
+        let write = self.write.clone();
+        let result = tokio::task::spawn_blocking(move || write.commit_transaction(txn))
+            .await
+            .map_err(|e| WriteFailure { code: sqlstate::INTERNAL_ERROR, message: format!("the commit thread failed: {e}") })
+            .and_then(|r| r.map_err(|e| WriteFailure::of(&e)));
+        self.counters.commit_wait_us.fetch_add(waited.elapsed().as_micros() as u64, Relaxed);
+        self.counters.statements_waiting.fetch_sub(1, Relaxed);
+        match &result {
+            Ok(n) => {
+                self.counters.statements_committed.fetch_add(1, Relaxed);
+                self.counters.transactions_committed.fetch_add(1, Relaxed);
+                self.counters.rows_inserted.fetch_add(*n, Relaxed);
+            }
+            Err(_) => {
+                self.counters.statements_failed.fetch_add(1, Relaxed);
+            }
+        }
+        result
     }
 
     /// Commits `batches` into `table` as one statement; returns its rows once durable.
@@ -200,14 +237,18 @@ fn commit_group(write: &WritePath, table: &str, requests: Vec<Request>, counters
     }
 }
 
-/// A connection's explicit transaction (`BEGIN` … `COMMIT`): its INSERT and COPY rows wait
-/// here and are committed as one statement at COMMIT (all or nothing); ROLLBACK drops
-/// them. One table per transaction: the write path commits one table's rows at a time.
+/// A connection's explicit transaction (`BEGIN` … `COMMIT`), on the write crate's
+/// transaction (`flashscan_write::Transaction`, the one `flashscan sql`'s session uses):
+/// each INSERT and COPY inside the block is validated and staged at once (its errors come
+/// with the statement, as in PostgreSQL), nothing is logged; COMMIT logs every staged row of
+/// every table with one commit record and answers once that is durable — all tables or
+/// none. ROLLBACK drops what was staged. An error inside the block aborts it (25P02 for
+/// every later statement until ROLLBACK; COMMIT of an aborted block answers ROLLBACK).
 #[derive(Debug, Default)]
 pub enum Transaction {
     #[default]
     Idle,
-    Open { table: Option<String>, batches: Vec<RecordBatch> },
+    Open { txn: flashscan_write::Transaction, statements: u64 },
     /// A statement failed inside the block: everything until COMMIT/ROLLBACK is refused.
     Failed,
 }
@@ -217,21 +258,19 @@ impl Transaction {
         !matches!(self, Transaction::Idle)
     }
 
-    /// Adds a statement's rows; refuses a second table.
-    pub fn add(&mut self, table: &str, mut rows: Vec<RecordBatch>) -> Result<(), PgWireError> {
+    /// A new open block.
+    pub fn begin() -> Transaction {
+        Transaction::Open { txn: flashscan_write::Transaction::new(), statements: 0 }
+    }
+
+    /// Stages a statement's rows into `table` (validated and encoded now, logged at COMMIT).
+    /// On error the block keeps what it had (the caller marks it failed).
+    pub fn add(&mut self, write: &WritePath, table: &str, rows: &[RecordBatch]) -> Result<u64, PgWireError> {
         match self {
-            Transaction::Open { table: t, batches } => {
-                match t {
-                    Some(existing) if !existing.eq_ignore_ascii_case(table) => {
-                        return Err(pg_error(
-                            sqlstate::FEATURE_NOT_SUPPORTED,
-                            format!("a transaction over the wire writes one table: this one writes {existing}; COMMIT it before writing {table}"),
-                        ))
-                    }
-                    _ => *t = Some(table.to_string()),
-                }
-                batches.append(&mut rows);
-                Ok(())
+            Transaction::Open { txn, statements } => {
+                let staged = write.stage_insert(txn, table, rows).map_err(|e| WriteFailure::of(&e).to_pg())?;
+                *statements += 1;
+                Ok(staged)
             }
             _ => Err(pg_error(sqlstate::INTERNAL_ERROR, "no open transaction")),
         }

@@ -493,7 +493,7 @@ async fn psql_lists_and_describes_tables() {
     let port = server.listen.port().to_string();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new("psql")
-            .args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "anydb", "-c", "\\dt", "-c", "\\d lineitem", "-c", "select count(*) from part"])
+            .args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "anydb", "-c", "\\dt", "-c", "\\d lineitem", "-c", "select count(*) from part", "-c", "\\l", "-c", PG_CATALOG_COLUMNS, "-c", INFORMATION_SCHEMA_COLUMNS])
             .env_remove("PGPASSWORD")
             .output()
     })
@@ -511,5 +511,19 @@ async fn psql_lists_and_describes_tables() {
     assert!(stdout.lines().any(|l| l.contains("l_orderkey") && l.contains("bigint")), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains("l_shipdate") && l.contains("date")), "{stdout}");
     assert!(stdout.contains("2000"), "count of part at SF 0.01: {stdout}");
+    // \l reads the real pg_database (with pg_get_userbyid, pg_encoding_to_char).
+    assert!(stdout.contains("List of databases"), "{stdout}");
+    assert!(stdout.lines().any(|l| l.contains("flashscan") && l.contains("UTF8")), "{stdout}");
+    // What drivers and BI tools ask: pg_class/pg_attribute/pg_type, information_schema.
+    assert!(stdout.lines().any(|l| l.contains("p_partkey") && l.contains("bigint") && l.contains("int8")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.contains("p_retailprice") && l.contains("numeric(15,2)")), "{stdout}");
+    assert!(stdout.lines().any(|l| l.contains("p_name") && l.contains("Utf8")), "information_schema.columns: {stdout}");
     server.shutdown().await;
 }
+
+const PG_CATALOG_COLUMNS: &str = "SELECT a.attnum, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, t.typname \
+    FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
+    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \
+    WHERE c.relname = 'part' AND n.nspname = 'public' AND c.relkind = 'r' AND a.attnum > 0 ORDER BY a.attnum";
+const INFORMATION_SCHEMA_COLUMNS: &str =
+    "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'part' ORDER BY ordinal_position";

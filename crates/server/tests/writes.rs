@@ -295,12 +295,17 @@ async fn begin_commit_and_rollback() {
     assert_eq!(code_of(&e), "25P02");
     client.batch_execute("COMMIT").await.expect("commit of a failed block");
     assert_eq!(one(&client, "select count(*) from t").await, "3");
-    // One table per transaction.
+    // Several tables in one transaction: all of them at COMMIT, none at ROLLBACK.
     client.simple_query("CREATE TABLE u (k int)").await.expect("create u");
-    client.batch_execute("BEGIN; INSERT INTO t VALUES (6)").await.expect("begin");
-    let e = client.simple_query("INSERT INTO u VALUES (1)").await.expect_err("second table");
-    assert_eq!(code_of(&e), "0A000", "{}", message_of(&e));
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (6); INSERT INTO u VALUES (1), (2)").await.expect("two tables");
+    assert_eq!(one(&other, "select count(*) from u").await, "0");
+    client.batch_execute("COMMIT").await.expect("commit of two tables");
+    assert_eq!(one(&other, "select count(*) from t").await, "4");
+    assert_eq!(one(&other, "select count(*) from u").await, "2");
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (7); INSERT INTO u VALUES (3)").await.expect("begin");
     client.batch_execute("ROLLBACK").await.expect("rollback");
+    assert_eq!(one(&other, "select count(*) from t").await, "4");
+    assert_eq!(one(&other, "select count(*) from u").await, "2");
     server.shutdown().await;
 }
 
