@@ -28,7 +28,7 @@ use datafusion::physical_plan::{
 use flashscan_sql::exec_plan::FlashscanExec;
 use flashscan_sql::scan_units::plan_units;
 use datafusion_proto::physical_plan::DefaultPhysicalExtensionCodec;
-use flashscan_sql::reader::RowFilter;
+use flashscan_sql::reader::{RowConjunct, RowFilter};
 use flashscan_storage::{HostSlot, PartitionMeta, TableMeta};
 use serde::{Deserialize, Serialize};
 
@@ -74,28 +74,63 @@ pub struct ScanRequest {
     pub output_partitions: usize,
 }
 
-/// A scan's own filter as it travels: the table columns it reads (in the order of its
-/// input batch) and the predicate in DataFusion's protobuf form (datafusion-proto: the
-/// well-kept encoding of physical expressions the distributed plan itself uses).
+/// A scan's own filter as it travels: the table columns it reads and each conjunct's
+/// inputs (positions in `columns`) with its predicate in DataFusion's protobuf form
+/// (datafusion-proto: the well-kept encoding of physical expressions the distributed plan
+/// itself uses).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RowFilterRequest {
     pub columns: Vec<usize>,
+    pub conjuncts: Vec<ConjunctRequest>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConjunctRequest {
+    pub inputs: Vec<usize>,
     pub predicate_proto: Vec<u8>,
 }
 
 impl RowFilterRequest {
     pub fn of(filter: &RowFilter) -> Result<RowFilterRequest> {
-        let node = datafusion_proto::physical_plan::to_proto::serialize_physical_expr(&filter.predicate, &DefaultPhysicalExtensionCodec {})?;
-        Ok(RowFilterRequest { columns: filter.columns.clone(), predicate_proto: prost::Message::encode_to_vec(&node) })
+        let conjuncts = filter
+            .conjuncts
+            .iter()
+            .map(|c| {
+                let node = datafusion_proto::physical_plan::to_proto::serialize_physical_expr(&c.predicate, &DefaultPhysicalExtensionCodec {})?;
+                Ok(ConjunctRequest { inputs: c.inputs.clone(), predicate_proto: prost::Message::encode_to_vec(&node) })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RowFilterRequest { columns: filter.columns.clone(), conjuncts })
     }
 
-    /// The predicate again, against `table`'s columns; functions are found in `ctx`.
+    /// The filter again, against `table`'s columns as SQL sees them (the schema the
+    /// coordinator built each conjunct against); functions are found in `ctx`.
     pub fn decode(&self, table: &TableMeta, ctx: &TaskContext) -> Result<RowFilter> {
-        let schema = table.arrow_schema().project(&self.columns)?;
-        let node: datafusion_proto::protobuf::PhysicalExprNode = prost::Message::decode(self.predicate_proto.as_slice())
-            .map_err(|e| datafusion::error::DataFusionError::Plan(format!("a scan filter does not decode: {e}")))?;
-        let predicate = datafusion_proto::physical_plan::from_proto::parse_physical_expr(&node, ctx, &schema, &DefaultPhysicalExtensionCodec {})?;
-        Ok(RowFilter { columns: self.columns.clone(), predicate })
+        let schema = flashscan_sql::reader::sql_schema(table);
+        let conjuncts = self
+            .conjuncts
+            .iter()
+            .map(|c| {
+                let own: Vec<usize> = c
+                    .inputs
+                    .iter()
+                    .map(|&i| {
+                        self.columns
+                            .get(i)
+                            .copied()
+                            .ok_or_else(|| datafusion::error::DataFusionError::Plan(format!("a scan filter names input {i} of its {} columns", self.columns.len())))
+                    })
+                    .collect::<Result<_>>()?;
+                let own_schema = schema.project(&own)?;
+                let node: datafusion_proto::protobuf::PhysicalExprNode = prost::Message::decode(c.predicate_proto.as_slice())
+                    .map_err(|e| datafusion::error::DataFusionError::Plan(format!("a scan filter does not decode: {e}")))?;
+                let predicate = datafusion_proto::physical_plan::from_proto::parse_physical_expr(&node, ctx, &own_schema, &DefaultPhysicalExtensionCodec {})?;
+                Ok(RowConjunct { inputs: c.inputs.clone(), predicate })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // The columns themselves must be the table's (a bad number is refused here).
+        schema.project(&self.columns)?;
+        Ok(RowFilter { columns: self.columns.clone(), conjuncts })
     }
 }
 
