@@ -523,9 +523,17 @@ impl QueryHandler {
             let _ddl = database.ddl.write().await;
             database.session.run_one(sql).await.map_err(|e| sql_error_to_pg(&e))?;
         }
-        let tables = crate::catalog_tables(&self.shared.base, database.session.db_dir()).await.map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
-        crate::pg_catalog::register(&self.shared.base, &tables).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
-        self.shared.set_tables(tables);
+        // The statement is committed: a table list that fails to refresh is said on the
+        // server's stderr, never reported to the client as the statement's failure.
+        match crate::catalog_tables(&self.shared.base, database.session.db_dir()).await {
+            Ok(tables) => {
+                if let Err(e) = crate::pg_catalog::register(&self.shared.base, &tables) {
+                    eprintln!("flashscan serve: after {tag}: pg_catalog not refreshed: {e}");
+                }
+                self.shared.set_tables(tables);
+            }
+            Err(e) => eprintln!("flashscan serve: after {tag}: the table list not refreshed: {e}"),
+        }
         Ok(Response::Execution(Tag::new(tag)))
     }
 
@@ -829,7 +837,14 @@ impl ExtendedQueryHandler for QueryHandler {
         let plan = match &prepared.plan {
             Some(plan) => {
                 let server = self.parser.get_parameter_types(prepared)?;
-                let n = server.len().max(stored.parameter_types.len()).max(portal.parameter_len());
+                let required = server.len().max(stored.parameter_types.len());
+                if portal.parameter_len() > required {
+                    return Err(pg_error(
+                        sqlstate::PROTOCOL_VIOLATION,
+                        format!("bind message supplies {} parameters, but prepared statement \"{}\" requires {required}", portal.parameter_len(), stored.id),
+                    ));
+                }
+                let n = required.max(portal.parameter_len());
                 let types: Vec<Type> =
                     (0..n).map(|i| stored.parameter_types.get(i).cloned().flatten().or_else(|| server.get(i).cloned()).unwrap_or(Type::TEXT)).collect();
                 let values = decode_params(portal, &types, &prepared.param_types)?;

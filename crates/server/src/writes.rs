@@ -268,12 +268,24 @@ impl Transaction {
     pub fn add(&mut self, write: &WritePath, table: &str, rows: &[RecordBatch]) -> Result<u64, PgWireError> {
         match self {
             Transaction::Open { txn, statements } => {
-                let staged = write.stage_insert(txn, table, rows).map_err(|e| WriteFailure::of(&e).to_pg())?;
+                // Staging validates and encodes every row and may wait for the commit gate (a
+                // checkpoint making room, a log being reopened): blocking work, so the runtime
+                // is told and moves this thread's other connections elsewhere meanwhile.
+                let staged = run_blocking(|| write.stage_insert(txn, table, rows)).map_err(|e| WriteFailure::of(&e).to_pg())?;
                 *statements += 1;
                 Ok(staged)
             }
             _ => Err(pg_error(sqlstate::INTERNAL_ERROR, "no open transaction")),
         }
+    }
+}
+
+/// Runs `f` on this thread, telling a multi-thread runtime first (`block_in_place`) so the
+/// thread's other tasks are not stuck behind it; elsewhere it just runs.
+fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
     }
 }
 
