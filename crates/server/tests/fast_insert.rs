@@ -17,6 +17,9 @@ use flashscan_sql::{FlashscanSession, SessionOptions};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
+mod common;
+use common::{connect, connect_port, error_of, simple_rows as rows};
+
 fn new_db(dir: &Path, name: &str) -> PathBuf {
     let db = dir.join(name);
     flashscan_write::init_database(&db, &flashscan_write::InitOptions::default()).expect("init");
@@ -24,42 +27,9 @@ fn new_db(dir: &Path, name: &str) -> PathBuf {
 }
 
 fn config(db: &Path, fast_insert: bool) -> ServerConfig {
-    let mut c = ServerConfig::new(db.to_path_buf());
-    c.listen = Some("127.0.0.1:0".parse().expect("addr"));
+    let mut c = common::config(db);
     c.fast_insert = fast_insert;
     c
-}
-
-async fn connect_port(port: u16) -> Client {
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(port).user("writer").dbname("flashscan");
-    let (client, connection) = cfg.connect(NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
-async fn connect(server: &RunningServer) -> Client {
-    connect_port(server.listen.port()).await
-}
-
-fn error_of(e: &tokio_postgres::Error) -> String {
-    match e.as_db_error() {
-        Some(d) => format!("{}: {}", d.code().code(), d.message()),
-        None => format!("no SQLSTATE: {e}"),
-    }
-}
-
-async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {}", error_of(&e)));
-    messages
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// A simple-protocol statement's row count.

@@ -17,6 +17,9 @@ use flashscan_server::{RunningServer, ServerConfig};
 use flashscan_sql::{FlashscanSession, SessionOptions};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
+mod common;
+use common::{config, simple_rows as wire_rows};
+
 const SCALE_FACTOR: f64 = 0.01;
 const TABLES: [&str; 3] = ["lineitem", "part", "orders"];
 
@@ -63,28 +66,12 @@ fn fresh_db() -> (tempfile::TempDir, PathBuf) {
     (dir, path)
 }
 
-fn config(db: &Path) -> ServerConfig {
-    let mut c = ServerConfig::new(db.to_path_buf());
-    // Port 0: the kernel picks a free one (tests run in parallel).
-    c.listen = Some("127.0.0.1:0".parse().expect("addr"));
-    c
-}
-
 async fn connect(server: &RunningServer) -> Client {
     try_connect(server, "tester", None).await.expect("connect")
 }
 
 async fn try_connect(server: &RunningServer, user: &str, password: Option<&str>) -> Result<Client, tokio_postgres::Error> {
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(server.listen.port()).user(user).dbname("flashscan");
-    if let Some(p) = password {
-        cfg.password(p);
-    }
-    let (client, connection) = cfg.connect(NoTls).await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(client)
+    common::try_connect(server.listen.port(), user, "flashscan", password).await
 }
 
 /// The server's message (tokio-postgres prints only "db error" for server errors).
@@ -131,16 +118,6 @@ fn batches_as_text(batches: &[RecordBatch]) -> Vec<Vec<Option<String>>> {
     rows
 }
 
-async fn wire_rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
-    messages
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Equal as text, numbers within a relative 1e-9 (float sums may differ in the last digit
 /// between two runs of the same plan: partition order).

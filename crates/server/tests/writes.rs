@@ -13,6 +13,9 @@ use flashscan_server::{RunningServer, ServerConfig};
 use flashscan_sql::{FlashscanSession, SessionOptions};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
+mod common;
+use common::{config, connect, connect_port};
+
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
@@ -20,25 +23,6 @@ fn new_db() -> (tempfile::TempDir, PathBuf) {
     (dir, db)
 }
 
-fn config(db: &Path) -> ServerConfig {
-    let mut c = ServerConfig::new(db.to_path_buf());
-    c.listen = Some("127.0.0.1:0".parse().expect("addr"));
-    c
-}
-
-async fn connect_port(port: u16) -> Client {
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(port).user("writer").dbname("flashscan");
-    let (client, connection) = cfg.connect(NoTls).await.expect("connect");
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    client
-}
-
-async fn connect(server: &RunningServer) -> Client {
-    connect_port(server.listen.port()).await
-}
 
 fn code_of(e: &tokio_postgres::Error) -> String {
     e.code().map(|c| c.code().to_string()).unwrap_or_else(|| format!("no SQLSTATE: {e}"))
@@ -388,16 +372,7 @@ async fn sigterm_drains_checkpoints_and_exits() {
 }
 
 async fn try_password(port: u16, password: Option<&str>) -> Result<Client, tokio_postgres::Error> {
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(port).user("alice").dbname("x");
-    if let Some(p) = password {
-        cfg.password(p);
-    }
-    let (client, connection) = cfg.connect(NoTls).await?;
-    tokio::spawn(async move {
-        let _ = connection.await;
-    });
-    Ok(client)
+    common::try_connect(port, "alice", "x", password).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
