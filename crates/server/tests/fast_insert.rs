@@ -12,13 +12,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use flashscan_server::{RunningServer, ServerConfig};
-use flashscan_sql::{FlashscanSession, SessionOptions};
+use flashscan_server::ServerConfig;
 use tokio_postgres::types::{ToSql, Type};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use tokio_postgres::{Client, SimpleQueryMessage};
 
 mod common;
-use common::{connect, connect_port, error_of, simple_rows as rows};
+use common::{connect, connect_port, error_of, reopened, simple_rows as rows};
 
 fn new_db(dir: &Path, name: &str) -> PathBuf {
     let db = dir.join(name);
@@ -41,22 +40,6 @@ async fn simple_count(client: &Client, sql: &str) -> Result<u64, tokio_postgres:
     }).unwrap_or(u64::MAX))
 }
 
-async fn reopened(db: &Path, sql: &str) -> Vec<Vec<String>> {
-    let session = FlashscanSession::open(db, SessionOptions::default()).expect("session");
-    let out = session.run_one(sql).await.expect("query");
-    let mut result = Vec::new();
-    for b in &out.batches {
-        let formatters: Vec<_> = b
-            .columns()
-            .iter()
-            .map(|c| arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &arrow::util::display::FormatOptions::default()).expect("fmt"))
-            .collect();
-        for r in 0..b.num_rows() {
-            result.push(formatters.iter().map(|f| f.value(r).to_string()).collect());
-        }
-    }
-    result
-}
 
 const ALL_TYPES: &str =
     "CREATE TABLE all_types (k bigint NOT NULL, i int, f double, d decimal(12,2), w decimal(30,6), day date, ts timestamp, s text, b boolean) WITH (partitions = 2)";

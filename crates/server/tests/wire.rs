@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use arrow::array::RecordBatch;
 use arrow::datatypes::DataType;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use flashscan_server::{RunningServer, ServerConfig};
+use flashscan_server::RunningServer;
 use flashscan_sql::{FlashscanSession, SessionOptions};
-use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
+use tokio_postgres::{Client, NoTls};
 
 mod common;
 use common::{config, simple_rows as wire_rows};

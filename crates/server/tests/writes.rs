@@ -9,12 +9,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use flashscan_server::{RunningServer, ServerConfig};
-use flashscan_sql::{FlashscanSession, SessionOptions};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 mod common;
-use common::{config, connect, connect_port};
+use common::{config, connect, connect_port, reopened, simple_rows as rows};
 
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -32,16 +30,6 @@ fn message_of(e: &tokio_postgres::Error) -> String {
     e.as_db_error().map(|d| d.message().to_string()).unwrap_or_else(|| format!("{e:?}"))
 }
 
-async fn rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
-    let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e} {}", message_of(&e)));
-    messages
-        .into_iter()
-        .filter_map(|m| match m {
-            SimpleQueryMessage::Row(r) => Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect()),
-            _ => None,
-        })
-        .collect()
-}
 
 async fn one(client: &Client, sql: &str) -> String {
     rows(client, sql).await[0][0].clone().unwrap_or_default()
@@ -59,24 +47,6 @@ async fn tag(client: &Client, sql: &str) -> u64 {
         .expect("command complete")
 }
 
-/// Rows as the SQL session sees them after the server stopped (the log replayed or the
-/// checkpoint read): independent of the server's own answers.
-async fn reopened(db: &Path, sql: &str) -> Vec<Vec<String>> {
-    let session = FlashscanSession::open(db, SessionOptions::default()).expect("session");
-    let out = session.run_one(sql).await.expect("query");
-    let mut result = Vec::new();
-    for b in &out.batches {
-        let formatters: Vec<_> = b
-            .columns()
-            .iter()
-            .map(|c| arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &arrow::util::display::FormatOptions::default()).expect("fmt"))
-            .collect();
-        for r in 0..b.num_rows() {
-            result.push(formatters.iter().map(|f| f.value(r).to_string()).collect());
-        }
-    }
-    result
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn insert_create_and_drop_over_the_wire() {

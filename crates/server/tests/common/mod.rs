@@ -4,6 +4,8 @@
 
 use std::path::Path;
 
+use flashscan_sql::{FlashscanSession, SessionOptions};
+
 use flashscan_server::{RunningServer, ServerConfig};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
@@ -55,4 +57,23 @@ pub async fn simple_rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>>
             _ => None,
         })
         .collect()
+}
+
+/// Rows as `flashscan sql`'s session sees them after the server stopped (the log replayed
+/// or the checkpoint read): independent of the server's own answers.
+pub async fn reopened(db: &Path, sql: &str) -> Vec<Vec<String>> {
+    let session = FlashscanSession::open(db, SessionOptions::default()).expect("session");
+    let out = session.run_one(sql).await.expect("query");
+    let mut result = Vec::new();
+    for b in &out.batches {
+        let formatters: Vec<_> = b
+            .columns()
+            .iter()
+            .map(|c| arrow::util::display::ArrayFormatter::try_new(c.as_ref(), &arrow::util::display::FormatOptions::default()).expect("fmt"))
+            .collect();
+        for r in 0..b.num_rows() {
+            result.push(formatters.iter().map(|f| f.value(r).to_string()).collect());
+        }
+    }
+    result
 }
