@@ -23,6 +23,8 @@ import argparse, json, os, resource, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scan"))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from common import add_run_args, cpu_s  # noqa: E402
 from run import QUERIES, drop_caches, flashscan_bin, prepare_duckdb, prepare_flashscan, prepare_parquet, print_markdown_table, time_duckdb  # noqa: E402
 
 
@@ -62,20 +64,16 @@ def time_duckdb_fair(path, sql, cold, threads):
         drop_caches()
     con = duckdb.connect(path, read_only=True)
     con.execute(f"SET threads = {threads}")
-    cpu0, t = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+    cpu0, t = cpu_s(resource.RUSAGE_SELF), time.perf_counter()
     con.execute(sql).fetchall()
-    elapsed = time.perf_counter() - t
-    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    elapsed, cpu = time.perf_counter() - t, cpu_s(resource.RUSAGE_SELF) - cpu0
     con.close()
-    return elapsed, (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    return elapsed, cpu
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sf", default="10")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="flashscan --threads and DuckDB SET threads")
-    ap.add_argument("--work", default="/var/tmp/flashscan-bench")
+    add_run_args(ap, rounds=5, work="/var/tmp/flashscan-bench", threads_help="flashscan --threads and DuckDB SET threads")
     ap.add_argument("--formats", default="none,page,columnstore,columnstore_archive")
     ap.add_argument("--queries", default="sum4,q1,count11")
     ap.add_argument("--modes", default="cold,warm")

@@ -16,6 +16,9 @@ import argparse, json, os, shutil, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(HERE, ".."))
+import common  # noqa: E402
+from common import print_markdown_table, sh  # noqa: E402,F401 (bench/compression imports them from here)
 
 # The built-in queries and the SQL the peers run for them. Keep in step with
 # crates/exec/src/queries/ (the same definitions, checked against the same oracle).
@@ -35,10 +38,6 @@ GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus""",
 }
 
 PG_PORT = 5439
-
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, shell=isinstance(cmd, str), check=True, **kw)
 
 
 def drop_caches():
@@ -71,15 +70,7 @@ def prepare_flashscan(fs, work, sf):
 
 
 def prepare_duckdb(work, sf, parquet):
-    import duckdb
-    path = os.path.join(work, f"duckdb-sf{sf}.db")
-    if not os.path.exists(path):
-        t = time.perf_counter()
-        con = duckdb.connect(path)
-        con.execute(f"CREATE TABLE lineitem AS SELECT * FROM read_parquet('{parquet}')")
-        con.close()
-        print(f"duckdb load: {time.perf_counter() - t:.1f} s")
-    return path
+    return common.prepare_duckdb(os.path.join(work, f"duckdb-sf{sf}.db"), {"lineitem": parquet})
 
 
 class Postgres:
@@ -162,21 +153,9 @@ def time_postgres(pg, sql, cold):
     return time.perf_counter() - t
 
 
-def print_markdown_table(title, header, rows, path=None):
-    """Prints the results as a Markdown table under `title`, and writes it to `path` if given."""
-    table = "| " + " | ".join(header) + " |\n|" + "---|" * len(header) + "\n" + "".join("| " + " | ".join(r) + " |\n" for r in rows)
-    print(f"\n{title}\n")
-    print(table)
-    if path:
-        with open(path, "w") as f:
-            f.write(table)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sf", default="10")
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--work", default="/var/tmp/flashscan-bench")
+    common.add_run_args(ap, rounds=3, work="/var/tmp/flashscan-bench")
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--modes", default="cold,warm")
     ap.add_argument("--skip-postgres", action="store_true")

@@ -30,10 +30,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 QUERY_DIR = os.path.join(ROOT, "crates", "sql", "tests", "tpch")
 TABLES = ["nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem"]
-
-
-def sh(cmd, **kw):
-    return subprocess.run(cmd, check=True, **kw)
+sys.path.insert(0, os.path.join(HERE, ".."))
+from common import add_run_args, cpu_s, prepare_duckdb as duckdb_from_parquet, sh  # noqa: E402
 
 
 def query_text(n):
@@ -77,21 +75,7 @@ def prepare_flashscan(fs, work, sf, extra, storage_format):
 
 
 def prepare_duckdb(work, sf, parquet):
-    import duckdb
-    path = os.path.join(work, f"duckdb-tpch-sf{sf}.db")
-    if not os.path.exists(path):
-        t = time.perf_counter()
-        con = duckdb.connect(path)
-        for table in TABLES:
-            con.execute(f"CREATE TABLE {table} AS SELECT * FROM read_parquet('{parquet}/{table}.parquet')")
-        con.close()
-        print(f"duckdb load: {time.perf_counter() - t:.1f} s", flush=True)
-    return path
-
-
-def cpu_s(who):
-    r = resource.getrusage(who)
-    return r.ru_utime + r.ru_stime
+    return duckdb_from_parquet(os.path.join(work, f"duckdb-tpch-sf{sf}.db"), {t: f"{parquet}/{t}.parquet" for t in TABLES})
 
 
 def time_flashscan(fs, db, n):
@@ -127,12 +111,9 @@ def time_datafusion(parquet, threads, sql):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sf", default="10")
-    ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--threads", type=int, default=os.cpu_count(), help="threads for every engine (flashscan uses the cores)")
+    add_run_args(ap, rounds=5, work="/root/flashscan-bench", threads_help="threads for every engine (flashscan uses the cores)")
     ap.add_argument("--flashscan", help="a built flashscan binary (default: cargo build --release)")
     ap.add_argument("--flashscan-before", help="another flashscan binary (say, before a change), run interleaved on the same tables")
-    ap.add_argument("--work", default="/root/flashscan-bench")
     ap.add_argument("--queries", default=",".join(str(i) for i in range(1, 23)))
     ap.add_argument("--format", default="columnstore",
                     help="flashscan storage format: heap, row, page, columnstore, columnstore_archive")

@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use flashscan_measure::chart::{chart_error, color, legend, line, panel};
+use flashscan_measure::chart::{chart_error, color, legend, line, panel, stacked_panels};
+use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::compression::CompressionReport;
@@ -14,19 +15,18 @@ use crate::costs::report::ScanCostRow;
 use crate::costs::CostReport;
 use crate::error::BenchError;
 
-fn to_bench_error(path: &Path) -> impl Fn(String) -> BenchError + '_ {
-    move |what| BenchError::Chart { path: path.to_path_buf(), what }
+type Panel<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// An SVG file of `size_px` at `path` with two panels, one above the other, drawn by `draw`.
+fn write_two_panels(path: &Path, size_px: (u32, u32), draw: impl FnOnce(&[Panel<'_>]) -> Result<(), String>) -> Result<(), BenchError> {
+    stacked_panels(SVGBackend::new(path, size_px).into_drawing_area(), 2, draw).map_err(|what| BenchError::Chart { path: path.to_path_buf(), what })
 }
 
 pub fn write_costs_chart(report: &CostReport, path: &Path) -> Result<(), BenchError> {
-    costs_chart(report, path).map_err(to_bench_error(path))
+    write_two_panels(path, (1100, 1100), |panels| costs_panels(report, panels))
 }
 
-fn costs_chart(report: &CostReport, path: &Path) -> Result<(), String> {
-    let root = SVGBackend::new(path, (1100, 1100)).into_drawing_area();
-    root.fill(&WHITE).map_err(chart_error)?;
-    let panels = root.split_evenly((2, 1));
-
+fn costs_panels(report: &CostReport, panels: &[Panel<'_>]) -> Result<(), String> {
     let mut modes: Vec<&str> = Vec::new();
     for r in &report.lookups {
         if !modes.contains(&r.mode.as_str()) {
@@ -52,19 +52,14 @@ fn costs_chart(report: &CostReport, path: &Path) -> Result<(), String> {
         let points: Vec<(u32, f64)> = report.scans.iter().map(|r| (r.rows_per_page as u32, value(r))).collect();
         line(&mut chart, points, i, name, false)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-    root.present().map_err(chart_error)?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
 pub fn write_compression_chart(report: &CompressionReport, path: &Path) -> Result<(), BenchError> {
-    compression_chart(report, path).map_err(to_bench_error(path))
+    write_two_panels(path, (1000, 900), |panels| compression_panels(report, panels))
 }
 
-fn compression_chart(r: &CompressionReport, path: &Path) -> Result<(), String> {
-    let root = SVGBackend::new(path, (1000, 900)).into_drawing_area();
-    root.fill(&WHITE).map_err(chart_error)?;
-    let panels = root.split_evenly((2, 1));
+fn compression_panels(r: &CompressionReport, panels: &[Panel<'_>]) -> Result<(), String> {
     let formats: Vec<&str> = r.formats.iter().map(|s| s.format.as_str()).collect();
     let n = formats.len().max(1) as i32;
     let label = |x: &i32| formats.get(*x as usize).map_or(String::new(), |s| s.to_string());
@@ -105,7 +100,5 @@ fn compression_chart(r: &CompressionReport, path: &Path) -> Result<(), String> {
             .collect();
         line(&mut chart, points, i, &format!("{query} {cache}"), true)?;
     }
-    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
-    root.present().map_err(chart_error)?;
-    Ok(())
+    legend(&mut chart, SeriesLabelPosition::UpperRight)
 }

@@ -85,14 +85,29 @@ fn dirty(pool: &BufferPool, r: &mut PageReader, file_id: u32, page: u64, byte: u
     w.mark_dirty(Lsn(lsn));
 }
 
-#[test]
-fn a_scan_sees_the_pools_version_of_a_dirty_page() {
+/// One file `t.dat` of `page_count` pages written by `write_file(_, file, _)` in a temporary
+/// directory, a pool of `frames` frames, a reader on the file and its pool file id.
+struct OneFile {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    pool: BufferPool,
+    r: PageReader,
+    id: u32,
+}
+
+fn one_file(file: u8, page_count: u64, frames: u32) -> OneFile {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.dat");
-    write_file(&path, 1, 40);
-    let pool = BufferPool::with_frames(64).unwrap();
-    let mut r = reader(&pool, std::slice::from_ref(&path));
+    write_file(&path, file, page_count);
+    let pool = BufferPool::with_frames(frames).unwrap();
+    let r = reader(&pool, std::slice::from_ref(&path));
     let id = r.file_id(0);
+    OneFile { _dir: dir, path, pool, r, id }
+}
+
+#[test]
+fn a_scan_sees_the_pools_version_of_a_dirty_page() {
+    let OneFile { _dir, path, pool, mut r, id } = one_file(1, 40, 64);
 
     let before = scan_file(&pool, &path, 40, 8);
     for p in 0..40 {
@@ -122,12 +137,7 @@ fn a_scan_sees_the_pools_version_of_a_dirty_page() {
 
 #[test]
 fn an_extent_not_aligned_to_pages_gets_the_overlapping_bytes() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("seg.dat");
-    write_file(&path, 2, 6);
-    let pool = BufferPool::with_frames(32).unwrap();
-    let mut r = reader(&pool, std::slice::from_ref(&path));
-    let id = r.file_id(0);
+    let OneFile { _dir, path, pool, mut r, id } = one_file(2, 6, 32);
     dirty(&pool, &mut r, id, 2, 0xEE, 0);
     // A column store segment from the middle of page 1 to the middle of page 3.
     let (start, end) = (PAGE as u64 + 100, 3 * PAGE as u64 + 50);
@@ -157,12 +167,7 @@ fn an_extent_not_aligned_to_pages_gets_the_overlapping_bytes() {
 
 #[test]
 fn dirty_pages_are_never_evicted_or_cleared() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("t.dat");
-    write_file(&path, 3, 200);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut r = reader(&pool, std::slice::from_ref(&path));
-    let id = r.file_id(0);
+    let OneFile { _dir, pool, mut r, id, .. } = one_file(3, 200, 16);
     dirty(&pool, &mut r, id, 7, 0x77, 0);
     // Far more pages than frames pass through: the clock must skip the dirty one.
     for p in 0..200 {

@@ -78,11 +78,18 @@ fn engine(pool: &BufferPool, files: &Arc<FileSet>) -> PageReader {
     reader
 }
 
+/// A fixture of `page_count` pages, a fresh pool of `frames` frames and the random path's
+/// reader over the fixture's file.
+fn pool_on_fixture(page_count: u64, corrupt_page: Option<u64>, frames: u32) -> (Fixture, BufferPool, PageReader) {
+    let fx = fixture(page_count, corrupt_page);
+    let pool = BufferPool::with_frames(frames).unwrap();
+    let engine = engine(&pool, &fx.files);
+    (fx, pool, engine)
+}
+
 #[test]
 fn hits_misses_and_reads_are_counted() {
-    let fx = fixture(8, None);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(8, None, 16);
     for round in 0..3 {
         for p in 0..8 {
             let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
@@ -101,9 +108,7 @@ fn hits_misses_and_reads_are_counted() {
 
 #[test]
 fn budget_is_never_exceeded_and_the_clock_evicts() {
-    let fx = fixture(200, None);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(200, None, 16);
     assert_eq!(pool.budget_bytes(), 16 * FRAME_SIZE_BYTES as u64);
     for p in 0..200 {
         let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
@@ -117,9 +122,7 @@ fn budget_is_never_exceeded_and_the_clock_evicts() {
 
 #[test]
 fn pinned_pages_are_never_evicted() {
-    let fx = fixture(300, None);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(300, None, 16);
     let pinned: Vec<_> = (0..10).map(|p| pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap()).collect();
     for p in 10..300 {
         let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
@@ -136,9 +139,7 @@ fn pinned_pages_are_never_evicted() {
 
 #[test]
 fn every_frame_pinned_is_an_error_not_a_hang() {
-    let fx = fixture(20, None);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(20, None, 16);
     let pinned: Vec<_> = (0..16).map(|p| pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap()).collect();
     let r = pool.read_page(&mut engine, PageKey::new(0, 17), verify(17));
     assert!(matches!(r, Err(TestError::Buffer(BufferError::AllPinned { frame_count: 16 }))));
@@ -148,9 +149,7 @@ fn every_frame_pinned_is_an_error_not_a_hang() {
 
 #[test]
 fn verification_failure_surfaces_and_leaves_no_page_behind() {
-    let fx = fixture(8, Some(5));
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(8, Some(5), 16);
     for _ in 0..2 {
         let r = pool.read_page(&mut engine, PageKey::new(0, 5), verify(5));
         assert!(matches!(r, Err(TestError::Torn { page: 5, at: 100 })), "{:?}", r.err());
@@ -168,9 +167,7 @@ fn verification_failure_surfaces_and_leaves_no_page_behind() {
 
 #[test]
 fn read_errors_surface() {
-    let fx = fixture(4, None);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(4, None, 16);
     // Past the end of the file: a short read.
     let r = pool.read_page(&mut engine, PageKey::new(0, 10), verify(10));
     assert!(matches!(r, Err(TestError::Buffer(BufferError::Io { .. }))), "{:?}", r.err());
@@ -179,9 +176,7 @@ fn read_errors_surface() {
 
 #[test]
 fn abandoned_load_lets_the_next_reader_retry() {
-    let fx = fixture(4, None);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(4, None, 16);
     match pool.fetch(PageKey::new(0, 2)).unwrap() {
         Fetch::Miss(ticket) => drop(ticket),
         Fetch::Hit(_) => panic!("empty pool hit"),
@@ -192,9 +187,7 @@ fn abandoned_load_lets_the_next_reader_retry() {
 
 #[test]
 fn scan_ring_keeps_the_warm_set() {
-    let fx = fixture(500, None);
-    let pool = BufferPool::with_frames(64).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(500, None, 64);
     for p in 0..40 {
         pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
     }
@@ -226,9 +219,7 @@ fn scan_ring_keeps_the_warm_set() {
 
 #[test]
 fn clear_empties_an_unpinned_pool() {
-    let fx = fixture(20, None);
-    let pool = BufferPool::with_frames(32).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(20, None, 32);
     for p in 0..20 {
         pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
     }
@@ -337,9 +328,7 @@ proptest::proptest! {
     /// kept, held pages resident.
     #[test]
     fn random_request_sequences(pages in proptest::collection::vec((0u64..64, proptest::bool::ANY), 1..300)) {
-        let fx = fixture(64, None);
-        let pool = BufferPool::with_frames(16).unwrap();
-        let mut engine = engine(&pool, &fx.files);
+        let (_fx, pool, mut engine) = pool_on_fixture(64, None, 16);
         let mut held = Vec::new();
         for (p, hold) in pages {
             let g = pool.read_page(&mut engine, PageKey::new(0, p), verify(p)).unwrap();
@@ -358,9 +347,7 @@ proptest::proptest! {
 
 #[test]
 fn install_skips_pages_present_or_loading() {
-    let fx = fixture(8, None);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut engine = engine(&pool, &fx.files);
+    let (_fx, pool, mut engine) = pool_on_fixture(8, None, 16);
     let held = pool.read_page(&mut engine, PageKey::new(0, 1), verify(1)).unwrap();
     // Present: skipped without waiting (the wrong bytes are never looked at).
     pool.install(PageKey::new(0, 1), &page_bytes(2), verify(1)).unwrap();

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use flashscan_buffer::BufferPool;
@@ -12,27 +12,44 @@ use flashscan_index::btree::{BTree, BuildOptions, TreeBuilder};
 use flashscan_index::key::encode_part;
 use flashscan_index::{IndexError, RowLocator};
 use flashscan_buffer::PageReader;
-use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, IoEngine, OpenMode};
+use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, OpenMode};
 use proptest::prelude::*;
 
 fn key_bytes(parts: &[i64]) -> Vec<u8> {
     parts.iter().flat_map(|&p| encode_part(p).to_be_bytes()).collect()
 }
 
-fn build(path: &Path, entries: &BTreeMap<Vec<u8>, Vec<RowLocator>>, key_width: usize, options: BuildOptions) {
-    let mut b = TreeBuilder::create(path, key_width, options).unwrap();
+/// A tree file built from `entries` in a new temporary directory (which the first part of
+/// the answer keeps).
+fn built_tree(entries: &BTreeMap<Vec<u8>, Vec<RowLocator>>, key_width: usize, options: BuildOptions) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.fsbt");
+    let mut b = TreeBuilder::create(&path, key_width, options).unwrap();
     for (k, locs) in entries {
         for l in locs {
             b.push(k, *l).unwrap();
         }
     }
     b.finish().unwrap();
+    (dir, path)
 }
 
-fn open(path: &Path) -> (Arc<FileSet>, Box<dyn IoEngine>) {
+/// An index file opened for reading: a pool, the random path's reader and the tree.
+struct OpenTree {
+    pool: BufferPool,
+    reader: PageReader<()>,
+    tree: BTree,
+}
+
+/// Opens the tree at `path` through a fresh pool of `frames` frames.
+fn open_tree(path: &Path, frames: u32) -> Result<OpenTree, IndexError> {
     let files = Arc::new(FileSet::open(&[path.to_path_buf()], OpenMode { direct: false, write: false }).unwrap());
-    let engine = open_engine(EngineKind::Psync, files.clone(), EngineConfig::for_depth(1, 8192), &mut |_| {}).unwrap();
-    (files, engine)
+    let engine = open_engine(EngineKind::Psync, files, EngineConfig::for_depth(1, 8192), &mut |_| {}).unwrap();
+    let pool = BufferPool::with_frames(frames).unwrap();
+    let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
+    let file_id = reader.file_id(0);
+    let tree = BTree::open(&pool, &mut reader, file_id, path)?;
+    Ok(OpenTree { pool, reader, tree })
 }
 
 fn oracle_range(entries: &BTreeMap<Vec<u8>, Vec<RowLocator>>, lo: &[u8], hi: &[u8]) -> Vec<RowLocator> {
@@ -41,6 +58,11 @@ fn oracle_range(entries: &BTreeMap<Vec<u8>, Vec<RowLocator>>, lo: &[u8], hi: &[u
 
 fn loc(i: u64) -> RowLocator {
     RowLocator { page_id: i / 7, partition: (i % 3) as u32, slot: (i % 7) as u16 }
+}
+
+/// Keys 0, step, 2 * step, … (`count` of them), key `i * step` at `loc(i)`.
+fn every_nth_key(count: i64, step: i64) -> BTreeMap<Vec<u8>, Vec<RowLocator>> {
+    (0..count).map(|i| (key_bytes(&[i * step]), vec![loc(i as u64)])).collect()
 }
 
 proptest! {
@@ -55,8 +77,6 @@ proptest! {
         inner in 3usize..6,
         ranges in proptest::collection::vec((-220i64..220, 0i64..80), 1..20),
     ) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("t.fsbt");
         let mut entries: BTreeMap<Vec<u8>, Vec<RowLocator>> = BTreeMap::new();
         for (i, k) in raw.iter().enumerate() {
             entries.entry(key_bytes(&[*k])).or_default().push(loc(i as u64));
@@ -65,12 +85,8 @@ proptest! {
             v.sort();
         }
         let options = if tiny { BuildOptions { leaf_entries_max: leaf, inner_entries_max: inner } } else { BuildOptions::full(8) };
-        build(&path, &entries, 8, options);
-        let (_files, engine) = open(&path);
-        let pool = BufferPool::with_frames(64).unwrap();
-        let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
-        let file_id = reader.file_id(0);
-        let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
+        let (_dir, path) = built_tree(&entries, 8, options);
+        let OpenTree { pool, mut reader, tree } = open_tree(&path, 64).unwrap();
         prop_assert_eq!(tree.meta.entry_count, raw.len() as u64);
         let mut out = Vec::new();
         for k in -205i64..205 {
@@ -94,8 +110,6 @@ proptest! {
 
     #[test]
     fn composite_keys_and_prefixes(raw in proptest::collection::vec((0i64..20, -50i64..50), 0..600)) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.fsbt");
         let mut entries: BTreeMap<Vec<u8>, Vec<RowLocator>> = BTreeMap::new();
         for (i, (a, b)) in raw.iter().enumerate() {
             entries.entry(key_bytes(&[*a, *b])).or_default().push(loc(i as u64));
@@ -103,12 +117,8 @@ proptest! {
         for v in entries.values_mut() {
             v.sort();
         }
-        build(&path, &entries, 16, BuildOptions { leaf_entries_max: 4, inner_entries_max: 3 });
-        let (_files, engine) = open(&path);
-        let pool = BufferPool::with_frames(32).unwrap();
-        let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
-        let file_id = reader.file_id(0);
-        let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
+        let (_dir, path) = built_tree(&entries, 16, BuildOptions { leaf_entries_max: 4, inner_entries_max: 3 });
+        let OpenTree { pool, mut reader, tree } = open_tree(&path, 32).unwrap();
         let mut out = Vec::new();
         for a in -1i64..21 {
             out.clear();
@@ -128,18 +138,9 @@ proptest! {
 
 #[test]
 fn deep_tree_with_many_keys() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("d.fsbt");
-    let mut entries = BTreeMap::new();
-    for i in 0..200_000i64 {
-        entries.insert(key_bytes(&[i * 3]), vec![loc(i as u64)]);
-    }
-    build(&path, &entries, 8, BuildOptions::full(8));
-    let (_files, engine) = open(&path);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
-    let file_id = reader.file_id(0);
-    let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
+    let entries = every_nth_key(200_000, 3);
+    let (_dir, path) = built_tree(&entries, 8, BuildOptions::full(8));
+    let OpenTree { pool, mut reader, tree } = open_tree(&path, 16).unwrap();
     assert_eq!(tree.meta.height, 3, "200k keys in 339-entry leaves under 509-entry inner nodes need two inner levels");
     let mut out = Vec::new();
     for i in (0..200_000i64).step_by(997) {
@@ -170,23 +171,14 @@ fn unsorted_input_is_refused() {
 
 #[test]
 fn damaged_node_is_a_checksum_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("x.fsbt");
-    let mut entries = BTreeMap::new();
-    for i in 0..5000i64 {
-        entries.insert(key_bytes(&[i]), vec![loc(i as u64)]);
-    }
-    build(&path, &entries, 8, BuildOptions::full(8));
+    let entries = every_nth_key(5000, 1);
+    let (_dir, path) = built_tree(&entries, 8, BuildOptions::full(8));
     // Flip a byte in the middle of leaf 3.
     let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     f.seek(SeekFrom::Start(3 * 8192 + 4000)).unwrap();
     f.write_all(&[0xAB]).unwrap();
     drop(f);
-    let (_files, engine) = open(&path);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
-    let file_id = reader.file_id(0);
-    let tree = BTree::open(&pool, &mut reader, file_id, &path).unwrap();
+    let OpenTree { pool, mut reader, tree } = open_tree(&path, 16).unwrap();
     let mut out = Vec::new();
     // Leaf 3 holds entries 3 * 339 - 339 .. : key 800 is in it.
     let r = tree.seek(&pool, &mut reader, &key_bytes(&[800]), &mut out);
@@ -212,53 +204,45 @@ fn forge_node(path: &Path, number: u64, edit: impl FnOnce(&mut [u8])) {
     f.write_all_at(&node, number * NODE_SIZE_BYTES as u64).unwrap();
 }
 
-fn small_tree(path: &Path) -> BTreeMap<Vec<u8>, Vec<RowLocator>> {
-    let mut entries = BTreeMap::new();
-    for i in 0..40i64 {
-        entries.insert(key_bytes(&[i]), vec![loc(i as u64)]);
-    }
-    // 4-entry leaves: leaf n (nodes 1..=10) holds keys 4(n-1)..4n.
-    build(path, &entries, 8, BuildOptions { leaf_entries_max: 4, inner_entries_max: 3 });
-    entries
+/// Keys 0..40 in 4-entry leaves: leaf n (nodes 1..=10) holds keys 4(n-1)..4n.
+fn small_tree() -> (tempfile::TempDir, PathBuf) {
+    built_tree(&every_nth_key(40, 1), 8, BuildOptions { leaf_entries_max: 4, inner_entries_max: 3 })
 }
 
 fn seek_all(path: &Path) -> Result<usize, IndexError> {
-    let (_files, engine) = open(path);
-    let pool = BufferPool::with_frames(16).unwrap();
-    let mut reader = PageReader::<()>::new(&pool, engine).unwrap();
-    let file_id = reader.file_id(0);
-    let tree = BTree::open(&pool, &mut reader, file_id, path)?;
+    let OpenTree { pool, mut reader, tree } = open_tree(path, 16)?;
     let mut out = Vec::new();
     tree.range(&pool, &mut reader, &key_bytes(&[2]), &[], &mut out)
+}
+
+/// `small_tree` in a temporary directory (its seek answers 38 entries), damaged by `forge`
+/// (re-checksummed nodes, see `forge_node`): the seek must then call node `node` corrupt.
+fn assert_forged_tree_is_corrupt(node: u64, forge: impl FnOnce(&Path)) {
+    let (_dir, path) = small_tree();
+    assert_eq!(seek_all(&path).unwrap(), 38);
+    forge(&path);
+    let r = seek_all(&path);
+    assert!(matches!(r, Err(IndexError::NodeCorrupt { node: n, .. }) if n == node), "{r:?}");
 }
 
 /// Found by fuzz/btree_seek: a re-checksummed leaf whose keys are out of order tripped a
 /// debug assertion in `range` (a panic in debug builds); it is a corrupt node.
 #[test]
 fn keys_out_of_order_are_corrupt() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("o.fsbt");
-    small_tree(&path);
-    assert_eq!(seek_all(&path).unwrap(), 38);
     // First key of leaf 3 (node 3) below the range's lower bound.
-    forge_node(&path, 3, |n| n[40..48].copy_from_slice(&key_bytes(&[-5])));
-    let r = seek_all(&path);
-    assert!(matches!(r, Err(IndexError::NodeCorrupt { node: 3, .. })), "{r:?}");
+    assert_forged_tree_is_corrupt(3, |path| forge_node(path, 3, |n| n[40..48].copy_from_slice(&key_bytes(&[-5]))));
 }
 
 /// A meta-kind node where a leaf belongs passes `verify` (meta nodes have no entry bounds);
 /// reading its "entries" indexed past the node. It is a corrupt node.
 #[test]
 fn a_meta_node_on_the_path_is_corrupt() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("m.fsbt");
-    small_tree(&path);
-    forge_node(&path, 1, |n| {
-        n[6..8].copy_from_slice(&3u16.to_le_bytes());
-        n[10..12].copy_from_slice(&u16::MAX.to_le_bytes());
+    assert_forged_tree_is_corrupt(1, |path| {
+        forge_node(path, 1, |n| {
+            n[6..8].copy_from_slice(&3u16.to_le_bytes());
+            n[10..12].copy_from_slice(&u16::MAX.to_le_bytes());
+        })
     });
-    let r = seek_all(&path);
-    assert!(matches!(r, Err(IndexError::NodeCorrupt { node: 1, .. })), "{r:?}");
 }
 
 /// A leaf chain that points back (a cycle) is corrupt at once, even when a forged meta node
@@ -266,18 +250,15 @@ fn a_meta_node_on_the_path_is_corrupt() {
 #[test]
 fn a_leaf_chain_pointing_back_is_corrupt() {
     use flashscan_index::btree::node::{NODE_SIZE_BYTES, TreeMeta};
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("c.fsbt");
-    small_tree(&path);
-    let mut meta_node = vec![0u8; NODE_SIZE_BYTES];
-    {
-        use std::os::unix::fs::FileExt;
-        std::fs::File::open(&path).unwrap().read_exact_at(&mut meta_node, 0).unwrap();
-    }
-    let meta = TreeMeta::read(&meta_node, &path).unwrap();
-    let forged = TreeMeta { leaf_count: 1 << 40, node_count: 1 << 41, ..meta };
-    forge_node(&path, 0, |n| forged.write(n));
-    forge_node(&path, 2, |n| n[24..32].copy_from_slice(&1u64.to_le_bytes()));
-    let r = seek_all(&path);
-    assert!(matches!(r, Err(IndexError::NodeCorrupt { node: 2, .. })), "{r:?}");
+    assert_forged_tree_is_corrupt(2, |path| {
+        let mut meta_node = vec![0u8; NODE_SIZE_BYTES];
+        {
+            use std::os::unix::fs::FileExt;
+            std::fs::File::open(path).unwrap().read_exact_at(&mut meta_node, 0).unwrap();
+        }
+        let meta = TreeMeta::read(&meta_node, path).unwrap();
+        let forged = TreeMeta { leaf_count: 1 << 40, node_count: 1 << 41, ..meta };
+        forge_node(path, 0, |n| forged.write(n));
+        forge_node(path, 2, |n| n[24..32].copy_from_slice(&1u64.to_le_bytes()));
+    });
 }

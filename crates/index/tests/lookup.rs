@@ -21,6 +21,11 @@ type Row = Vec<Value>;
 
 /// Column → rows, from a full decode of the table.
 fn oracle(dir: &Path, table: &str, column: usize) -> BTreeMap<i64, Vec<String>> {
+    oracle_skipping(dir, table, column, None)
+}
+
+/// `oracle` without the rows of the (damaged) page `skip_page_id`.
+fn oracle_skipping(dir: &Path, table: &str, column: usize, skip_page_id: Option<u64>) -> BTreeMap<i64, Vec<String>> {
     let db = Database::open(dir).unwrap();
     let t = db.table(table).unwrap();
     let layout = RowLayout::new(&t.columns);
@@ -30,8 +35,12 @@ fn oracle(dir: &Path, table: &str, column: usize) -> BTreeMap<i64, Vec<String>> 
             let path = db.file_path(run);
             let bytes = std::fs::read(&path).unwrap();
             for i in 0..run.page_count as usize {
+                let page_id = run.first_page_id + i as u64;
+                if skip_page_id == Some(page_id) {
+                    continue;
+                }
                 let off = run.offset_bytes as usize + i * PAGE_SIZE_BYTES;
-                let rows = decode_page_rows(&bytes[off..off + PAGE_SIZE_BYTES], &layout, run.first_page_id + i as u64, &path, off as u64).unwrap();
+                let rows = decode_page_rows(&bytes[off..off + PAGE_SIZE_BYTES], &layout, page_id, &path, off as u64).unwrap();
                 for r in rows {
                     let Value::Int64(k) = r[column] else { panic!("key column not Int64") };
                     map.entry(k).or_default().push(format!("{r:?}"));
@@ -45,18 +54,42 @@ fn oracle(dir: &Path, table: &str, column: usize) -> BTreeMap<i64, Vec<String>> 
     map
 }
 
-fn setup(dir: &Path, rows_per_page: usize, row_count: u64) {
+/// Synthetic table `t` (ids 0..row_count, shuffled) with indexes `by_id` and `by_val` in a
+/// new database in a temporary directory; returns the directory and the oracle of `by_id`.
+fn setup(rows_per_page: usize, row_count: u64) -> (tempfile::TempDir, BTreeMap<i64, Vec<String>>) {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = temp.path();
     write_table(dir, &SynthSpec { name: "t".into(), rows_per_page, row_count, shuffle_seed: Some(42) }).unwrap();
     create_index(dir, &CreateIndex { table: "t".into(), name: "by_id".into(), columns: vec!["id".into()], build_options: None }).unwrap();
     create_index(dir, &CreateIndex { table: "t".into(), name: "by_val".into(), columns: vec!["val".into()], build_options: None }).unwrap();
+    let by_id = oracle(dir, "t", 0);
+    (temp, by_id)
+}
+
+/// The index key of an id (one BIGINT part).
+fn key(id: i64) -> Vec<u8> {
+    encode_part(id).to_be_bytes().to_vec()
+}
+
+fn keys_query(keys: &[i64]) -> KeyQuery {
+    KeyQuery::Keys(keys.iter().map(|&k| key(k)).collect())
+}
+
+/// A session on index `index` of table `t` in `dir`.
+fn session<'p>(dir: &Path, index: &str, pool: &'p BufferPool, options: LookupOptions) -> LookupSession<'p> {
+    LookupSession::open(dir, "t", index, pool, options, &mut |_| {}).unwrap()
 }
 
 fn run(session: &mut LookupSession<'_>, keys: &[i64]) -> (Vec<String>, flashscan_index::LookupStats) {
+    run_query(session, &keys_query(keys))
+}
+
+/// The rows `query` finds (decoded, as text, sorted) and the lookup's figures.
+fn run_query(session: &mut LookupSession<'_>, query: &KeyQuery) -> (Vec<String>, flashscan_index::LookupStats) {
     let layout = RowLayout::new(&session.table.columns);
-    let query = KeyQuery::Keys(keys.iter().map(|&k| encode_part(k).to_be_bytes().to_vec()).collect());
     let mut rows: Vec<String> = Vec::new();
     let stats = session
-        .run(&query, &mut |_loc, bytes| {
+        .run(query, &mut |_loc, bytes| {
             let r: Row = decode_row(&layout, bytes).unwrap();
             rows.push(format!("{r:?}"));
         })
@@ -80,9 +113,7 @@ fn options(prefetch_from_rows: u32, io_size_bytes: u32, depth: u32) -> LookupOpt
 
 #[test]
 fn lookups_match_the_oracle_on_every_path() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path(), 20, 5000);
-    let by_id = oracle(dir.path(), "t", 0);
+    let (dir, by_id) = setup(20, 5000);
     let by_val = oracle(dir.path(), "t", 1);
     let mut rng = rand::rngs::SmallRng::seed_from_u64(1);
     let key_sets: Vec<Vec<i64>> = vec![
@@ -96,7 +127,7 @@ fn lookups_match_the_oracle_on_every_path() {
         for prefetch_from in [0u32, 25, u32::MAX] {
             let pool = BufferPool::with_frames(2048).unwrap();
             for index in ["by_id", "by_val"] {
-                let mut s = LookupSession::open(dir.path(), "t", index, &pool, options(prefetch_from, io_size, depth), &mut |_| {}).unwrap();
+                let mut s = session(dir.path(), index, &pool, options(prefetch_from, io_size, depth));
                 for keys in &key_sets {
                     let keys: Vec<i64> = if index == "by_val" { keys.iter().map(|k| k % 1000).take(12).collect() } else { keys.clone() };
                     let oracle = if index == "by_val" { &by_val } else { &by_id };
@@ -121,16 +152,10 @@ fn lookups_match_the_oracle_on_every_path() {
 
 #[test]
 fn range_lookup_matches_the_oracle() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path(), 40, 3000);
-    let by_id = oracle(dir.path(), "t", 0);
+    let (dir, by_id) = setup(40, 3000);
     let pool = BufferPool::with_frames(512).unwrap();
-    let mut s = LookupSession::open(dir.path(), "t", "by_id", &pool, options(25, 8192, 16), &mut |_| {}).unwrap();
-    let layout = RowLayout::new(&s.table.columns);
-    let mut got = Vec::new();
-    let q = KeyQuery::Range { lo: encode_part(100).to_be_bytes().to_vec(), hi: encode_part(399).to_be_bytes().to_vec() };
-    s.run(&q, &mut |_l, b| got.push(format!("{:?}", decode_row(&layout, b).unwrap()))).unwrap();
-    got.sort();
+    let mut s = session(dir.path(), "by_id", &pool, options(25, 8192, 16));
+    let (got, _) = run_query(&mut s, &KeyQuery::Range { lo: key(100), hi: key(399) });
     let mut want: Vec<String> = by_id.range(100..=399).flat_map(|(_, v)| v.clone()).collect();
     want.sort();
     assert_eq!(got, want);
@@ -138,12 +163,10 @@ fn range_lookup_matches_the_oracle() {
 
 #[test]
 fn a_small_pool_still_answers_right() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path(), 10, 4000);
-    let by_id = oracle(dir.path(), "t", 0);
+    let (dir, by_id) = setup(10, 4000);
     // 64 frames: far fewer than the table's 400 pages; the window (16) fits.
     let pool = BufferPool::with_frames(64).unwrap();
-    let mut s = LookupSession::open(dir.path(), "t", "by_id", &pool, options(25, 8192, 16), &mut |_| {}).unwrap();
+    let mut s = session(dir.path(), "by_id", &pool, options(25, 8192, 16));
     let keys: Vec<i64> = (0..4000).step_by(7).collect();
     let (got, _) = run(&mut s, &keys);
     assert_eq!(got, expected(&by_id, &keys));
@@ -153,23 +176,23 @@ fn a_small_pool_still_answers_right() {
 
 #[test]
 fn damaged_heap_page_is_a_checksum_error_on_both_paths() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path(), 20, 2000);
+    let (dir, _) = setup(20, 2000);
     let db = Database::open(dir.path()).unwrap();
     let t = db.table("t").unwrap();
     let path = db.file_path(&t.partitions[0].runs[0]);
+    let damaged_page_id = t.partitions[0].runs[0].first_page_id + 5;
     // Damage page 5.
     let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
     f.seek(SeekFrom::Start(5 * 8192 + 3000)).unwrap();
     f.write_all(&[0x5A, 0xA5]).unwrap();
     drop(f);
-    let by_id = oracle_skipping(dir.path(), 5);
+    let by_id = oracle_skipping(dir.path(), "t", 0, Some(damaged_page_id));
     for prefetch_from in [0u32, u32::MAX] {
         let pool = BufferPool::with_frames(256).unwrap();
-        let mut s = LookupSession::open(dir.path(), "t", "by_id", &pool, options(prefetch_from, 8192, 8), &mut |_| {}).unwrap();
+        let mut s = session(dir.path(), "by_id", &pool, options(prefetch_from, 8192, 8));
         let all: Vec<i64> = (0..2000).collect();
         let layout = RowLayout::new(&s.table.columns);
-        let q = KeyQuery::Keys(all.iter().map(|&k| encode_part(k).to_be_bytes().to_vec()).collect());
+        let q = keys_query(&all);
         let r = s.run(&q, &mut |_l, b| drop(decode_row(&layout, b)));
         match r {
             Err(IndexError::Storage(flashscan_storage::StorageError::PageChecksum { page_id, .. })) => assert_eq!(page_id & 0xFFFF_FFFF, 5),
@@ -183,32 +206,9 @@ fn damaged_heap_page_is_a_checksum_error_on_both_paths() {
     }
 }
 
-/// The oracle without one (damaged) page.
-fn oracle_skipping(dir: &Path, skip_page: usize) -> BTreeMap<i64, Vec<String>> {
-    let db = Database::open(dir).unwrap();
-    let t = db.table("t").unwrap();
-    let layout = RowLayout::new(&t.columns);
-    let run = &t.partitions[0].runs[0];
-    let path = db.file_path(run);
-    let bytes = std::fs::read(&path).unwrap();
-    let mut map: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    for i in 0..run.page_count as usize {
-        if i == skip_page {
-            continue;
-        }
-        let off = i * PAGE_SIZE_BYTES;
-        for r in decode_page_rows(&bytes[off..off + PAGE_SIZE_BYTES], &layout, run.first_page_id + i as u64, &path, off as u64).unwrap() {
-            let Value::Int64(k) = r[0] else { panic!() };
-            map.entry(k).or_default().push(format!("{r:?}"));
-        }
-    }
-    map
-}
-
 #[test]
 fn catalog_errors_are_typed() {
-    let dir = tempfile::tempdir().unwrap();
-    setup(dir.path(), 5, 100);
+    let (dir, _) = setup(5, 100);
     let again = create_index(dir.path(), &CreateIndex { table: "t".into(), name: "by_id".into(), columns: vec!["id".into()], build_options: None });
     assert!(matches!(again, Err(IndexError::IndexExists { .. })));
     let bad = create_index(dir.path(), &CreateIndex { table: "t".into(), name: "f".into(), columns: vec!["filler".into()], build_options: None });

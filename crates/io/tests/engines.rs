@@ -26,14 +26,19 @@ fn check(buf: &[u8], file: u32, offset: u64) -> bool {
     buf.chunks_exact(8).enumerate().all(|(i, w)| u64::from_le_bytes(w.try_into().unwrap()) == pattern_word(file, offset + i as u64 * 8))
 }
 
-fn make_files(dir: &std::path::Path, n: usize) -> Vec<PathBuf> {
-    (0..n)
+/// `n` zeroed files of `BLOCKS_PER_FILE` blocks in a new temporary directory (the first part
+/// keeps it), opened with `mode`.
+fn open_files(n: usize, mode: OpenMode) -> (tempfile::TempDir, Arc<FileSet>) {
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<PathBuf> = (0..n)
         .map(|i| {
-            let p = dir.join(format!("f{i}"));
+            let p = dir.path().join(format!("f{i}"));
             std::fs::write(&p, vec![0u8; (BLOCK as u64 * BLOCKS_PER_FILE) as usize]).unwrap();
             p
         })
-        .collect()
+        .collect();
+    let files = Arc::new(FileSet::open(&paths, mode).unwrap());
+    (dir, files)
 }
 
 fn write_then_verify(mut engine: Box<dyn IoEngine>, file_count: u32, depth: u32) {
@@ -79,9 +84,7 @@ fn write_then_verify(mut engine: Box<dyn IoEngine>, file_count: u32, depth: u32)
 }
 
 fn run(kind: EngineKind, direct: bool, depth: u32) -> &'static str {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = make_files(dir.path(), 3);
-    let files = Arc::new(FileSet::open(&paths, OpenMode { direct, write: true }).unwrap());
+    let (_dir, files) = open_files(3, OpenMode { direct, write: true });
     let mut notes = Vec::new();
     let engine = open_engine(kind, files, EngineConfig::for_depth(depth, BLOCK), &mut |n| notes.push(n.to_string())).unwrap();
     let name = engine.name();
@@ -113,9 +116,7 @@ fn psync_inline_and_pool() {
 fn fallback_is_announced() {
     // Only this test sets the variable, and engines read it at construction.
     std::env::set_var("FLASHSCAN_DISABLE_URING", "1");
-    let dir = tempfile::tempdir().unwrap();
-    let paths = make_files(dir.path(), 1);
-    let files = Arc::new(FileSet::open(&paths, OpenMode { direct: false, write: true }).unwrap());
+    let (_dir, files) = open_files(1, OpenMode { direct: false, write: true });
     let mut notes = Vec::new();
     let engine = open_engine(EngineKind::Auto, files, EngineConfig::for_depth(4, BLOCK), &mut |n| notes.push(n.to_string())).unwrap();
     std::env::remove_var("FLASHSCAN_DISABLE_URING");
@@ -127,9 +128,7 @@ fn fallback_is_announced() {
 
 #[test]
 fn direct_io_rejects_misaligned_requests() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = make_files(dir.path(), 1);
-    let files = Arc::new(FileSet::open(&paths, OpenMode { direct: true, write: false }).unwrap());
+    let (_dir, files) = open_files(1, OpenMode { direct: true, write: false });
     let mut engine = open_engine(EngineKind::Psync, files, EngineConfig::for_depth(1, BLOCK), &mut |_| {}).unwrap();
     let err = engine
         .queue(IoRequest { op: IoOp::Read, file_index: 0, offset_bytes: 100, length_bytes: 4096, slot: 0, user_data: 0 })
@@ -140,9 +139,7 @@ fn direct_io_rejects_misaligned_requests() {
 
 #[test]
 fn sim_engine_injects_errors_and_short_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = make_files(dir.path(), 1);
-    let files = Arc::new(FileSet::open(&paths, OpenMode { direct: false, write: false }).unwrap());
+    let (_dir, files) = open_files(1, OpenMode { direct: false, write: false });
     let plan = FaultPlan { fail_every: Some(3), short_read_every: Some(4), ..Default::default() };
     let mut engine = SimEngine::new(files.clone(), EngineConfig::for_depth(1, BLOCK), plan).unwrap();
     let mut out = Vec::new();
@@ -168,9 +165,7 @@ fn libc_eio() -> i32 {
 
 #[test]
 fn null_engine_completes_without_moving_data() {
-    let dir = tempfile::tempdir().unwrap();
-    let paths = make_files(dir.path(), 1);
-    let files = Arc::new(FileSet::open(&paths, OpenMode { direct: false, write: false }).unwrap());
+    let (_dir, files) = open_files(1, OpenMode { direct: false, write: false });
     let mut engine = open_engine(EngineKind::Null, files, EngineConfig::for_depth(8, BLOCK), &mut |_| {}).unwrap();
     for s in 0..8 {
         engine.queue(IoRequest { op: IoOp::Read, file_index: 0, offset_bytes: 0, length_bytes: 4096, slot: s, user_data: s as u64 }).unwrap();
@@ -184,9 +179,7 @@ fn null_engine_completes_without_moving_data() {
 #[test]
 fn uring_on_one_thread_moves_the_right_bytes() {
     for depth in [1, 8, 32] {
-        let dir = tempfile::tempdir().unwrap();
-        let paths = make_files(dir.path(), 2);
-        let files = Arc::new(FileSet::open(&paths, OpenMode { direct: true, write: true }).unwrap());
+        let (_dir, files) = open_files(2, OpenMode { direct: true, write: true });
         let config = EngineConfig::for_depth(depth, BLOCK).on_one_thread();
         let engine = open_engine(EngineKind::Uring, files, config, &mut |_| {}).unwrap();
         write_then_verify(engine, 2, depth);
@@ -199,9 +192,7 @@ fn uring_on_one_thread_moves_the_right_bytes() {
 fn polling_reap_sees_every_completion() {
     for single_thread in [false, true] {
         for kind in [EngineKind::Uring, EngineKind::Psync] {
-            let dir = tempfile::tempdir().unwrap();
-            let paths = make_files(dir.path(), 1);
-            let files = Arc::new(FileSet::open(&paths, OpenMode { direct: true, write: false }).unwrap());
+            let (_dir, files) = open_files(1, OpenMode { direct: true, write: false });
             let mut config = EngineConfig::for_depth(8, BLOCK);
             config.single_thread = single_thread;
             let mut engine = open_engine(kind, files, config, &mut |_| {}).unwrap();

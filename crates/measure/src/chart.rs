@@ -29,6 +29,19 @@ pub fn chart_error(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
+/// A page of `count` panels stacked top to bottom on white: `draw` fills them, then the page
+/// is presented (written out).
+pub fn stacked_panels<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    count: usize,
+    draw: impl FnOnce(&[DrawingArea<DB, Shift>]) -> Result<(), String>,
+) -> Result<(), String> {
+    root.fill(&WHITE).map_err(chart_error)?;
+    let panels = root.split_evenly((count, 1));
+    draw(&panels)?;
+    root.present().map_err(chart_error)
+}
+
 /// One panel's frame: caption, margins and label areas alike in every chart.
 pub fn panel<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
     area: &'a DrawingArea<DB, Shift>,
@@ -74,14 +87,19 @@ mod tests {
         let mut svg = String::new();
         {
             let root = SVGBackend::with_string(&mut svg, (400, 300)).into_drawing_area();
-            root.fill(&WHITE).unwrap();
-            let mut chart = panel(&root, "test", 0.0..10.0, 0.0..10.0).unwrap();
-            chart.configure_mesh().draw().unwrap();
-            line(&mut chart, vec![(1.0, 1.0), (5.0, 8.0)], 0, "a line", true).unwrap();
-            legend(&mut chart, SeriesLabelPosition::UpperLeft).unwrap();
-            root.present().unwrap();
+            stacked_panels(root, 2, |panels| {
+                assert_eq!(panels.len(), 2);
+                for (i, area) in panels.iter().enumerate() {
+                    let mut chart = panel(area, &format!("test {i}"), 0.0..10.0, 0.0..10.0)?;
+                    chart.configure_mesh().draw().map_err(chart_error)?;
+                    line(&mut chart, vec![(1.0, 1.0), (5.0, 8.0)], i, &format!("line {i}"), true)?;
+                    legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+                }
+                Ok(())
+            })
+            .unwrap();
         }
-        assert!(svg.contains("<svg") && svg.contains("a line"), "{svg}");
+        assert!(svg.contains("<svg") && svg.contains("line 0") && svg.contains("line 1"), "{svg}");
         assert_eq!(color(8), PALETTE[0]);
     }
 }

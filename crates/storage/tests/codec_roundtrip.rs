@@ -79,28 +79,34 @@ fn extremes() -> impl Strategy<Value = Vec<i64>> {
     prop::collection::vec(prop_oneof![Just(i64::MIN), Just(i64::MAX), Just(0i64), Just(-1i64), any::<i64>()], 0..2100)
 }
 
+fn config() -> ProptestConfig {
+    ProptestConfig { cases: 64, ..ProptestConfig::default() }
+}
+
+/// One property test per strategy of BIGINT columns: every integer codec round-trips them.
+macro_rules! bigint_codec_properties {
+    ($($name:ident: $strategy:expr;)*) => {
+        proptest! {
+            #![proptest_config(config())]
+            $(
+                #[test]
+                fn $name(values in $strategy) {
+                    check_all_integer_codecs(&values, 8);
+                }
+            )*
+        }
+    };
+}
+
+bigint_codec_properties! {
+    codec_integers_every_width_round_trip: values_of_width();
+    codec_integers_runs_round_trip: runs();
+    codec_integers_few_distinct_round_trip: few_distinct();
+    codec_integers_extremes_round_trip: extremes();
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
-
-    #[test]
-    fn codec_integers_every_width_round_trip(values in values_of_width()) {
-        check_all_integer_codecs(&values, 8);
-    }
-
-    #[test]
-    fn codec_integers_runs_round_trip(values in runs()) {
-        check_all_integer_codecs(&values, 8);
-    }
-
-    #[test]
-    fn codec_integers_few_distinct_round_trip(values in few_distinct()) {
-        check_all_integer_codecs(&values, 8);
-    }
-
-    #[test]
-    fn codec_integers_extremes_round_trip(values in extremes()) {
-        check_all_integer_codecs(&values, 8);
-    }
+    #![proptest_config(config())]
 
     #[test]
     fn codec_i32_round_trip(values in prop::collection::vec(any::<i32>(), 0..3000)) {

@@ -7,18 +7,17 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use flashscan_storage::heap::reader::read_table;
-use flashscan_storage::load::tpch::tpch_source;
 use flashscan_storage::heap::header::{read_header, seal, PAGE_KIND_HEAP_PAGE_COMPRESSED, PAGE_KIND_HEAP_ROW_COMPRESSED};
 use flashscan_storage::heap::page_encoder::{HeapFormat, PageEncoder};
 use flashscan_storage::heap::row_codec::Value;
 use flashscan_storage::{
-    decode_page_count_only, load_table, rebuild_table, ColumnType, Database, HeapDecoder, LoadOptions, Lsn, PageId, RebuildOptions, RebuildTarget, TableMeta,
+    decode_page_count_only, rebuild_table, ColumnType, Database, HeapDecoder, Lsn, PageId, RebuildOptions, RebuildTarget, TableMeta,
     PAGE_SIZE_BYTES,
 };
 use proptest::prelude::*;
 
 mod common;
-use common::{dir_listing, row_lines, same, table};
+use common::{dir_listing, row_lines, same, table, tpch_db};
 use common::{decoded_value, new_type_value, or_null, schema_and_rows};
 
 /// Values biased towards what compression must get right: extremes, zero, repeats (a
@@ -154,9 +153,7 @@ fn table_lines(db_dir: &Path, name: &str) -> (Vec<String>, TableMeta) {
 
 #[test]
 fn lineitem_same_contents_in_heap_row_and_page_and_page_is_smaller() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("lineitem", 0.01, 2).unwrap(), &LoadOptions { partition_count: 3, threads: 2, ..LoadOptions::default() }).unwrap();
+    let (_tmp, db_dir) = tpch_db("lineitem", 3);
     let (heap_lines, heap) = table_lines(&db_dir, "lineitem");
     assert_eq!(heap_lines.len(), 60175);
     let mut sizes = vec![("heap", heap.size_bytes, heap.page_count())];
@@ -181,9 +178,7 @@ fn lineitem_same_contents_in_heap_row_and_page_and_page_is_smaller() {
 
 #[test]
 fn interrupted_rebuild_leaves_the_old_table() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("orders", 0.01, 2).unwrap(), &LoadOptions { partition_count: 2, threads: 2, ..LoadOptions::default() }).unwrap();
+    let (_tmp, db_dir) = tpch_db("orders", 2);
     let (before_lines, before) = table_lines(&db_dir, "orders");
     let listing = dir_listing(&db_dir);
     let catalog_before = std::fs::read(db_dir.join("catalog.json")).unwrap();

@@ -12,19 +12,15 @@ use tpchgen::generators::LineItemGenerator;
 use tpchgen_arrow::LineItemArrow;
 
 mod common;
-use common::{dir_listing, row_lines};
+use common::{dir_listing, load_options, row_lines, tpch_db};
 
 const SF: f64 = 0.01;
-
-fn options(partitions: u32) -> LoadOptions {
-    LoadOptions { partition_count: partitions, threads: 2, ..LoadOptions::default() }
-}
 
 #[test]
 fn lineitem_values_equal_tpchgen() {
     let tmp = tempfile::tempdir().unwrap();
     let db_dir = tmp.path().join("db");
-    let report = load_table(&db_dir, tpch_source("lineitem", SF, 2).unwrap(), &options(3)).unwrap();
+    let report = load_table(&db_dir, tpch_source("lineitem", SF, 2).unwrap(), &load_options(3)).unwrap();
     let oracle: Vec<RecordBatch> = LineItemArrow::new(LineItemGenerator::new(SF, 1, 1)).map(|b| b.unwrap()).collect();
     let oracle_rows: usize = oracle.iter().map(|b| b.num_rows()).sum();
     assert_eq!(report.row_count as usize, oracle_rows);
@@ -66,7 +62,7 @@ fn all_tables_row_counts_equal_tpchgen() {
             .flat_map(|p| p().unwrap())
             .map(|b| b.unwrap().num_rows())
             .sum();
-        let report = load_table(&db_dir, tpch_source(name, SF, 2).unwrap(), &options(2)).unwrap();
+        let report = load_table(&db_dir, tpch_source(name, SF, 2).unwrap(), &load_options(2)).unwrap();
         assert_eq!(report.row_count as usize, expected, "{name}");
     }
     let db = Database::open(&db_dir).unwrap();
@@ -76,21 +72,19 @@ fn all_tables_row_counts_equal_tpchgen() {
 
 #[test]
 fn injected_disk_full_leaves_previous_catalog_and_no_files() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("orders", SF, 2).unwrap(), &options(2)).unwrap();
+    let (_tmp, db_dir) = tpch_db("orders", 2);
     let catalog_before = std::fs::read(db_dir.join("catalog.json")).unwrap();
     let files_before = dir_listing(&db_dir);
 
     // A new table fails midway.
-    let faulty = LoadOptions { fault_after_pages: Some(20), ..options(2) };
+    let faulty = LoadOptions { fault_after_pages: Some(20), ..load_options(2) };
     let err = load_table(&db_dir, tpch_source("lineitem", SF, 2).unwrap(), &faulty).unwrap_err();
     assert!(matches!(err, StorageError::DiskFull { .. }), "{err}");
     assert_eq!(std::fs::read(db_dir.join("catalog.json")).unwrap(), catalog_before);
     assert_eq!(dir_listing(&db_dir), files_before);
 
     // A replacement fails midway: the old table is still whole and readable.
-    let faulty = LoadOptions { replace: true, fault_after_pages: Some(3), ..options(2) };
+    let faulty = LoadOptions { replace: true, fault_after_pages: Some(3), ..load_options(2) };
     assert!(load_table(&db_dir, tpch_source("orders", SF, 2).unwrap(), &faulty).is_err());
     assert_eq!(std::fs::read(db_dir.join("catalog.json")).unwrap(), catalog_before);
     assert_eq!(dir_listing(&db_dir), files_before);
@@ -100,7 +94,7 @@ fn injected_disk_full_leaves_previous_catalog_and_no_files() {
     assert_eq!(rows as u64, t.row_count);
 
     // Replacing for real removes the old files and keeps only the new ones.
-    let replace = LoadOptions { replace: true, ..options(2) };
+    let replace = LoadOptions { replace: true, ..load_options(2) };
     load_table(&db_dir, tpch_source("orders", SF, 2).unwrap(), &replace).unwrap();
     let db = Database::open(&db_dir).unwrap();
     let files: BTreeSet<String> = db.table("orders").unwrap().files.iter().map(|f| f.path.clone()).collect();
@@ -112,8 +106,8 @@ fn injected_disk_full_leaves_previous_catalog_and_no_files() {
 fn existing_table_needs_replace() {
     let tmp = tempfile::tempdir().unwrap();
     let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("region", SF, 1).unwrap(), &options(1)).unwrap();
-    let err = load_table(&db_dir, tpch_source("region", SF, 1).unwrap(), &options(1)).unwrap_err();
+    load_table(&db_dir, tpch_source("region", SF, 1).unwrap(), &load_options(1)).unwrap();
+    let err = load_table(&db_dir, tpch_source("region", SF, 1).unwrap(), &load_options(1)).unwrap_err();
     assert!(matches!(err, StorageError::TableExists { .. }), "{err}");
 }
 
@@ -121,7 +115,7 @@ fn existing_table_needs_replace() {
 fn corrupt_and_truncated_files_are_named() {
     let tmp = tempfile::tempdir().unwrap();
     let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("orders", SF, 1).unwrap(), &options(1)).unwrap();
+    load_table(&db_dir, tpch_source("orders", SF, 1).unwrap(), &load_options(1)).unwrap();
     let db = Database::open(&db_dir).unwrap();
     let t = db.table("orders").unwrap();
     let path = db.resolve(&t.files[0].path);
@@ -146,7 +140,7 @@ fn foreign_and_missing_directories_are_refused() {
     let err = Database::open(&tmp.path().join("nope")).err().unwrap();
     assert!(err.to_string().contains("is not a flashscan database (no catalog)"), "{err}");
     std::fs::write(tmp.path().join("precious.txt"), b"keep me").unwrap();
-    let err = load_table(tmp.path(), tpch_source("region", SF, 1).unwrap(), &options(1)).unwrap_err();
+    let err = load_table(tmp.path(), tpch_source("region", SF, 1).unwrap(), &load_options(1)).unwrap_err();
     assert!(matches!(err, StorageError::ForeignDirectory { .. }), "{err}");
     assert_eq!(dir_listing(tmp.path()), BTreeSet::from(["precious.txt".to_string()]));
 }
@@ -155,9 +149,9 @@ fn foreign_and_missing_directories_are_refused() {
 fn unknown_table_and_column() {
     let tmp = tempfile::tempdir().unwrap();
     let db_dir = tmp.path().join("db");
-    let bad = LoadOptions { partition_by: Some("no_such".into()), ..options(2) };
+    let bad = LoadOptions { partition_by: Some("no_such".into()), ..load_options(2) };
     assert!(matches!(load_table(&db_dir, tpch_source("region", SF, 1).unwrap(), &bad).unwrap_err(), StorageError::UnknownColumn { .. }));
-    load_table(&db_dir, tpch_source("region", SF, 1).unwrap(), &options(1)).unwrap();
+    load_table(&db_dir, tpch_source("region", SF, 1).unwrap(), &load_options(1)).unwrap();
     let db = Database::open(&db_dir).unwrap();
     assert!(matches!(db.table("nope").unwrap_err(), StorageError::UnknownTable { .. }));
 }
@@ -169,7 +163,7 @@ fn striped_over_two_volumes() {
     let (v1, v2) = (tmp.path().join("v1"), tmp.path().join("v2"));
     std::fs::create_dir_all(&v1).unwrap();
     std::fs::create_dir_all(&v2).unwrap();
-    let opts = LoadOptions { volumes: vec![v1.clone(), v2.clone()], interleave_bytes: 128 * 1024, partition_by: Some("o_custkey".into()), ..options(2) };
+    let opts = LoadOptions { volumes: vec![v1.clone(), v2.clone()], interleave_bytes: 128 * 1024, partition_by: Some("o_custkey".into()), ..load_options(2) };
     load_table(&db_dir, tpch_source("orders", SF, 2).unwrap(), &opts).unwrap();
     let db = Database::open(&db_dir).unwrap();
     let t = db.table("orders").unwrap();
@@ -194,7 +188,7 @@ fn csv_with_nulls_round_trips() {
     let csv = tmp.path().join("people.csv");
     std::fs::write(&csv, "id,name,score,born,active\n1,ann,1.5,2001-02-03,true\n2,,,,\n3,\"bo, b\",-2.25,1999-12-31,false\n").unwrap();
     let db_dir = tmp.path().join("db");
-    let report = load_table(&db_dir, csv_source(&csv, "people").unwrap(), &options(2)).unwrap();
+    let report = load_table(&db_dir, csv_source(&csv, "people").unwrap(), &load_options(2)).unwrap();
     assert_eq!(report.row_count, 3);
     let db = Database::open(&db_dir).unwrap();
     let t = db.table("people").unwrap();

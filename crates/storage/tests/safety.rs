@@ -15,9 +15,8 @@ use flashscan_storage::verify::{verify_table, VerifyReport};
 use flashscan_storage::{drop_table, load_table, rebuild_table, Catalog, Database, LoadOptions, RebuildOptions, RebuildTarget, StorageError};
 use rand::{Rng, SeedableRng};
 
-fn options(partitions: u32) -> LoadOptions {
-    LoadOptions { partition_count: partitions, threads: 2, ..LoadOptions::default() }
-}
+mod common;
+use common::{load_options, tpch_db};
 
 fn small_csv(dir: &Path, name: &str) -> PathBuf {
     let path = dir.join(format!("{name}.csv"));
@@ -29,9 +28,14 @@ fn small_csv(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
-fn load_csv(db: &Path, work: &Path, name: &str) {
-    let csv = small_csv(work, name);
-    load_table(db, csv_source(&csv, name).unwrap(), &options(1)).unwrap();
+/// A new database `db` in a temporary directory (the first part keeps it) holding table `t`
+/// loaded from `small_csv` (written beside the database).
+fn csv_db() -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("db");
+    let csv = small_csv(tmp.path(), "t");
+    load_table(&db, csv_source(&csv, "t").unwrap(), &load_options(1)).unwrap();
+    (tmp, db)
 }
 
 /// Points every path of table `t` in the catalog at `path` (checksum recomputed, as a
@@ -59,9 +63,7 @@ fn assert_refused(result: Result<impl std::fmt::Debug, StorageError>, what: &str
 
 #[test]
 fn edited_catalog_pointing_outside_is_refused_and_the_outside_file_kept() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
-    load_csv(&db, tmp.path(), "t");
+    let (tmp, db) = csv_db();
     let outside_dir = tmp.path().join("outside");
     std::fs::create_dir(&outside_dir).unwrap();
     let outside = outside_dir.join("precious.dat");
@@ -84,7 +86,7 @@ fn edited_catalog_pointing_outside_is_refused_and_the_outside_file_kept() {
         assert_refused(drop_table(&db, "t"), &format!("drop with {path}"));
         assert_refused(rebuild_table(&db, "t", RebuildTarget::parse("page").unwrap(), &RebuildOptions::default()), &format!("rebuild with {path}"));
         let csv = small_csv(tmp.path(), "t");
-        let replace = LoadOptions { replace: true, ..options(1) };
+        let replace = LoadOptions { replace: true, ..load_options(1) };
         assert_refused(load_table(&db, csv_source(&csv, "t").unwrap(), &replace), &format!("load --replace with {path}"));
         assert_eq!(std::fs::read(&outside).unwrap(), precious, "{path}: the outside file is untouched");
         assert_eq!(std::fs::read(outside_dir.join("t.p000.f0.g1.dat")).unwrap(), precious, "{path}");
@@ -120,9 +122,7 @@ fn edited_catalog_pointing_outside_is_refused_and_the_outside_file_kept() {
 
 #[test]
 fn links_planted_at_our_names_are_never_written_through() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
-    load_csv(&db, tmp.path(), "t");
+    let (tmp, db) = csv_db();
     let target = tmp.path().join("target");
     std::fs::write(&target, b"keep me").unwrap();
     let missing_target = tmp.path().join("would_be_created");
@@ -141,7 +141,7 @@ fn links_planted_at_our_names_are_never_written_through() {
     }
     let _ = replace_file_atomic(&db, "buffer_stats.json", b"{}");
     let csv = small_csv(tmp.path(), "u");
-    let _ = load_table(&db, csv_source(&csv, "u").unwrap(), &options(1));
+    let _ = load_table(&db, csv_source(&csv, "u").unwrap(), &load_options(1));
     assert_eq!(std::fs::read(&target).unwrap(), b"keep me");
     assert!(!missing_target.exists());
 
@@ -161,7 +161,7 @@ fn links_planted_at_our_names_are_never_written_through() {
     let generation = Catalog::read(&db).unwrap().generation + 1;
     std::os::unix::fs::symlink(&missing_target, db.join(format!("v.p000.f0.g{generation}.dat"))).unwrap();
     let csv = small_csv(tmp.path(), "v");
-    let e = load_table(&db, csv_source(&csv, "v").unwrap(), &options(1)).unwrap_err();
+    let e = load_table(&db, csv_source(&csv, "v").unwrap(), &load_options(1)).unwrap_err();
     assert!(e.to_string().contains("already exists"), "{e}");
     assert!(!missing_target.exists());
     assert!(db.join(format!("v.p000.f0.g{generation}.dat")).symlink_metadata().unwrap().file_type().is_symlink(), "the planted link is left alone");
@@ -169,9 +169,7 @@ fn links_planted_at_our_names_are_never_written_through() {
 
 #[test]
 fn verify_catches_every_flipped_byte_in_column_store_segments() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("orders", 0.01, 2).unwrap(), &options(2)).unwrap();
+    let (_tmp, db_dir) = tpch_db("orders", 2);
     rebuild_table(&db_dir, "orders", RebuildTarget::ColumnStore { archive: false }, &RebuildOptions { row_group_rows: Some(4000), ..Default::default() }).unwrap();
     let db = Database::open(&db_dir).unwrap();
     let table = db.table("orders").unwrap().clone();
@@ -212,9 +210,7 @@ fn verify_catches_every_flipped_byte_in_column_store_segments() {
 
 #[test]
 fn verify_reads_every_heap_page() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("orders", 0.01, 2).unwrap(), &options(2)).unwrap();
+    let (_tmp, db_dir) = tpch_db("orders", 2);
     let db = Database::open(&db_dir).unwrap();
     let table = db.table("orders").unwrap().clone();
     let mut report = VerifyReport::default();
@@ -236,9 +232,7 @@ fn verify_reads_every_heap_page() {
 
 #[test]
 fn the_sweep_removes_what_commits_left_and_never_a_lookalike() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db = tmp.path().join("db");
-    load_csv(&db, tmp.path(), "t");
+    let (tmp, db) = csv_db();
     let lookalike = db.join("t.p000.f0.g999.dat");
     std::fs::write(&lookalike, b"a user's file").unwrap();
     let listed = db.join("t.p007.f0.g2.dat");
@@ -251,7 +245,7 @@ fn the_sweep_removes_what_commits_left_and_never_a_lookalike() {
         d.table("t").unwrap().files.iter().map(|f| d.resolve(&f.path)).collect()
     };
     let csv = small_csv(tmp.path(), "t");
-    load_table(&db, csv_source(&csv, "t").unwrap(), &LoadOptions { replace: true, ..options(1) }).unwrap();
+    load_table(&db, csv_source(&csv, "t").unwrap(), &LoadOptions { replace: true, ..load_options(1) }).unwrap();
     assert!(!listed.exists(), "listed as unreferenced: removed");
     assert!(old_files.iter().all(|f| !f.exists()), "the replaced table's files are removed");
     assert_eq!(std::fs::read(&lookalike).unwrap(), b"a user's file");
@@ -264,7 +258,7 @@ fn volumes_are_declared_and_marked() {
     let db = tmp.path().join("db");
     let volume = tmp.path().join("vol");
     std::fs::create_dir(&volume).unwrap();
-    let opts = LoadOptions { volumes: vec![db.clone(), volume.clone()], ..options(2) };
+    let opts = LoadOptions { volumes: vec![db.clone(), volume.clone()], ..load_options(2) };
     std::fs::create_dir(&db).unwrap();
     load_table(&db, tpch_source("orders", 0.01, 2).unwrap(), &opts).unwrap();
     assert!(volume.join(VOLUME_MARKER_FILE_NAME).is_file());
@@ -288,18 +282,18 @@ fn unbounded_inputs_are_refused() {
     let db = tmp.path().join("db");
     let csv = small_csv(tmp.path(), "t");
     for threads in [0usize, 100_000] {
-        let e = load_table(&db, csv_source(&csv, "t").unwrap(), &LoadOptions { threads, ..options(1) }).unwrap_err();
+        let e = load_table(&db, csv_source(&csv, "t").unwrap(), &LoadOptions { threads, ..load_options(1) }).unwrap_err();
         assert!(e.to_string().contains("--threads"), "{e}");
     }
     // A failed load leaves no new directory behind.
-    let e = load_table(&db, csv_source(&csv, "t").unwrap(), &LoadOptions { partition_by: Some("nope".into()), ..options(1) }).unwrap_err();
+    let e = load_table(&db, csv_source(&csv, "t").unwrap(), &LoadOptions { partition_by: Some("nope".into()), ..load_options(1) }).unwrap_err();
     assert!(matches!(e, StorageError::UnknownColumn { .. }), "{e}");
     assert!(!db.exists());
-    let e = load_table(&db, tpch_source("orders", 0.01, 2).unwrap(), &LoadOptions { fault_after_pages: Some(2), ..options(1) }).unwrap_err();
+    let e = load_table(&db, tpch_source("orders", 0.01, 2).unwrap(), &LoadOptions { fault_after_pages: Some(2), ..load_options(1) }).unwrap_err();
     assert!(matches!(e, StorageError::DiskFull { .. }), "{e}");
     assert!(!db.exists(), "a first load that failed removes the directory it made");
 
-    load_table(&db, csv_source(&csv, "t").unwrap(), &options(1)).unwrap();
+    load_table(&db, csv_source(&csv, "t").unwrap(), &load_options(1)).unwrap();
     // Sizes from the catalog that the files cannot hold are refused before any allocation.
     let good = Catalog::read(&db).unwrap();
     let mut catalog = good.clone();
@@ -326,8 +320,8 @@ fn two_first_loads_into_one_new_directory_both_succeed() {
         let a = small_csv(tmp.path(), "a");
         let b = small_csv(tmp.path(), "b");
         std::thread::scope(|s| {
-            let ha = s.spawn(|| load_table(&db, csv_source(&a, "a").unwrap(), &options(1)));
-            let hb = s.spawn(|| load_table(&db, csv_source(&b, "b").unwrap(), &options(1)));
+            let ha = s.spawn(|| load_table(&db, csv_source(&a, "a").unwrap(), &load_options(1)));
+            let hb = s.spawn(|| load_table(&db, csv_source(&b, "b").unwrap(), &load_options(1)));
             ha.join().unwrap().unwrap();
             hb.join().unwrap().unwrap();
         });
@@ -338,9 +332,7 @@ fn two_first_loads_into_one_new_directory_both_succeed() {
 
 #[test]
 fn damaged_data_never_echoes_its_bytes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let db_dir = tmp.path().join("db");
-    load_table(&db_dir, tpch_source("orders", 0.01, 2).unwrap(), &options(1)).unwrap();
+    let (_tmp, db_dir) = tpch_db("orders", 1);
     rebuild_table(&db_dir, "orders", RebuildTarget::ColumnStore { archive: false }, &RebuildOptions::default()).unwrap();
     let db = Database::open(&db_dir).unwrap();
     let table = db.table("orders").unwrap().clone();
@@ -361,9 +353,7 @@ fn damaged_data_never_echoes_its_bytes() {
 fn a_link_planted_at_a_data_file_name_is_never_read_through() {
     // The catalog's path is confined, but the file at that name inside the database was
     // replaced by a link to a file elsewhere: reading must fail, never read the other file.
-    let work = tempfile::tempdir().unwrap();
-    let db = work.path().join("db");
-    load_csv(&db, work.path(), "t");
+    let (work, db) = csv_db();
     let database = Database::open(&db).unwrap();
     let table = database.table("t").unwrap().clone();
     let data_file = database.resolve(&table.files[0].path);

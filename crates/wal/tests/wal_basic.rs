@@ -127,8 +127,10 @@ fn a_failed_flush_stops_the_log_for_good() {
     assert!(committed.starts_with(&ok), "{committed:?}");
 }
 
-/// Writes `n` one-commit flushes and closes; returns the LSN of each commit.
-fn log_with_flushes(cfg: &WalConfig, id: u128, n: u32) -> Vec<Appended> {
+/// Creates a log in `dir` (1 MiB segments, psync), writes `n` one-commit flushes and closes;
+/// returns its config and the LSN of each commit.
+fn log_with_flushes(dir: &std::path::Path, id: u128, n: u32) -> (WalConfig, Vec<Appended>) {
+    let cfg = config(dir, 1 << 20, psync_engine_factory());
     let wal = Wal::create(cfg.clone(), identity(id)).unwrap();
     let out = (0..n)
         .map(|i| {
@@ -138,38 +140,40 @@ fn log_with_flushes(cfg: &WalConfig, id: u128, n: u32) -> Vec<Appended> {
         })
         .collect();
     wal.close().unwrap();
-    out
+    (cfg, out)
+}
+
+/// The segment file and the offset there of the log block that holds `lsn`.
+fn block_place(cfg: &WalConfig, lsn: Lsn) -> (std::path::PathBuf, u64) {
+    let block_start = Lsn(lsn.0 - lsn.0 % BLOCK_SIZE_BYTES as u64);
+    let segment_no = block_start.segment_no(cfg.segment_size_bytes);
+    (segment_path(&cfg.dir, segment_no), block_start.segment_offset_bytes(cfg.segment_size_bytes))
 }
 
 #[test]
 fn a_bad_block_followed_by_good_ones_is_refused_with_file_and_offset() {
     let dir = temp_dir();
-    let seg = 1 << 20;
-    let cfg = config(dir.path(), seg, psync_engine_factory());
-    let commits = log_with_flushes(&cfg, 4, 20);
-    let victim = commits[5].lsn.0 - commits[5].lsn.0 % BLOCK_SIZE_BYTES as u64;
-    let path = segment_path(&cfg.dir, victim / seg);
+    let (cfg, commits) = log_with_flushes(dir.path(), 4, 20);
+    let (path, block_offset) = block_place(&cfg, commits[5].lsn);
     let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
     let mut b = [0u8; 1];
-    f.read_exact_at(&mut b, victim % seg + 200).unwrap();
-    f.write_all_at(&[b[0] ^ 0x10], victim % seg + 200).unwrap();
+    f.read_exact_at(&mut b, block_offset + 200).unwrap();
+    f.write_all_at(&[b[0] ^ 0x10], block_offset + 200).unwrap();
     let err = Wal::open(cfg.clone(), &identity(4)).map(|_| ()).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, WalError::Corrupt { .. }), "{msg}");
     assert!(msg.contains(&path.display().to_string()), "{msg}");
-    assert!(msg.contains(&format!("offset {}", victim % seg)), "{msg}");
+    assert!(msg.contains(&format!("offset {block_offset}")), "{msg}");
     assert!(msg.contains("backup"), "{msg}");
 }
 
 #[test]
 fn a_torn_last_block_is_the_end_of_the_log() {
     let dir = temp_dir();
-    let seg = 1 << 20;
-    let cfg = config(dir.path(), seg, psync_engine_factory());
-    let commits = log_with_flushes(&cfg, 5, 10);
-    let last = commits[9].lsn.0 - commits[9].lsn.0 % BLOCK_SIZE_BYTES as u64;
-    let f = std::fs::OpenOptions::new().write(true).open(segment_path(&cfg.dir, last / seg)).unwrap();
-    f.write_all_at(&[0xAB; 512], last % seg + 512).unwrap();
+    let (cfg, commits) = log_with_flushes(dir.path(), 5, 10);
+    let (path, block_offset) = block_place(&cfg, commits[9].lsn);
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.write_all_at(&[0xAB; 512], block_offset + 512).unwrap();
     let (_wal, scan) = Wal::open(cfg, &identity(5)).unwrap();
     assert!(matches!(scan.end, LogEnd::TornTail { .. }), "{:?}", scan.end);
     let commits_seen = scan.records.iter().filter(|r| matches!(r.record, Record::Commit { .. })).count();

@@ -6,7 +6,7 @@
 //! - a run's timeline (`--status-interval`): IOPS and p50/p99 latency per interval, where a
 //!   flat line shows a limit reached.
 
-use flashscan_measure::chart::{legend, line, panel};
+use flashscan_measure::chart::{chart_error, legend, line, panel, stacked_panels};
 use plotters::prelude::*;
 
 use crate::error::WorkbenchError;
@@ -37,34 +37,29 @@ fn series(reports: &[Report], axis: SweepAxis) -> Vec<(String, Vec<&Report>)> {
     out
 }
 
-fn chart_error(e: impl std::fmt::Display) -> WorkbenchError {
-    WorkbenchError::Chart(e.to_string())
-}
-
 /// The sweep's chart as SVG text.
 pub fn sweep_svg(reports: &[Report], axis: SweepAxis) -> Result<String, WorkbenchError> {
     let lines = series(reports, axis);
     let x_max = reports.iter().map(|r| r.swept_value(axis)).max().unwrap_or(1).max(2);
     let x_top = x_max + (x_max / 8).max(1);
     let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1000, 1100)).into_drawing_area();
-        root.fill(&WHITE).map_err(chart_error)?;
-        let panels = root.split_evenly((3, 1));
+    let root = SVGBackend::with_string(&mut svg, (1000, 1100)).into_drawing_area();
+    stacked_panels(root, 3, |panels| {
         let metrics: [(&str, fn(&Report) -> f64); 3] =
             [("IOPS", |r| r.figures.iops), ("MB/s", |r| r.figures.mb_per_s), ("p99 latency (µs)", |r| r.figures.latency_us.p99)];
         for (area, (name, value)) in panels.iter().zip(metrics) {
             let y_max = reports.iter().map(value).fold(0.0f64, f64::max).max(1.0) * 1.1;
-            let mut chart = panel(area, &format!("{name} against {}", axis.label()), (1u32..x_top).log_scale(), 0.0..y_max).map_err(WorkbenchError::Chart)?;
+            let mut chart = panel(area, &format!("{name} against {}", axis.label()), (1u32..x_top).log_scale(), 0.0..y_max)?;
             chart.configure_mesh().x_desc(axis.label()).y_desc(name).draw().map_err(chart_error)?;
             for (i, (label, points)) in lines.iter().enumerate() {
                 let data: Vec<(u32, f64)> = points.iter().map(|r| (r.swept_value(axis), value(r))).collect();
-                line(&mut chart, data, i, label, true).map_err(WorkbenchError::Chart)?;
+                line(&mut chart, data, i, label, true)?;
             }
-            legend(&mut chart, SeriesLabelPosition::UpperLeft).map_err(WorkbenchError::Chart)?;
+            legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         }
-        root.present().map_err(chart_error)?;
-    }
+        Ok(())
+    })
+    .map_err(WorkbenchError::Chart)?;
     Ok(svg)
 }
 
@@ -75,10 +70,8 @@ pub fn timeline_svg(report: &Report) -> Result<String, WorkbenchError> {
     }
     let t_max = report.intervals.iter().map(|i| i.t_s).fold(0.0f64, f64::max).max(0.001);
     let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1000, 700)).into_drawing_area();
-        root.fill(&WHITE).map_err(chart_error)?;
-        let panels = root.split_evenly((2, 1));
+    let root = SVGBackend::with_string(&mut svg, (1000, 700)).into_drawing_area();
+    stacked_panels(root, 2, |panels| {
         type Metric = (&'static str, fn(&crate::report::IntervalReport) -> f64);
         let panel_metrics: [(&str, Vec<Metric>); 2] = [
             ("IOPS per interval", vec![("IOPS", |i| i.figures.iops)]),
@@ -95,15 +88,16 @@ pub fn timeline_svg(report: &Report) -> Result<String, WorkbenchError> {
                 .fold(0.0f64, f64::max)
                 .max(1.0)
                 * 1.1;
-            let mut chart = panel(area, title, 0.0..t_max, 0.0..y_max).map_err(WorkbenchError::Chart)?;
+            let mut chart = panel(area, title, 0.0..t_max, 0.0..y_max)?;
             chart.configure_mesh().x_desc("seconds into the measurement").y_desc(title).draw().map_err(chart_error)?;
             for (k, (name, f)) in metrics.iter().enumerate() {
                 let data: Vec<(f64, f64)> = report.intervals.iter().map(|i| (i.t_s, f(i))).collect();
-                line(&mut chart, data, k, name, true).map_err(WorkbenchError::Chart)?;
+                line(&mut chart, data, k, name, true)?;
             }
-            legend(&mut chart, SeriesLabelPosition::LowerRight).map_err(WorkbenchError::Chart)?;
+            legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         }
-        root.present().map_err(chart_error)?;
-    }
+        Ok(())
+    })
+    .map_err(WorkbenchError::Chart)?;
     Ok(svg)
 }

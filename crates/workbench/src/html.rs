@@ -46,23 +46,9 @@ fn inline_svg(svg: &str) -> String {
     svg[start..].to_string()
 }
 
+/// The settings line with the seed (the page is the record of the run).
 fn settings(r: &Report) -> String {
-    format!(
-        "{} {}{}, {} blocks, {} outstanding per thread, {} thread(s){}, {}{}, engine {}, {:.1} s measured after {:.1} s warm-up, seed {}",
-        r.pattern,
-        r.rw,
-        if r.rw == "mix" { format!(" ({}% writes)", r.write_pct) } else { String::new() },
-        format_size_bytes(r.block_size_bytes as u64),
-        r.queue_depth,
-        r.threads_count,
-        if r.processes > 1 { format!(" in {} processes", r.processes) } else { String::new() },
-        if r.direct { "O_DIRECT" } else { "buffered" },
-        if r.sync { ", every write durable (O_DSYNC)" } else { "" },
-        r.engine,
-        r.duration_s,
-        r.warmup_s,
-        r.seed
-    )
+    format!("{}, seed {}", r.settings(), r.seed)
 }
 
 fn figures_cells(f: &Figures) -> String {

@@ -5,22 +5,9 @@ use comfy_table::{presets::UTF8_FULL_CONDENSED, CellAlignment, Table};
 
 use flashscan_measure::histogram::MS_BUCKET_COUNT;
 use crate::report::{Figures, Report, FIGURE_COLUMNS};
-use crate::size::format_size_bytes;
 
 pub fn to_table(report: &Report) -> String {
-    let mut out = format!(
-        "{} {}{}, {} blocks, {} outstanding per thread, {} thread(s), {}, engine {}, {:.1} s measured after {:.1} s warm-up\n",
-        report.pattern,
-        report.rw,
-        if report.rw == "mix" { format!(" ({}% writes)", report.write_pct) } else { String::new() },
-        format_size_bytes(report.block_size_bytes as u64),
-        report.queue_depth,
-        report.threads_count,
-        if report.direct { "O_DIRECT" } else { "buffered" },
-        report.engine,
-        report.duration_s,
-        report.warmup_s,
-    );
+    let mut out = format!("{}\n", report.settings());
     let mut table = Table::new();
     table.load_preset(UTF8_FULL_CONDENSED);
     table.set_header(std::iter::once("scope").chain(FIGURE_COLUMNS).collect::<Vec<_>>());

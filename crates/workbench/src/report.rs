@@ -202,6 +202,26 @@ struct Counts<'a> {
 }
 
 impl Report {
+    /// The run's settings in one line (pattern, blocks, depth, threads, processes, direct,
+    /// durable writes, engine, window): the summary every printer starts with.
+    pub fn settings(&self) -> String {
+        format!(
+            "{} {}{}, {} blocks, {} outstanding per thread, {} thread(s){}, {}{}, engine {}, {:.1} s measured after {:.1} s warm-up",
+            self.pattern,
+            self.rw,
+            if self.rw == "mix" { format!(" ({}% writes)", self.write_pct) } else { String::new() },
+            crate::size::format_size_bytes(self.block_size_bytes as u64),
+            self.queue_depth,
+            self.threads_count,
+            if self.processes > 1 { format!(" in {} processes", self.processes) } else { String::new() },
+            if self.direct { "O_DIRECT" } else { "buffered" },
+            if self.sync { ", every write durable (O_DSYNC)" } else { "" },
+            self.engine,
+            self.duration_s,
+            self.warmup_s,
+        )
+    }
+
     pub fn new(job: &JobSpec, targets: &[PreparedTarget], outcome: &RunOutcome) -> Report {
         let window_s = outcome.window.as_secs_f64();
         let all: Vec<&ThreadOutcome> = outcome.threads.iter().collect();

@@ -12,7 +12,7 @@ use arrow::array::{Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::{ColumnDef, ColumnType, Database};
-use flashscan_write::{checkpoint, init_database, unflushed_rows, CheckpointOptions, InitOptions, NewTable, WriteError, WriteLimits, WritePath};
+use flashscan_write::{checkpoint, unflushed_rows, CheckpointOptions, InitOptions, WriteError, WriteLimits, WritePath};
 
 mod common;
 
@@ -28,14 +28,30 @@ fn batch(from: i64, to: i64) -> RecordBatch {
     RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(ids)), Arc::new(StringArray::from(pads))]).unwrap()
 }
 
-fn new_db(db: &Path, wal_dir: Option<PathBuf>, segment_size_bytes: u64) {
+/// Table `t` in 2 partitions in a new database at `db`, its log in `wal_dir` (else the
+/// database's own `wal/`).
+fn create_db(db: &Path, wal_dir: Option<PathBuf>, segment_size_bytes: u64) {
     if let Some(w) = &wal_dir {
         std::fs::create_dir_all(w).unwrap();
     }
-    init_database(db, &InitOptions { segment_size_bytes: Some(segment_size_bytes), wal_dir, ..Default::default() }).unwrap();
-    let wp = WritePath::open_writer(db, "test").unwrap();
-    wp.create_table(NewTable { name: "t".into(), columns: columns(), partition_count: Some(2), partition_by: Some("id".into()), if_not_exists: false }).unwrap();
-    wp.close().unwrap();
+    common::create_db(db, &init_options(wal_dir, segment_size_bytes), &["t"], &columns(), 2);
+}
+
+fn init_options(wal_dir: Option<PathBuf>, segment_size_bytes: u64) -> InitOptions {
+    InitOptions { segment_size_bytes: Some(segment_size_bytes), wal_dir, ..Default::default() }
+}
+
+/// Table `t` in 2 partitions in a new database in a temporary directory.
+fn new_db(segment_size_bytes: u64) -> common::TestDb {
+    common::TestDb::new(&init_options(None, segment_size_bytes), &["t"], &columns(), 2)
+}
+
+/// `new_db` and its writer with the automatic checkpoints off (`quiet_limits`).
+fn quiet_db(segment_size_bytes: u64) -> (common::TestDb, WritePath) {
+    let db = new_db(segment_size_bytes);
+    let wp = db.writer();
+    wp.set_limits(quiet_limits()).unwrap();
+    (db, wp)
 }
 
 /// Every id of table `t`, pages and delta (as a new reader sees them), sorted.
@@ -54,6 +70,18 @@ fn all_ids(db: &Path) -> Vec<i64> {
     common::sorted_ids(db, "t")
 }
 
+/// Up to `statements_max` INSERTs of `rows` rows each into `t` from `*next` on, `*next`
+/// moved past every acknowledged one; the first refusal, if any.
+fn insert_until_refused(wp: &WritePath, next: &mut i64, rows: i64, statements_max: usize) -> Option<WriteError> {
+    for _ in 0..statements_max {
+        match wp.insert("t", &[batch(*next, *next + rows)]) {
+            Ok(_) => *next += rows,
+            Err(e) => return Some(e),
+        }
+    }
+    None
+}
+
 fn quiet_limits() -> WriteLimits {
     WriteLimits {
         checkpoint_delta_bytes: u64::MAX,
@@ -65,10 +93,8 @@ fn quiet_limits() -> WriteLimits {
 
 #[test]
 fn the_delta_bound_checkpoints_to_make_room_else_refuses_the_statement_whole() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db, None, 1 << 20);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let db = new_db(1 << 20);
+    let wp = db.writer();
     // Bound 256 KiB, automatic checkpoints only to make room.
     wp.set_limits(WriteLimits { delta_bytes_max: 256 << 10, ..quiet_limits() }).unwrap();
     let mut next = 0i64;
@@ -92,16 +118,7 @@ fn the_delta_bound_checkpoints_to_make_room_else_refuses_the_statement_whole() {
 
     // Without automatic checkpoints the bound refuses as soon as it would be crossed.
     wp.set_limits(WriteLimits { delta_bytes_max: 256 << 10, auto_checkpoint: false, ..quiet_limits() }).unwrap();
-    let mut refused = None;
-    for _ in 0..10 {
-        match wp.insert("t", &[batch(next, next + 800)]) {
-            Ok(_) => next += 800,
-            Err(e) => {
-                refused = Some(e);
-                break;
-            }
-        }
-    }
+    let refused = insert_until_refused(&wp, &mut next, 800, 10);
     assert!(matches!(refused, Some(WriteError::DeltaFull { .. })), "{refused:?}");
     wp.close().unwrap();
     // Exactly the acknowledged rows, once each, after a reopen.
@@ -117,8 +134,8 @@ fn automatic_checkpoints_run_by_delta_size_log_size_and_time() {
         ("interval", WriteLimits { checkpoint_interval: Duration::ZERO, ..quiet_limits() }),
     ] {
         let db = dir.path().join(reason);
-        new_db(&db, None, 1 << 20);
-        let wp = WritePath::open_writer(&db, "test").unwrap();
+        create_db(&db, None, 1 << 20);
+        let wp = common::writer(&db);
         wp.set_limits(limits).unwrap();
         let mut next = 0i64;
         while wp.auto_checkpoint_stats().unwrap().checkpoints_count == 0 {
@@ -139,10 +156,8 @@ fn automatic_checkpoints_run_by_delta_size_log_size_and_time() {
 
 #[test]
 fn at_most_max_async_io_writes_are_outstanding_and_nothing_is_paced_without_a_scan() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db, None, 4 << 20);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let db = new_db(4 << 20);
+    let wp = db.writer();
     let quiet = no_scans();
     // Past the pacing's grace period after another test's last scan read.
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -211,6 +226,28 @@ impl Drop for SmallDisk {
     }
 }
 
+/// The part of a test's database that lives on the small disk.
+enum OnSmallDisk {
+    DataFiles,
+    Log,
+}
+
+/// Table `t` in a new database (1 MiB log segments) with its data files or its log on an
+/// 8 MiB `SmallDisk`, the other part in a temporary directory; its writer with the automatic
+/// checkpoints off. `None` where no tmpfs can be mounted.
+fn small_disk_db(on_small_disk: OnSmallDisk) -> Option<(SmallDisk, tempfile::TempDir, PathBuf, WritePath)> {
+    let disk = SmallDisk::mount(8 << 20)?;
+    let other = tempfile::tempdir().unwrap();
+    let (db, wal_dir) = match on_small_disk {
+        OnSmallDisk::DataFiles => (disk.path().join("db"), other.path().join("wal")),
+        OnSmallDisk::Log => (other.path().join("db"), disk.path().join("wal")),
+    };
+    create_db(&db, Some(wal_dir), 1 << 20);
+    let wp = common::writer(&db);
+    wp.set_limits(quiet_limits()).unwrap();
+    Some((disk, other, db, wp))
+}
+
 fn nix_statvfs(path: &Path) -> u64 {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid C string and a zeroed struct we own.
@@ -227,12 +264,7 @@ fn dat_files(dir: &Path) -> Vec<String> {
 
 #[test]
 fn a_full_disk_fails_the_checkpoint_clearly_and_it_succeeds_once_space_is_freed() {
-    let Some(disk) = SmallDisk::mount(8 << 20) else { return };
-    let wal = tempfile::tempdir().unwrap();
-    let db = disk.path().join("db");
-    new_db(&db, Some(wal.path().join("wal")), 1 << 20);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
-    wp.set_limits(quiet_limits()).unwrap();
+    let Some((disk, _log_dir, db, wp)) = small_disk_db(OnSmallDisk::DataFiles) else { return };
     // ~3 MB of rows in the delta; the data disk keeps 512 KiB free.
     wp.insert("t", &[batch(0, 25_000)]).unwrap();
     let filler = disk.fill(512 << 10);
@@ -258,26 +290,12 @@ fn a_full_disk_fails_the_checkpoint_clearly_and_it_succeeds_once_space_is_freed(
 
 #[test]
 fn a_full_log_disk_fails_the_insert_clearly_and_writes_resume_once_space_is_freed() {
-    let Some(disk) = SmallDisk::mount(8 << 20) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
     // 1 MiB segments on a disk with little room: the log soon needs a segment it cannot make.
-    new_db(&db, Some(disk.path().join("wal")), 1 << 20);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
-    wp.set_limits(quiet_limits()).unwrap();
+    let Some((disk, _dir, db, wp)) = small_disk_db(OnSmallDisk::Log) else { return };
     wp.insert("t", &[batch(0, 1000)]).unwrap();
     let filler = disk.fill(256 << 10);
     let mut next = 1000i64;
-    let mut failure = None;
-    for _ in 0..200 {
-        match wp.insert("t", &[batch(next, next + 1000)]) {
-            Ok(_) => next += 1000,
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
+    let failure = insert_until_refused(&wp, &mut next, 1000, 200);
     let e = failure.expect("a full log disk fails an insert");
     let m = e.to_string();
     assert!(m.to_lowercase().contains("no space") || m.contains("os error 28"), "{m}");
@@ -297,11 +315,7 @@ fn a_full_log_disk_fails_the_insert_clearly_and_writes_resume_once_space_is_free
 
 #[test]
 fn later_checkpoints_append_to_the_partition_file_and_a_crash_before_the_commit_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db, None, 4 << 20);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
-    wp.set_limits(quiet_limits()).unwrap();
+    let (db, wp) = quiet_db(4 << 20);
     wp.insert("t", &[batch(0, 3000)]).unwrap();
     let first = wp.checkpoint(&CheckpointOptions::default()).unwrap();
     assert_eq!((first.files_created, first.files_appended), (2, 0));

@@ -9,7 +9,7 @@ use arrow::array::{Int32Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::{ColumnDef, ColumnType};
-use flashscan_write::{init_database, CheckpointOptions, InitOptions, NewTable, Transaction, WritePath};
+use flashscan_write::{CheckpointOptions, InitOptions, NewTable, Transaction};
 
 mod common;
 
@@ -42,13 +42,9 @@ fn null_qty_batch(id: i64) -> RecordBatch {
     RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from(vec![id])), Arc::new(Int32Array::from(vec![None::<i32>])), Arc::new(StringArray::from(vec!["x"]))]).unwrap()
 }
 
-fn new_db(dir: &Path, tables: &[&str]) {
-    init_database(dir, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
-    let wp = WritePath::open_writer(dir, "test").unwrap();
-    for t in tables {
-        wp.create_table(NewTable { name: (*t).into(), columns: columns(), partition_count: Some(3), partition_by: Some("id".into()), if_not_exists: false }).unwrap();
-    }
-    wp.close().unwrap();
+/// A new database (1 MiB log segments) with `tables`, each in 3 partitions.
+fn new_db(tables: &[&str]) -> common::TestDb {
+    common::TestDb::new(&InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }, tables, &columns(), 3)
 }
 
 /// Sorted ids of table `t`: its pages plus its delta replayed from the log (a fresh open).
@@ -58,10 +54,8 @@ fn ids(db: &Path, t: &str) -> Vec<i64> {
 
 #[test]
 fn prepared_inserts_from_threads_beside_checkpoints_keep_every_row_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db, &["t"]);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let db = new_db(&["t"]);
+    let wp = db.writer();
     const THREADS: i64 = 8;
     const COMMITS: i64 = 150;
     let done = AtomicBool::new(false);
@@ -115,10 +109,8 @@ fn prepared_inserts_from_threads_beside_checkpoints_keep_every_row_once() {
 
 #[test]
 fn a_transaction_is_all_or_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db, &["a", "b"]);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let db = new_db(&["a", "b"]);
+    let wp = db.writer();
     let mut txn = Transaction::new();
     assert_eq!(wp.stage_insert(&mut txn, "a", &[batch(0, 10)]).unwrap(), 10);
     assert_eq!(wp.stage_insert(&mut txn, "B", &[batch(100, 105)]).unwrap(), 5);
@@ -149,10 +141,8 @@ fn a_transaction_is_all_or_nothing() {
 
 #[test]
 fn a_prepared_insert_refuses_bad_rows_and_a_recreated_table() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db, &["t"]);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let db = new_db(&["t"]);
+    let wp = db.writer();
     let mut p = wp.prepare_insert("t").unwrap();
     assert_eq!(p.table().columns.len(), 3);
     p.insert(&batch(0, 2)).unwrap();

@@ -67,19 +67,21 @@ fn all_rows(db: &Path) -> Vec<Row> {
     rows_of(&common::table_batches(db, "t"))
 }
 
-fn new_db(dir: &Path) {
-    init_database(dir, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
-    let wp = WritePath::open_writer(dir, "test").unwrap();
-    wp.create_table(NewTable { name: "t".into(), columns: columns(), partition_count: Some(3), partition_by: Some("id".into()), if_not_exists: false }).unwrap();
-    wp.close().unwrap();
+/// A new database (1 MiB log segments) with table `t` in 3 partitions.
+fn new_db() -> common::TestDb {
+    common::TestDb::new(&InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }, &["t"], &columns(), 3)
+}
+
+/// `new_db` and its writer.
+fn new_db_and_writer() -> (common::TestDb, WritePath) {
+    let db = new_db();
+    let wp = db.writer();
+    (db, wp)
 }
 
 #[test]
 fn insert_is_visible_after_reopen_and_checkpoint_moves_it_to_pages_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let (db, wp) = new_db_and_writer();
     assert_eq!(wp.insert("t", &[batch(0, 700), batch(700, 1000)]).unwrap(), 1000);
     assert_eq!(wp.insert("T", &[batch(1000, 1005)]).unwrap(), 5);
     assert_eq!(wp.delta("t").unwrap().row_count(), 1005);
@@ -101,7 +103,7 @@ fn insert_is_visible_after_reopen_and_checkpoint_moves_it_to_pages_once() {
     assert_eq!(all_rows(&db), expected(0, 1005));
 
     // More rows after the checkpoint: pages + delta, and a second checkpoint adds runs.
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let wp = db.writer();
     wp.insert("t", &[batch(2000, 2100)]).unwrap();
     wp.close().unwrap();
     let mut want = expected(0, 1005);
@@ -115,10 +117,7 @@ fn insert_is_visible_after_reopen_and_checkpoint_moves_it_to_pages_once() {
 
 #[test]
 fn a_failed_statement_leaves_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let (db, wp) = new_db_and_writer();
     wp.insert("t", &[batch(0, 10)]).unwrap();
     // NULL into NOT NULL qty, in the second batch of the statement: nothing of it stays.
     let bad = RecordBatch::try_new(
@@ -149,12 +148,10 @@ fn child_process_entry() {
 
 #[test]
 fn kill_9_after_acknowledged_inserts_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db);
+    let db = new_db();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child_process_entry", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, &db)
+        .env(CHILD_ENV, db.as_os_str())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
@@ -175,10 +172,7 @@ fn kill_9_after_acknowledged_inserts_loses_nothing() {
 
 #[test]
 fn crash_between_checkpoint_writes_and_catalog_commit_neither_loses_nor_duplicates() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let (db, wp) = new_db_and_writer();
     wp.insert("t", &[batch(0, 500)]).unwrap();
     let err = wp.checkpoint(&CheckpointOptions { max_async_io: 4, stop_before_catalog_commit: true, ..Default::default() }).unwrap_err();
     assert!(err.to_string().contains("before the catalog commit"), "{err}");
@@ -196,10 +190,7 @@ fn crash_between_checkpoint_writes_and_catalog_commit_neither_loses_nor_duplicat
 
 #[test]
 fn crash_between_catalog_commit_and_checkpoint_end_skips_rows_already_in_pages() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db);
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let (db, wp) = new_db_and_writer();
     wp.insert("t", &[batch(0, 200)]).unwrap();
     wp.close().unwrap();
     // Save the log's control file before the checkpoint, put it back after: as if the
@@ -216,17 +207,15 @@ fn crash_between_catalog_commit_and_checkpoint_end_skips_rows_already_in_pages()
 
 #[test]
 fn column_store_insert_drop_and_init_refusals() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db);
+    let db = new_db();
     // init refuses an existing database, a missing and a foreign --wal-dir.
     let err = init_database(&db, &InitOptions::default()).unwrap_err().to_string();
     assert!(err.contains("already a flashscan database"), "{err}");
-    let err = init_database(&dir.path().join("db2"), &InitOptions { wal_dir: Some(dir.path().join("nowhere")), ..Default::default() }).unwrap_err().to_string();
+    let err = init_database(&db.dir.path().join("db2"), &InitOptions { wal_dir: Some(db.dir.path().join("nowhere")), ..Default::default() }).unwrap_err().to_string();
     assert!(err.contains("does not exist"), "{err}");
-    let err = init_database(&dir.path().join("db3"), &InitOptions { wal_dir: Some(db.join("wal")), ..Default::default() }).unwrap_err().to_string();
+    let err = init_database(&db.dir.path().join("db3"), &InitOptions { wal_dir: Some(db.join("wal")), ..Default::default() }).unwrap_err().to_string();
     assert!(err.contains("another database"), "{err}");
-    assert!(!dir.path().join("db2").exists() && !dir.path().join("db3").exists());
+    assert!(!db.dir.path().join("db2").exists() && !db.dir.path().join("db3").exists());
 
     // A column store table refuses INSERT, naming rebuild.
     let mut catalog = Catalog::read(&db).unwrap();
@@ -235,7 +224,7 @@ fn column_store_insert_drop_and_init_refusals() {
     cs.format = "columnstore".into();
     catalog.tables.insert("cs".into(), cs);
     catalog.write_atomic(&db).unwrap();
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let wp = db.writer();
     let err = wp.insert("cs", &[batch(0, 3)]).unwrap_err().to_string();
     assert!(err.contains("column store") && err.contains("flashscan rebuild"), "{err}");
 
@@ -255,15 +244,13 @@ fn column_store_insert_drop_and_init_refusals() {
 /// so CREATE, INSERT and DROP are refused in one line, and the database still opens.
 #[test]
 fn a_cluster_host_refuses_writes_and_stays_readable() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("db");
-    new_db(&db);
+    let db = new_db();
     let mut catalog = Catalog::read(&db).unwrap();
     let owned: Vec<u32> = (0..3).filter(|p| p % 2 == 0).collect();
     catalog.host = Some(flashscan_storage::host_place::HostPlace { index: 0, count: 2, partitions: [("t".to_string(), owned)].into_iter().collect() });
     catalog.write_atomic(&db).unwrap();
 
-    let wp = WritePath::open_writer(&db, "test").unwrap();
+    let wp = db.writer();
     let insert = wp.insert("t", &[batch(0, 10)]).unwrap_err();
     let create = wp
         .create_table(NewTable { name: "u".into(), columns: columns(), partition_count: Some(2), partition_by: Some("id".into()), if_not_exists: false })

@@ -282,31 +282,26 @@ impl HeapDecoder {
             }
             // A NULL cell decodes as zero / empty, as in the heap format.
             let pieces = |r: usize| if is_null(r) { (&[][..], &[][..]) } else { value_pieces(page, info, &s.dictionary, s.cells[r * wanted_count + k]) };
+            // The integer cells (INT, BIGINT, decimals up to 18 digits, BOOLEAN) share one format.
+            let integer = |r: usize| {
+                let (h, t) = pieces(r);
+                get_integer(h, t)
+            };
             match &mut c.values {
-                ColumnValues::I32(v) => v.extend((0..row_count).map(|r| {
-                    let (h, t) = pieces(r);
-                    get_integer(h, t) as i32
-                })),
-                ColumnValues::I64(v) => v.extend((0..row_count).map(|r| {
-                    let (h, t) = pieces(r);
-                    get_integer(h, t)
-                })),
+                ColumnValues::I32(v) => v.extend((0..row_count).map(|r| integer(r) as i32)),
+                ColumnValues::I64(v) => v.extend((0..row_count).map(integer)),
                 ColumnValues::Decimal(v) if matches!(c.column_type, ColumnType::WideDecimal { .. }) => v.extend((0..row_count).map(|r| {
                     let (h, t) = pieces(r);
                     get_integer128(h, t)
                 })),
-                ColumnValues::Decimal(v) => v.extend((0..row_count).map(|r| {
-                    let (h, t) = pieces(r);
-                    get_integer(h, t) as i128
-                })),
+                ColumnValues::Decimal(v) => v.extend((0..row_count).map(|r| integer(r) as i128)),
                 ColumnValues::F64(v) => v.extend((0..row_count).map(|r| {
                     let (h, t) = pieces(r);
                     get_float(h, t)
                 })),
                 ColumnValues::Bool(v) => {
                     for r in 0..row_count {
-                        let (h, t) = pieces(r);
-                        v.append(get_integer(h, t) != 0);
+                        v.append(integer(r) != 0);
                     }
                 }
                 ColumnValues::Utf8 { offsets, bytes } => {

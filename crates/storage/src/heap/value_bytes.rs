@@ -60,54 +60,45 @@ impl ValueEncoding {
     }
 }
 
-#[inline]
-pub fn zigzag_encode(v: i64) -> u64 {
-    ((v << 1) ^ (v >> 63)) as u64
+/// The zigzag integer format at one width: `$encode`/`$decode` map signed to unsigned so
+/// that small magnitudes have leading zero bytes; `$put` appends the minimal big-endian
+/// bytes and returns how many (0 to the width); `$get` reads the value held by
+/// `head ++ tail` (at most the width in all, checked by the caller). One body for the
+/// 8-byte integers and the 16-byte wide decimals.
+macro_rules! zigzag_width {
+    ($signed:ty, $unsigned:ty, $bytes:literal, $encode:ident, $decode:ident, $put:ident, $get:ident) => {
+        #[inline]
+        pub fn $encode(v: $signed) -> $unsigned {
+            ((v << 1) ^ (v >> ($bytes * 8 - 1))) as $unsigned
+        }
+
+        #[inline]
+        pub fn $decode(u: $unsigned) -> $signed {
+            ((u >> 1) as $signed) ^ -((u & 1) as $signed)
+        }
+
+        #[inline]
+        pub fn $put(v: $signed, out: &mut Vec<u8>) -> usize {
+            let u = $encode(v);
+            let n = $bytes - (u.leading_zeros() as usize / 8);
+            out.extend_from_slice(&u.to_be_bytes()[$bytes - n..]);
+            n
+        }
+
+        #[inline]
+        pub fn $get(head: &[u8], tail: &[u8]) -> $signed {
+            debug_assert!(head.len() + tail.len() <= $bytes);
+            let mut u: $unsigned = 0;
+            for &b in head.iter().chain(tail) {
+                u = (u << 8) | b as $unsigned;
+            }
+            $decode(u)
+        }
+    };
 }
 
-#[inline]
-pub fn zigzag_decode(u: u64) -> i64 {
-    ((u >> 1) as i64) ^ -((u & 1) as i64)
-}
-
-/// Appends the integer's minimal big-endian zigzag bytes; returns how many.
-#[inline]
-pub fn put_integer(v: i64, out: &mut Vec<u8>) -> usize {
-    let u = zigzag_encode(v);
-    let n = 8 - (u.leading_zeros() as usize / 8);
-    out.extend_from_slice(&u.to_be_bytes()[8 - n..]);
-    n
-}
-
-#[inline]
-pub fn zigzag_encode_128(v: i128) -> u128 {
-    ((v << 1) ^ (v >> 127)) as u128
-}
-
-#[inline]
-pub fn zigzag_decode_128(u: u128) -> i128 {
-    ((u >> 1) as i128) ^ -((u & 1) as i128)
-}
-
-/// Appends the i128's minimal big-endian zigzag bytes; returns how many (0 to 16).
-#[inline]
-pub fn put_integer128(v: i128, out: &mut Vec<u8>) -> usize {
-    let u = zigzag_encode_128(v);
-    let n = 16 - (u.leading_zeros() as usize / 8);
-    out.extend_from_slice(&u.to_be_bytes()[16 - n..]);
-    n
-}
-
-/// The i128 held by `head ++ tail` (at most 16 bytes in all, checked by the caller).
-#[inline]
-pub fn get_integer128(head: &[u8], tail: &[u8]) -> i128 {
-    debug_assert!(head.len() + tail.len() <= 16);
-    let mut u = 0u128;
-    for &b in head.iter().chain(tail) {
-        u = (u << 8) | b as u128;
-    }
-    zigzag_decode_128(u)
-}
+zigzag_width!(i64, u64, 8, zigzag_encode, zigzag_decode, put_integer, get_integer);
+zigzag_width!(i128, u128, 16, zigzag_encode_128, zigzag_decode_128, put_integer128, get_integer128);
 
 /// Appends the float's bits big-endian without trailing zero bytes; returns how many.
 #[inline]
@@ -116,17 +107,6 @@ pub fn put_float(v: f64, out: &mut Vec<u8>) -> usize {
     let n = 8 - (bits.trailing_zeros() as usize / 8).min(8);
     out.extend_from_slice(&bits.to_be_bytes()[..n]);
     n
-}
-
-/// The integer held by `head ++ tail` (at most 8 bytes in all, checked by the caller).
-#[inline]
-pub fn get_integer(head: &[u8], tail: &[u8]) -> i64 {
-    debug_assert!(head.len() + tail.len() <= 8);
-    let mut u = 0u64;
-    for &b in head.iter().chain(tail) {
-        u = (u << 8) | b as u64;
-    }
-    zigzag_decode(u)
 }
 
 /// The float held by `head ++ tail` (at most 8 bytes in all, checked by the caller).

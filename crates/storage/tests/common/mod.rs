@@ -1,17 +1,19 @@
 //! The storage tests' kit: proptest strategies and decoders shared by the heap page tests
 //! (plain, row- and page-compressed pages: column types, values of every type, decoded
-//! values), the one `TableMeta` they build, and order-independent table contents.
+//! values), the one `TableMeta` they build, order-independent table contents, and small
+//! TPC-H databases in temporary directories.
 #![allow(dead_code)]
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Decimal128Type;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use flashscan_storage::column::TemporalUnit;
 use flashscan_storage::heap::row_codec::Value;
-use flashscan_storage::{ColumnDef, ColumnType, TableMeta};
+use flashscan_storage::load::tpch::tpch_source;
+use flashscan_storage::{load_table, ColumnDef, ColumnType, LoadOptions, TableMeta};
 use proptest::prelude::*;
 
 pub fn column_type() -> impl Strategy<Value = ColumnType> {
@@ -148,4 +150,18 @@ pub fn row_lines(batches: &[RecordBatch]) -> Vec<String> {
 /// File names in `dir`.
 pub fn dir_listing(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+}
+
+/// How the tests load: `partition_count` hash partitions, 2 threads.
+pub fn load_options(partition_count: u32) -> LoadOptions {
+    LoadOptions { partition_count, threads: 2, ..LoadOptions::default() }
+}
+
+/// A new database in a temporary directory (the first part keeps it) holding TPC-H `table`
+/// at scale factor 0.01 (2 generator parts) in `partition_count` partitions.
+pub fn tpch_db(table: &str, partition_count: u32) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let db_dir = tmp.path().join("db");
+    load_table(&db_dir, tpch_source(table, 0.01, 2).unwrap(), &load_options(partition_count)).unwrap();
+    (tmp, db_dir)
 }
