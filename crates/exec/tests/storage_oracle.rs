@@ -20,11 +20,18 @@ use flashscan_storage::{load_table, rebuild_table, Database, LoadOptions, Rebuil
 
 const SF: f64 = 0.02;
 
+/// lineitem at `SF` loaded (heap pages, `partitions` hash partitions) into a new
+/// temporary database.
+fn lineitem_db(partitions: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let load = LoadOptions { partition_count: partitions, threads: 2, ..LoadOptions::default() };
+    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    dir
+}
+
 #[test]
 fn every_query_through_storage_equals_the_query_over_generated_batches() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 3, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(3);
     let db = Database::open(dir.path()).unwrap();
     let table = StorageTable::new(&db, "lineitem").unwrap();
     let batches = common::lineitem(SF, 1);
@@ -37,8 +44,8 @@ fn every_query_through_storage_equals_the_query_over_generated_batches() {
         let expected = run_on_batches(query, &batches, 1).unwrap();
         // Storage keeps strings as Utf8 where tpchgen makes Utf8View: same values either way.
         assert_eq!(report.result, expected, "{}", query.name());
-        assert_eq!(report.rows_scanned, rows, "{}", query.name());
-        assert_eq!(report.pages_read, table.meta().page_count(), "{}", query.name());
+        assert_eq!(report.figures.rows_scanned, rows, "{}", query.name());
+        assert_eq!(report.figures.pages_read, table.meta().page_count(), "{}", query.name());
     }
 }
 
@@ -68,9 +75,7 @@ fn options(i: usize, cache_mode: CacheMode) -> ScanOptions {
 /// every query's answer equals the oracle's in all five.
 #[test]
 fn every_query_gives_the_same_answer_in_all_five_formats() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 3, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(3);
     let batches = common::lineitem(SF, 1);
     let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
     let expected: Vec<_> = all_queries().iter().map(|q| run_on_batches(q, &batches, 1).unwrap()).collect();
@@ -89,7 +94,7 @@ fn every_query_gives_the_same_answer_in_all_five_formats() {
             let report = run_query(source.as_ref(), query, &options(i, CacheMode::Warm)).unwrap();
             assert_eq!(report.result, expected[i], "{} on {format}", query.name());
             assert_eq!(report.format, format);
-            assert_eq!(report.rows_scanned + report.skipped.rows_skipped, rows, "{} on {format}", query.name());
+            assert_eq!(report.figures.rows_scanned + report.skipped.rows_skipped, rows, "{} on {format}", query.name());
         }
     }
 }
@@ -99,9 +104,7 @@ fn every_query_gives_the_same_answer_in_all_five_formats() {
 /// a multiple of 1,024 rows make it the smallest), and whole columns decoded into batches.
 #[test]
 fn column_store_vector_kernels_equal_the_whole_column_path() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 2, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(2);
     let batches = common::lineitem(SF, 1);
     let queries = [BuiltinQuery::Sum4, BuiltinQuery::Q1];
     let expected: Vec<_> = queries.iter().map(|q| run_on_batches(q, &batches, 1).unwrap()).collect();
@@ -128,9 +131,7 @@ fn column_store_vector_kernels_equal_the_whole_column_path() {
 /// fraction of the table, and COUNT(*) only the row groups' metadata pages.
 #[test]
 fn column_store_reads_only_the_projected_columns() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 2, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(2);
     rebuild_table(dir.path(), "lineitem", RebuildTarget::parse("columnstore").unwrap(), &RebuildOptions::default()).unwrap();
     let db = Database::open(dir.path()).unwrap();
     let size_bytes = db.table("lineitem").unwrap().size_bytes;
@@ -138,11 +139,11 @@ fn column_store_reads_only_the_projected_columns() {
     let sum4 = run_query(source.as_ref(), &BuiltinQuery::Sum4, &options(1, CacheMode::Warm)).unwrap();
     let count11 = run_query(source.as_ref(), &BuiltinQuery::Count11, &options(1, CacheMode::Warm)).unwrap();
     let count = run_query(source.as_ref(), &BuiltinQuery::Count, &options(1, CacheMode::Warm)).unwrap();
-    assert!(sum4.bytes_read * 2 < size_bytes, "sum4 read {} of {size_bytes} bytes", sum4.bytes_read);
-    assert!(sum4.bytes_read < count11.bytes_read, "sum4 {} vs count11 {}", sum4.bytes_read, count11.bytes_read);
+    assert!(sum4.figures.bytes_read * 2 < size_bytes, "sum4 read {} of {size_bytes} bytes", sum4.figures.bytes_read);
+    assert!(sum4.figures.bytes_read < count11.figures.bytes_read, "sum4 {} vs count11 {}", sum4.figures.bytes_read, count11.figures.bytes_read);
     // One 8 KB metadata page per row group (one row group per partition here).
-    assert_eq!(count.bytes_read, 2 * 8192);
-    assert!(sum4.decode_s > 0.0);
+    assert_eq!(count.figures.bytes_read, 2 * 8192);
+    assert!(sum4.figures.decode_s > 0.0);
 }
 
 struct Collect(Vec<arrow::record_batch::RecordBatch>);

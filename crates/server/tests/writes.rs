@@ -6,18 +6,17 @@
 //! tokio-postgres is already the dev-dependency of tests/wire.rs (in the lock file), so it
 //! costs nothing more to build.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 mod common;
-use common::{config, connect, connect_port, reopened, simple_rows as rows};
+use common::{config, connect, connect_port, init_db, reopened, simple_rows as rows, serve, spawn_child_server, spawn_inserters, ChildServer, InsertParams, Served};
 
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    flashscan_write::init_database(&db, &flashscan_write::InitOptions::default()).expect("init");
+    let db = init_db(dir.path(), "db");
     (dir, db)
 }
 
@@ -120,23 +119,12 @@ async fn insert_create_and_drop_over_the_wire() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_and_readers() {
-    let (_guard, db) = new_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, db, server, client } = serve(new_db()).await;
     client.simple_query("CREATE TABLE events (id bigint NOT NULL, writer int NOT NULL)").await.expect("create");
     const WRITERS: i64 = 16;
     const EACH: i64 = 25;
     let port = server.listen.port();
-    let mut tasks = Vec::new();
-    for w in 0..WRITERS {
-        tasks.push(tokio::spawn(async move {
-            let c = connect_port(port).await;
-            let stmt = c.prepare("INSERT INTO events VALUES ($1, $2)").await.expect("prepare");
-            for i in 0..EACH {
-                c.execute(&stmt, &[&(w * 1000 + i), &(w as i32)]).await.expect("insert");
-            }
-        }));
-    }
+    let tasks = spawn_inserters(port, WRITERS, EACH, "INSERT INTO events VALUES ($1, $2)", |w, i| -> InsertParams { vec![Box::new(w * 1000 + i), Box::new(w as i32)] });
     // A reader meanwhile: counts only grow.
     let reader = tokio::spawn(async move {
         let c = connect_port(port).await;
@@ -166,9 +154,7 @@ async fn concurrent_writers_and_readers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_from_stdin_text_and_csv_all_or_nothing() {
     use futures::SinkExt;
-    let (_guard, db) = new_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, server, client, .. } = serve(new_db()).await;
     client.simple_query("CREATE TABLE c (k bigint NOT NULL, s text, f double, ok boolean, d date)").await.expect("create");
 
     let text = "1\tone\t1.5\tt\t2020-01-01\n2\t\\N\t-2\tf\t\\N\n3\ttab\\there\t0\ttrue\t2021-12-31\n";
@@ -230,9 +216,7 @@ async fn copy_from_stdin_text_and_csv_all_or_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn begin_commit_and_rollback() {
-    let (_guard, db) = new_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, server, client, .. } = serve(new_db()).await;
     client.simple_query("CREATE TABLE t (k int NOT NULL)").await.expect("create");
     client.batch_execute("BEGIN; INSERT INTO t VALUES (1); INSERT INTO t VALUES (2); ROLLBACK").await.expect("rolled back");
     assert_eq!(one(&client, "select count(*) from t").await, "0");
@@ -267,42 +251,13 @@ async fn begin_commit_and_rollback() {
 /// `flashscan serve` does, until a signal. Does nothing in a normal test run.
 #[test]
 fn child_serve_until_signal() {
-    let Ok(db) = std::env::var("FLASHSCAN_TEST_SERVE_DB") else { return };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let result = runtime.block_on(flashscan_server::serve_until_signal(config(Path::new(&db))));
-    if let Err(e) = result {
-        eprintln!("child server failed: {e}");
-        std::process::exit(1);
-    }
+    common::serve_in_child(config);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_checkpoints_and_exits() {
-    use std::io::BufRead;
     let (_guard, db) = new_db();
-    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "child_serve_until_signal", "--nocapture", "--test-threads", "1"])
-        .env("FLASHSCAN_TEST_SERVE_DB", &db)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the child server");
-    let stderr = child.stderr.take().expect("stderr");
-    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines_tx.send(line);
-        }
-    });
-    let mut log = Vec::new();
-    let port: u16 = loop {
-        let line = tokio::time::timeout(Duration::from_secs(60), lines_rx.recv()).await.expect("the server starts").expect("a line");
-        log.push(line.clone());
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            let addr: std::net::SocketAddr = rest.split_whitespace().next().expect("addr").parse().expect("socket address");
-            break addr.port();
-        }
-    };
+    let ChildServer { process: mut child, port, startup_log: mut log, stderr_lines: mut lines_rx } = spawn_child_server("child_serve_until_signal", &db).await;
     let client = connect_port(port).await;
     client.simple_query("CREATE TABLE s (k bigint NOT NULL)").await.expect("create");
     client.simple_query("INSERT INTO s SELECT * FROM (VALUES (1), (2), (3)) AS v(k)").await.expect("insert");
