@@ -1,6 +1,7 @@
 //! Any bytes → the vector-at-a-time readers of a column store segment (`SegmentView::open`,
 //! `IntegerVectors::next_vector` and `sum_rest` for every integer codec, fastlanes included,
-//! `StringCodes::next_codes`) return Ok or Err, never panic. Synthesized segments (bit 6 of
+//! `StringCodes::next_codes`, `PlainStrings::slice` in slices of input-chosen sizes) return
+//! Ok or Err, never panic. Synthesized segments (bit 6 of
 //! the first byte) come from `encode_segment` with the codec forced or analyzed, then are
 //! mutated and resealed; unmutated ones must give, vector by vector, the values and the sum
 //! the whole-column decoder gives.
@@ -14,6 +15,26 @@ use common::reseal_segment as reseal;
 use flashscan_storage::columnstore::{decode_segment, Location, SegmentView};
 use flashscan_storage::compression::VECTOR_VALUES;
 use libfuzzer_sys::fuzz_target;
+
+/// Plain strings read a slice at a time (slices of `slice_rows`), concatenated; None when the
+/// segment is not a plain string segment or a slice is refused.
+fn read_plain_slices(segment: &[u8], slice_rows: usize) -> Option<Vec<String>> {
+    let view = SegmentView::open(segment, &Location::in_memory()).ok()?;
+    let strings = view.plain_strings().ok()??;
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < strings.value_count() {
+        let rows = slice_rows.clamp(1, strings.value_count() - start);
+        let (offsets, bytes) = strings.slice(start, rows).ok()?;
+        for w in offsets.windows(2) {
+            let (a, b) = ((w[0] - offsets[0]) as usize, (w[1] - offsets[0]) as usize);
+            // `slice` promised UTF-8 on char boundaries: a failure here is a bug.
+            out.push(std::str::from_utf8(&bytes[a..b]).expect("slice strings are UTF-8").to_string());
+        }
+        start += rows;
+    }
+    Some(out)
+}
 
 /// Every value the vector readers produce (integers; codes for strings), and the sum.
 fn read_vectors(segment: &[u8]) -> Option<(Vec<i64>, Option<i128>)> {
@@ -57,6 +78,7 @@ fuzz_target!(|data: &[u8]| {
             reseal(&mut segment);
         }
         let _ = read_vectors(&segment);
+        let _ = read_plain_slices(&segment, usize::from(selector & 0x3f) * 37 + 1);
         return;
     }
     let mut c = common::Cursor::new(rest);
@@ -65,7 +87,23 @@ fuzz_target!(|data: &[u8]| {
         reseal(&mut segment);
     }
     let vectors = read_vectors(&segment);
-    if mutations != 0 || data_type == DataType::Utf8 {
+    let slice_rows = usize::from(selector & 0x3f) * 37 + 1;
+    let plain = read_plain_slices(&segment, slice_rows);
+    if mutations != 0 {
+        return;
+    }
+    if data_type == DataType::Utf8 {
+        // Unmutated plain strings: the slices give the whole-column decoder's strings.
+        if let Some(plain) = plain {
+            let decoded = decode_segment(&segment, &data_type).expect("an unmutated segment decodes");
+            let decoded = decoded.as_string::<i32>();
+            assert_eq!(plain.len(), decoded.len());
+            for (index, got) in plain.iter().enumerate() {
+                if decoded.is_valid(index) {
+                    assert_eq!(got, decoded.value(index), "row {index}");
+                }
+            }
+        }
         return;
     }
     let (values, sum) = vectors.expect("an unmutated segment opens");

@@ -271,72 +271,90 @@ fn run_workers<W: ChunkWork>(
     // no interrupts), and its arena is first touched by the thread that reads into it. The
     // clock starts when all workers are ready, so setup is not counted as scan time.
     let mode = OpenMode { direct: config.direct, write: false };
-    let engine_config = EngineConfig::for_depth(config.queue_depth, slot_size_bytes).on_one_thread();
+    // No more slots than chunks to read: a small table (or a unit of a few row groups)
+    // would otherwise allocate and fault in (io_uring pins registered buffers) a whole
+    // queue of buffers it never fills, once per scan unit.
+    let queue_depth = config.queue_depth.min(u32::try_from(chunks.len()).unwrap_or(u32::MAX).max(1));
+    let engine_config = EngineConfig::for_depth(queue_depth, slot_size_bytes).on_one_thread();
     let notices = Mutex::new(Vec::<String>::new());
     let cursor = ChunkCursor::new(chunks, &plan.unit_ends);
     let abort = AtomicBool::new(false);
     let ready = Barrier::new(config.thread_count as usize + 1);
     let engine_name = Mutex::new("none");
     let started_cell = std::sync::OnceLock::<Instant>::new();
-    let mut cpu_before = CpuTime::default();
-    let outcomes: Vec<Result<(W, WorkerStats), ExecError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..config.thread_count)
-            .map(|worker| {
-                let (cursor, abort, file_stats, notices, ready, engine_name, started_cell) =
-                    (&cursor, &abort, &file_stats, &notices, &ready, &engine_name, &started_cell);
-                scope.spawn(move || {
-                    let setup = open_worker(worker, paths, file_stats, mode, config.engine_kind, engine_config, notices, make_work);
-                    if setup.is_err() {
-                        abort.store(true, Ordering::Relaxed);
-                    }
-                    ready.wait();
-                    let (mut reader, mut work) = setup?;
-                    if let Ok(mut name) = engine_name.lock() {
-                        *name = reader.engine_name();
-                    }
-                    let started = *started_cell.get_or_init(Instant::now);
-                    let mut stats = WorkerStats::default();
-                    let mut feed = cursor.worker_feed();
-                    // A failed worker stops the others at their next chunk.
-                    let mut next = || if abort.load(Ordering::Relaxed) { None } else { feed() };
-                    let mut consume = |chunk: &Chunk, bytes: &[u8]| {
-                        stats.chunks_read += 1;
-                        work.on_chunk(chunk, bytes, &paths[chunk.file_index as usize], &mut stats)
-                    };
-                    let result = reader.run(&mut next, &mut consume).and_then(|()| work.finish());
-                    stats.read = reader.stats();
-                    stats.busy_ns = started.elapsed().as_nanos() as u64;
-                    match result {
-                        Ok(()) => Ok((work, stats)),
-                        // The consumer has all it needs (a LIMIT): control flow, not a
-                        // failure. The other workers stop at their next chunk; the scan
-                        // returns what was read so far, with its figures.
-                        Err(ExecError::Stopped) => {
-                            abort.store(true, Ordering::Relaxed);
-                            Ok((work, stats))
-                        }
-                        Err(e) => {
-                            abort.store(true, Ordering::Relaxed);
-                            Err(e)
-                        }
-                    }
-                })
-            })
-            .collect();
-        ready.wait();
-        cpu_before = CpuTime::now();
+    let cpu_before = std::sync::OnceLock::<CpuTime>::new();
+    // The clock starts once every worker is set up (`all_ready` returns).
+    let start_clocks = || {
+        cpu_before.get_or_init(CpuTime::now);
         started_cell.get_or_init(Instant::now);
-        handles
-            .into_iter()
-            .map(|h| match h.join() {
-                Ok(r) => r,
-                Err(panic) => Err(ExecError::WorkerPanic(panic_message(&panic))),
-            })
-            .collect()
-    });
+    };
+    let run_worker = |worker: u32, all_ready: &dyn Fn()| -> Result<(W, WorkerStats), ExecError> {
+        let setup = open_worker(worker, paths, &file_stats, mode, config.engine_kind, engine_config, &notices, make_work);
+        if setup.is_err() {
+            abort.store(true, Ordering::Relaxed);
+        }
+        all_ready();
+        let (mut reader, mut work) = setup?;
+        if let Ok(mut name) = engine_name.lock() {
+            *name = reader.engine_name();
+        }
+        let started = *started_cell.get_or_init(Instant::now);
+        let mut stats = WorkerStats::default();
+        let mut feed = cursor.worker_feed();
+        // A failed worker stops the others at their next chunk.
+        let mut next = || if abort.load(Ordering::Relaxed) { None } else { feed() };
+        let mut consume = |chunk: &Chunk, bytes: &[u8]| {
+            stats.chunks_read += 1;
+            work.on_chunk(chunk, bytes, &paths[chunk.file_index as usize], &mut stats)
+        };
+        let result = reader.run(&mut next, &mut consume).and_then(|()| work.finish());
+        stats.read = reader.stats();
+        stats.busy_ns = started.elapsed().as_nanos() as u64;
+        match result {
+            Ok(()) => Ok((work, stats)),
+            // The consumer has all it needs (a LIMIT): control flow, not a
+            // failure. The other workers stop at their next chunk; the scan
+            // returns what was read so far, with its figures.
+            Err(ExecError::Stopped) => {
+                abort.store(true, Ordering::Relaxed);
+                Ok((work, stats))
+            }
+            Err(e) => {
+                abort.store(true, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    };
+    let outcomes: Vec<Result<(W, WorkerStats), ExecError>> = if config.thread_count == 1 {
+        // One worker (each SQL scan unit): on the calling thread. Starting a thread per
+        // unit cost its creation and the allocator's per-thread setup on fresh memory
+        // (perf of small TPC-H queries, issue 13); the engine is still set up and used
+        // on one thread.
+        vec![run_worker(0, &start_clocks)]
+    } else {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..config.thread_count)
+                .map(|worker| {
+                    let (run_worker, ready) = (&run_worker, &ready);
+                    scope.spawn(move || run_worker(worker, &|| {
+                        ready.wait();
+                    }))
+                })
+                .collect();
+            ready.wait();
+            start_clocks();
+            handles
+                .into_iter()
+                .map(|h| match h.join() {
+                    Ok(r) => r,
+                    Err(panic) => Err(ExecError::WorkerPanic(panic_message(&panic))),
+                })
+                .collect()
+        })
+    };
     let started = *started_cell.get_or_init(Instant::now);
     let elapsed_ns = started.elapsed().as_nanos() as u64;
-    let cpu = CpuTime::now().since(&cpu_before);
+    let cpu = CpuTime::now().since(cpu_before.get_or_init(CpuTime::now));
 
     let mut done_works = Vec::with_capacity(outcomes.len());
     let mut workers = Vec::with_capacity(outcomes.len());

@@ -10,9 +10,11 @@
 //!   with `strings_as_views`), each row is one 16-byte view copied from its entry's view,
 //!   built once per row group over one buffer of the entries: no string byte is copied per
 //!   row. As `Utf8`, the slice's strings are copied from the entries;
-//! - anything else (floats, booleans, plain strings, wide decimals, …): decoded whole once
-//!   by the whole-column decoder, then handed out in zero-copy slices (plain strings cast
-//!   to views once when views are asked for).
+//! - plain strings: each slice's bytes copied once from the segment into the slice's own
+//!   buffer (checked as UTF-8 there), with a view (or offset) per row over it: no
+//!   whole-column string array is built, copied into fresh memory and cast to views;
+//! - anything else (floats, booleans, wide decimals, …): decoded whole once by the
+//!   whole-column decoder, then handed out in zero-copy slices.
 //!
 //! Late materialization: `SliceFilter` is a conjunction; a conjunct that reads one
 //! dictionary-coded string column is evaluated once per row group on the dictionary's
@@ -30,6 +32,7 @@ use arrow::datatypes::{ArrowPrimitiveType, DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use flashscan_storage::columnstore::{ColumnType, SegmentView, VecPool};
 use flashscan_storage::compression::string_dictionary::StringCodes;
+use flashscan_storage::compression::string_plain::PlainStrings;
 use flashscan_storage::compression::{boolean_bitmap, CodecError, IntegerVectors, Vector, VECTOR_VALUES};
 
 use crate::error::ExecError;
@@ -110,6 +113,9 @@ enum SliceColumn<'a> {
         entries: Option<Entries>,
         as_views: bool,
     },
+    /// Plain (not dictionary-coded) strings: each slice's strings built from the
+    /// segment's bytes, copied once into the slice's own buffer (views or offsets over it).
+    PlainStrings { strings: PlainStrings<'a>, nulls: Option<NullBuffer>, as_views: bool },
     Whole(ArrayRef),
 }
 
@@ -174,9 +180,10 @@ impl<'a> SliceDecoder<'a> {
         self.position += rows;
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         let Some(filter) = filter else {
+            let all = Keep::all(rows);
             let mut arrays = Vec::with_capacity(self.columns.len());
             for (slot, column) in self.columns.iter_mut().enumerate() {
-                arrays.push(next_array(column, start, rows, group, slot, Advanced::No)?);
+                arrays.push(next_array(column, start, rows, &all, group, slot, Advanced::No)?);
             }
             return Ok(Some(RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?));
         };
@@ -232,7 +239,7 @@ impl<'a> SliceDecoder<'a> {
                     Some(a) => a.clone(),
                     None => {
                         let column = self.columns.get_mut(slot).ok_or_else(|| ExecError::Internal(format!("filter column {slot} out of range")))?;
-                        let a = next_array(column, start, rows, group, slot, advanced[slot])?;
+                        let a = next_array(column, start, rows, &Keep::all(rows), group, slot, advanced[slot])?;
                         decoded[slot] = Some(a.clone());
                         a
                     }
@@ -250,23 +257,27 @@ impl<'a> SliceDecoder<'a> {
         }
         let selection = selection.map(|s| BooleanArray::new(s, None));
         let passing = selection.as_ref().map_or(rows, |s| s.true_count());
+        // The columns not read by the filter are decoded for the passing rows only.
+        let keep = match selection {
+            Some(s) if passing < rows => Keep::selected(s),
+            _ => Keep::all(rows),
+        };
         let mut arrays = Vec::with_capacity(n);
         for (slot, column) in self.columns.iter_mut().enumerate() {
             let array = match decoded[slot].take() {
-                Some(a) => a,
+                Some(a) => match &keep.mask {
+                    Some(mask) => arrow::compute::filter(&a, mask)?,
+                    None => a,
+                },
                 None if passing == 0 => {
                     if advanced[slot] == Advanced::No {
                         skip_rows(column, rows, group, slot)?;
                     }
-                    arrays.push(arrow::array::new_empty_array(self.schema.field(slot).data_type()));
-                    continue;
+                    arrow::array::new_empty_array(self.schema.field(slot).data_type())
                 }
-                None => next_array(column, start, rows, group, slot, advanced[slot])?,
+                None => next_array(column, start, rows, &keep, group, slot, advanced[slot])?,
             };
-            arrays.push(match &selection {
-                Some(s) if passing < rows => arrow::compute::filter(&array, s)?,
-                _ => array,
-            });
+            arrays.push(array);
         }
         let options = RecordBatchOptions::new().with_row_count(Some(passing));
         Ok(Some(RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?))
@@ -335,55 +346,159 @@ fn open_column<'a>(group: &RowGroupSegments<'_>, slot: usize, view: &'a SegmentV
     if let Some(codes) = view.string_codes().map_err(|e| group.codec_error(slot, e))? {
         return Ok(SliceColumn::Strings { codes, nulls: nulls()?, scratch: Box::new([0u32; VECTOR_VALUES]), slice_codes: Vec::new(), entries: None, as_views });
     }
+    if let Some(strings) = view.plain_strings().map_err(|e| group.codec_error(slot, e))? {
+        if strings.value_count() != group.row_count {
+            return Err(group.corrupt(slot, format!("{} strings for {} rows", strings.value_count(), group.row_count)));
+        }
+        return Ok(SliceColumn::PlainStrings { strings, nulls: nulls()?, as_views });
+    }
     let location = group.locations.get(slot).cloned().unwrap_or_else(flashscan_storage::columnstore::Location::in_memory);
     let array = view.decode_array(&location, pool).map_err(flashscan_storage::StorageError::from)?;
     if array.len() != group.row_count {
         return Err(group.corrupt(slot, format!("decoded {} values for {} rows", array.len(), group.row_count)));
     }
-    // Plain strings as views: cast once for the row group (the bytes are shared, a view
-    // is made per row), then sliced like the rest.
+    // A string column with another codec (none today) as views: cast once for the row group.
     let array = if as_views && array.data_type() == &DataType::Utf8 { arrow::compute::cast(&array, &DataType::Utf8View)? } else { array };
     Ok(SliceColumn::Whole(array))
 }
 
-/// Decodes `rows` values of an integer cursor into a fresh buffer of `T`.
+/// The rows of a slice a column is built for: every row, or the rows a filter kept, as
+/// runs of consecutive rows (so values are copied run by run as they are decoded, with no
+/// branch per row and no second pass over a built column).
+struct Keep {
+    /// `[from, to)` positions in the slice, ascending, not touching.
+    runs: Vec<(usize, usize)>,
+    /// Rows in the runs.
+    rows: usize,
+    /// The same rows as a mask (for columns decoded whole, filtered by arrow); None: all.
+    mask: Option<BooleanArray>,
+}
+
+impl Keep {
+    fn all(rows: usize) -> Keep {
+        Keep { runs: if rows > 0 { vec![(0, rows)] } else { Vec::new() }, rows, mask: None }
+    }
+
+    fn selected(mask: BooleanArray) -> Keep {
+        let runs: Vec<(usize, usize)> = mask.values().set_slices().collect();
+        let rows = runs.iter().map(|(from, to)| to - from).sum();
+        Keep { runs, rows, mask: Some(mask) }
+    }
+
+    /// The kept positions, in order.
+    fn positions(&self) -> impl Iterator<Item = usize> + '_ {
+        self.runs.iter().flat_map(|&(from, to)| from..to)
+    }
+
+    /// `nulls` (already sliced to the slice) restricted to the kept rows.
+    fn nulls(&self, nulls: Option<NullBuffer>) -> Option<NullBuffer> {
+        let nulls = nulls?;
+        if self.mask.is_none() {
+            return Some(nulls);
+        }
+        let mut bits = arrow::array::builder::BooleanBufferBuilder::new(self.rows);
+        for &(from, to) in &self.runs {
+            bits.append_buffer(&nulls.inner().slice(from, to - from));
+        }
+        let nulls = NullBuffer::new(bits.finish());
+        (nulls.null_count() > 0).then_some(nulls)
+    }
+}
+
+/// Decodes `rows` values of an integer cursor, keeping the `keep` rows, into a fresh buffer
+/// of `T` (each run copied from the vector while it is in L1).
 fn integer_values<T: ArrowPrimitiveType>(
     vectors: &mut IntegerVectors<'_>,
     scratch: &mut Vector,
     rows: usize,
+    keep: &Keep,
     widen: impl Fn(i64) -> T::Native,
     group: &RowGroupSegments<'_>,
     slot: usize,
 ) -> Result<ScalarBuffer<T::Native>, ExecError> {
-    let mut values: Vec<T::Native> = Vec::with_capacity(rows);
-    while values.len() < rows {
+    let mut values: Vec<T::Native> = Vec::with_capacity(keep.rows);
+    let mut done = 0;
+    let mut run = 0;
+    while done < rows {
         let n = vectors.next_vector(scratch).map_err(|e| group.codec_error(slot, e))?;
         if n == 0 {
-            return Err(group.corrupt(slot, format!("{} values where {rows} were expected", values.len())));
+            return Err(group.corrupt(slot, format!("{done} values where {rows} were expected")));
         }
         // A slice is whole vectors (the last may be short): never more than asked for.
-        let take = n.min(rows - values.len());
-        values.extend(scratch[..take].iter().map(|v| widen(*v)));
+        let take = n.min(rows - done);
+        let (low, high) = (done, done + take);
+        // The kept runs that meet this vector's rows [low, high).
+        while let Some(&(from, to)) = keep.runs.get(run) {
+            if from >= high {
+                break;
+            }
+            let (a, b) = (from.max(low), to.min(high));
+            values.extend(scratch[a - low..b - low].iter().map(|v| widen(*v)));
+            if to > high {
+                break;
+            }
+            run += 1;
+        }
+        done = high;
     }
+    debug_assert_eq!(values.len(), keep.rows);
     Ok(ScalarBuffer::from(values))
 }
 
-/// The slice's values of one column; `advanced` says whether a string column's codes for
-/// this slice were read already.
-fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &RowGroupSegments<'_>, slot: usize, advanced: Advanced) -> Result<ArrayRef, ExecError> {
+/// The slice's values of one column for the `keep` rows; `advanced` says whether a string
+/// column's codes for this slice were read already.
+fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, keep: &Keep, group: &RowGroupSegments<'_>, slot: usize, advanced: Advanced) -> Result<ArrayRef, ExecError> {
     let error = |e: CodecError| group.codec_error(slot, e);
     match column {
-        SliceColumn::Whole(array) => Ok(array.slice(start, rows)),
+        SliceColumn::Whole(array) => {
+            let array = array.slice(start, rows);
+            Ok(match &keep.mask {
+                Some(mask) => arrow::compute::filter(&array, mask)?,
+                None => array,
+            })
+        }
+        SliceColumn::PlainStrings { strings, nulls, as_views } => {
+            let (offsets, bytes) = strings.slice(start, rows).map_err(error)?;
+            let nulls = keep.nulls(nulls.as_ref().map(|n| n.slice(start, rows)));
+            let base = offsets[0];
+            // The slice's bytes, copied once into its own buffer (a few hundred KB: stays
+            // in cache while its views are made, and is recycled by the allocator).
+            let buffer = Buffer::from(bytes);
+            if *as_views {
+                let views: Vec<u128> = keep
+                    .positions()
+                    .map(|i| {
+                        let (from, to) = ((offsets[i] - base) as usize, (offsets[i + 1] - base) as usize);
+                        make_view(&buffer[from..to], 0, from as u32)
+                    })
+                    .collect();
+                // SAFETY: every view covers one whole string of `buffer` (block 0) at its
+                // offset; `slice` checked the bytes are UTF-8 with every string on a char
+                // boundary; nulls were cut to the kept rows (a null slot is an empty string).
+                return Ok(Arc::new(unsafe { StringViewArray::new_unchecked(ScalarBuffer::from(views), vec![buffer], nulls) }));
+            }
+            if keep.mask.is_none() {
+                let offsets: Vec<i32> = offsets.iter().map(|o| o - base).collect();
+                // SAFETY: offsets start at 0, never decrease and end at buffer.len(); UTF-8
+                // and char boundaries checked by `slice`; nulls sliced to `rows`.
+                return Ok(Arc::new(unsafe { StringArray::new_unchecked(OffsetBuffer::new(ScalarBuffer::from(offsets)), buffer, nulls) }));
+            }
+            let array: StringArray = keep.positions().map(|i| std::str::from_utf8(&buffer[(offsets[i] - base) as usize..(offsets[i + 1] - base) as usize]).ok()).collect();
+            // Every kept string was checked as UTF-8 on char boundaries by `slice`: none
+            // became None above; the nulls come from the segment's validity.
+            let (offsets, values, _) = array.into_parts();
+            Ok(Arc::new(StringArray::try_new(offsets, values, nulls)?))
+        }
         SliceColumn::Integer { vectors, column_type, nulls, scratch } => {
-            let nulls = nulls.as_ref().map(|n| n.slice(start, rows));
+            let nulls = keep.nulls(nulls.as_ref().map(|n| n.slice(start, rows)));
             let array: ArrayRef = match *column_type {
                 // Narrowing: values of an i32 column were i32 when encoded; a corrupt payload
                 // that passes its checksum must still not panic (truncation, as the codecs do).
-                ColumnType::Int32 => Arc::new(Int32Array::new(integer_values::<arrow::datatypes::Int32Type>(vectors, scratch, rows, |v| v as i32, group, slot)?, nulls)),
-                ColumnType::Date32 => Arc::new(Date32Array::new(integer_values::<arrow::datatypes::Date32Type>(vectors, scratch, rows, |v| v as i32, group, slot)?, nulls)),
-                ColumnType::Int64 => Arc::new(Int64Array::new(integer_values::<arrow::datatypes::Int64Type>(vectors, scratch, rows, |v| v, group, slot)?, nulls)),
+                ColumnType::Int32 => Arc::new(Int32Array::new(integer_values::<arrow::datatypes::Int32Type>(vectors, scratch, rows, keep, |v| v as i32, group, slot)?, nulls)),
+                ColumnType::Date32 => Arc::new(Date32Array::new(integer_values::<arrow::datatypes::Date32Type>(vectors, scratch, rows, keep, |v| v as i32, group, slot)?, nulls)),
+                ColumnType::Int64 => Arc::new(Int64Array::new(integer_values::<arrow::datatypes::Int64Type>(vectors, scratch, rows, keep, |v| v, group, slot)?, nulls)),
                 ColumnType::Decimal { precision, scale } => Arc::new(
-                    Decimal128Array::new(integer_values::<arrow::datatypes::Decimal128Type>(vectors, scratch, rows, i128::from, group, slot)?, nulls)
+                    Decimal128Array::new(integer_values::<arrow::datatypes::Decimal128Type>(vectors, scratch, rows, keep, i128::from, group, slot)?, nulls)
                         .with_precision_and_scale(precision, scale)?,
                 ),
                 other => return Err(ExecError::Internal(format!("column type {other:?} has no vector cursor"))),
@@ -401,20 +516,21 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &R
                 Some(e) => e,
                 None => entries.insert(Entries::of(codes, *as_views).map_err(error)?),
             };
-            let nulls = nulls.as_ref().map(|n| n.slice(start, rows));
+            let nulls = keep.nulls(nulls.as_ref().map(|n| n.slice(start, rows)));
             debug_assert_eq!(slice_codes.len(), rows);
+            let kept_codes = keep.runs.iter().flat_map(|&(from, to)| slice_codes[from..to].iter().copied());
             if *as_views {
                 // Checked below the entry count by next_codes.
-                let views: Vec<u128> = slice_codes.iter().map(|&c| e.views[c as usize]).collect();
+                let views: Vec<u128> = kept_codes.map(|c| e.views[c as usize]).collect();
                 // SAFETY: every view is an entry's view (see `Entries::of`) over `e.buffer`,
-                // block 0; nulls were sliced to `rows`.
+                // block 0; nulls were cut to the kept rows.
                 let array = unsafe { StringViewArray::new_unchecked(ScalarBuffer::from(views), vec![e.buffer.clone()], nulls) };
                 return Ok(Arc::new(array));
             }
-            let mut offsets: Vec<i32> = Vec::with_capacity(rows + 1);
+            let mut offsets: Vec<i32> = Vec::with_capacity(keep.rows + 1);
             offsets.push(0);
             let mut bytes: Vec<u8> = Vec::new();
-            for &code in slice_codes.iter() {
+            for code in kept_codes {
                 let (from, to) = (e.offsets[code as usize] as usize, e.offsets[code as usize + 1] as usize);
                 bytes.extend_from_slice(&e.buffer[from..to]);
                 let end = i32::try_from(bytes.len()).map_err(|_| error(CodecError::LimitExceeded { what: "slice string bytes", value: bytes.len() as u64, limit: i32::MAX as u64 }))?;
@@ -422,7 +538,7 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &R
             }
             // SAFETY: offsets start at 0 and never decrease, the last is bytes.len(); every
             // string is a whole dictionary entry, validated as UTF-8 when the entries were
-            // read, so every offset falls on a char boundary; nulls were sliced to `rows`.
+            // read, so every offset falls on a char boundary; nulls were cut to the kept rows.
             let array = unsafe { StringArray::new_unchecked(OffsetBuffer::new(ScalarBuffer::from(offsets)), Buffer::from(bytes), nulls) };
             Ok(Arc::new(array))
         }
@@ -431,30 +547,23 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, group: &R
 
 /// Moves a cursor past `rows` values without building them.
 fn skip_rows(column: &mut SliceColumn<'_>, rows: usize, group: &RowGroupSegments<'_>, slot: usize) -> Result<(), ExecError> {
-    let error = |e: CodecError| group.codec_error(slot, e);
-    let mut done = 0;
+    // `skip` steps over one vector, returning its values (0 at the end).
+    let skip_vectors = |skip: &mut dyn FnMut() -> Result<usize, CodecError>, what: &str| -> Result<(), ExecError> {
+        let mut done = 0;
+        while done < rows {
+            let n = skip().map_err(|e| group.codec_error(slot, e))?;
+            if n == 0 {
+                return Err(group.corrupt(slot, format!("{done} {what} where {rows} were expected")));
+            }
+            done += n;
+        }
+        Ok(())
+    };
     match column {
-        SliceColumn::Whole(_) => {}
-        SliceColumn::Integer { vectors, .. } => {
-            while done < rows {
-                let n = vectors.skip_vector().map_err(error)?;
-                if n == 0 {
-                    return Err(group.corrupt(slot, format!("{done} values where {rows} were expected")));
-                }
-                done += n;
-            }
-        }
-        SliceColumn::Strings { codes, .. } => {
-            while done < rows {
-                let n = codes.skip_vector().map_err(error)?;
-                if n == 0 {
-                    return Err(group.corrupt(slot, format!("{done} codes where {rows} were expected")));
-                }
-                done += n;
-            }
-        }
+        SliceColumn::Whole(_) | SliceColumn::PlainStrings { .. } => Ok(()),
+        SliceColumn::Integer { vectors, .. } => skip_vectors(&mut || vectors.skip_vector(), "values"),
+        SliceColumn::Strings { codes, .. } => skip_vectors(&mut || codes.skip_vector(), "codes"),
     }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -472,16 +581,19 @@ mod tests {
         let ints: Int64Array = values.iter().copied().collect();
         let flags: StringArray = values.iter().map(|v| v.map(|v| ["A", "N", "R", "longer than twelve"][(v.rem_euclid(4)) as usize])).collect();
         let floats: Float64Array = values.iter().map(|v| v.map(|v| v as f64 / 3.0)).collect();
+        // Plain strings (forced below): short (inlined in a view), long, multi-byte.
+        let comments: StringArray = values.iter().map(|v| v.map(|v| if v % 3 == 0 { format!("{v}") } else { format!("comment é {v} with more than twelve bytes") })).collect();
         vec![
             Arc::new(decimals.with_precision_and_scale(15, 2).unwrap()),
             Arc::new(dates),
             Arc::new(ints),
             Arc::new(flags),
             Arc::new(floats),
+            Arc::new(comments),
         ]
     }
 
-    /// The string column (3) as `&str`s, whichever string type it has.
+    /// A string column (3, 5) as `&str`s, whichever string type it has.
     fn strings(array: &ArrayRef) -> Vec<Option<String>> {
         let plain = arrow::compute::cast(array, &DataType::Utf8).unwrap();
         plain.as_any().downcast_ref::<StringArray>().unwrap().iter().map(|v| v.map(str::to_string)).collect()
@@ -505,8 +617,13 @@ mod tests {
             let schema = Arc::new(Schema::new(arrays.iter().enumerate().map(|(i, a)| Field::new(format!("c{i}"), a.data_type().clone(), true)).collect::<Vec<_>>()));
             let mut segments = Vec::new();
             for (i, array) in arrays.iter().enumerate() {
-                // Integer columns take the codec under test; strings their best (dictionary).
-                let forced = if i < 3 { codecs[codec] } else { None };
+                // Integer columns take the codec under test; column 3 its best (dictionary),
+                // column 5 plain.
+                let forced = match i {
+                    0..=2 => codecs[codec],
+                    5 => Some(CodecId::Plain),
+                    _ => None,
+                };
                 match encode_segment(array.as_ref(), &ColumnRef { index: i, name: "c".into() }, SegmentOptions { archive: false, forced_codec: forced }) {
                     Ok(segment) => segments.push(segment.bytes),
                     Err(_) => return Ok(()), // this codec cannot hold these values
@@ -514,7 +631,7 @@ mod tests {
             }
             let location = Location::in_memory();
             let views = segments.iter().map(|bytes| SegmentView::open(bytes, &location).unwrap()).collect();
-            let group = RowGroupSegments { row_count: values.len(), schema: schema.clone(), columns: views, locations: vec![location.clone(); 5] };
+            let group = RowGroupSegments { row_count: values.len(), schema: schema.clone(), columns: views, locations: vec![location.clone(); 6] };
             let whole = RecordBatch::try_new(schema.clone(), arrays).unwrap();
             // Conjunct on column 2 (Int64): value >= threshold.
             let int_passes = |batch: &RecordBatch| -> Result<BooleanArray, ExecError> {
@@ -551,7 +668,9 @@ mod tests {
             let mut pool = VecPool::default();
             let mut slices = SliceDecoder::open(&group, slice_rows, as_views, &mut pool).unwrap();
             let out_schema = slices.schema().clone();
-            prop_assert_eq!(out_schema.field(3).data_type(), if as_views { &DataType::Utf8View } else { &DataType::Utf8 });
+            for c in [3, 5] {
+                prop_assert_eq!(out_schema.field(c).data_type(), if as_views { &DataType::Utf8View } else { &DataType::Utf8 });
+            }
             let filter = SliceFilter { conjuncts };
             let mut got = Vec::new();
             loop {
@@ -568,6 +687,7 @@ mod tests {
                 prop_assert_eq!(got.column(c), want.column(c));
             }
             prop_assert_eq!(strings(got.column(3)), strings(want.column(3)));
+            prop_assert_eq!(strings(got.column(5)), strings(want.column(5)));
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use arrow::array::{ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use flashscan_storage::columnstore::{decode_segment, encode_row_group_with_codecs, ColumnStoreOptions, RowGroupReader};
+use flashscan_storage::columnstore::{decode_segment, encode_row_group_with_codecs, ColumnStoreOptions, Location, RowGroupReader, SegmentView};
 use flashscan_storage::compression::{decode_integers, decode_strings, CodecId};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
@@ -148,6 +148,21 @@ fn codec_fuzz_smoke_row_groups_and_segments() {
         }
         for data_type in &TYPES {
             decoded_ok += usize::from(decode_segment(&segment, data_type).is_ok());
+        }
+        // Plain strings a slice at a time: Ok or Err, never a panic.
+        if let Ok(view) = SegmentView::open(&segment, &Location::in_memory()) {
+            if let Ok(Some(strings)) = view.plain_strings() {
+                let slice_rows = rng.gen_range(1..700);
+                let mut start = 0;
+                while start < strings.value_count() {
+                    let rows = slice_rows.min(strings.value_count() - start);
+                    match strings.slice(start, rows) {
+                        Ok((offsets, bytes)) => assert_eq!(offsets.len(), rows + 1, "{} bytes", bytes.len()),
+                        Err(_) => break,
+                    }
+                    start += rows;
+                }
+            }
         }
     }
     // Some mutants must survive (resealed flips of a stat byte, padding), or the fuzzer is not reaching anything.

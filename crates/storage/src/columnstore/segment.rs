@@ -26,6 +26,7 @@ use crate::compression::{
     IntegerInput, IntegerNative, IntegerVectors, StringInput,
 };
 use crate::compression::string_dictionary::StringCodes;
+use crate::compression::string_plain::PlainStrings;
 
 pub const SEGMENT_MAGIC: [u8; 4] = *b"FSSG";
 pub const SEGMENT_VERSION: u16 = 1;
@@ -548,6 +549,15 @@ impl<'a> SegmentView<'a> {
             return Ok(None);
         }
         StringCodes::open(self.payload(), self.header.value_count).map(Some)
+    }
+
+    /// The strings of a plain-encoded string column, a slice of rows at a time, or None
+    /// for another codec.
+    pub fn plain_strings(&self) -> Result<Option<PlainStrings<'_>>, CodecError> {
+        if self.header.column_type != ColumnType::Utf8 || self.header.codec != CodecId::Plain {
+            return Ok(None);
+        }
+        PlainStrings::open(self.payload(), self.header.value_count).map(Some)
     }
 
     /// The whole column as an Arrow array (the path for what vector readers do not cover).

@@ -19,7 +19,7 @@ use super::dictionary::{codes_bytes_max, DICTIONARY_ENTRIES_MAX};
 use super::error::CodecError;
 use super::reader::ByteReader;
 use super::strings::{offsets_from_lengths, StringInput, STRING_BYTES_MAX};
-use super::vectors::{PackedBlocks, VectorPosition, VECTOR_VALUES};
+use super::vectors::{check_codes, next_block, PackedBlocks, VectorPosition, VECTOR_VALUES};
 
 /// Sorted distinct strings, or None past DICTIONARY_ENTRIES_MAX.
 fn distinct_sorted<'a>(input: &StringInput<'a>) -> Option<Vec<&'a str>> {
@@ -134,15 +134,10 @@ impl<'a> StringCodes<'a> {
         if length == 0 {
             return Ok(0);
         }
-        let block = self.codes.next_block().ok_or_else(|| CodecError::corrupt("string dictionary codes", "fewer blocks than values"))?;
+        let block = next_block(&mut self.codes, length)?;
         self.codes.unpack(&block, &mut self.deltas);
         let deltas = &self.deltas[..length];
-        let code_max = deltas.iter().fold(0u64, |max, delta| max.max(*delta));
-        let entry_count = self.entry_count() as u64;
-        match u64::try_from(block.min).ok().and_then(|base| base.checked_add(code_max)) {
-            Some(top) if top < entry_count => {}
-            _ => return Err(CodecError::corrupt("string dictionary code", format!("{} + {code_max} for {entry_count} entries", block.min))),
-        }
+        check_codes(deltas, block.min, self.entry_count())?;
         // Below entry_count ≤ DICTIONARY_ENTRIES_MAX: fits u32.
         let base = block.min as u64;
         for (code, delta) in out.iter_mut().zip(deltas) {
@@ -159,7 +154,7 @@ impl<'a> StringCodes<'a> {
         if length == 0 {
             return Ok(0);
         }
-        self.codes.next_block().ok_or_else(|| CodecError::corrupt("string dictionary codes", "fewer blocks than values"))?;
+        next_block(&mut self.codes, length)?;
         self.at.advance(length);
         Ok(length)
     }

@@ -370,7 +370,7 @@ fn trailing(reader: &ByteReader<'_>, what: &'static str) -> Result<(), CodecErro
 }
 
 #[inline]
-fn next_block<'a>(blocks: &mut PackedBlocks<'a>, length: usize) -> Result<PackedBlock<'a>, CodecError> {
+pub(crate) fn next_block<'a>(blocks: &mut PackedBlocks<'a>, length: usize) -> Result<PackedBlock<'a>, CodecError> {
     let block = blocks.next_block().ok_or_else(|| CodecError::corrupt("bitpack blocks", "fewer blocks than values"))?;
     debug_assert_eq!(block.value_count, length);
     Ok(block)
@@ -379,7 +379,7 @@ fn next_block<'a>(blocks: &mut PackedBlocks<'a>, length: usize) -> Result<Packed
 /// Codes are frame-of-reference deltas: every `base + code` must name an entry. One
 /// branch-free max over the vector, so the gathers after it need no bounds failure path.
 #[inline]
-fn check_codes(codes: &[u64], base: i64, entry_count: usize) -> Result<(), CodecError> {
+pub(crate) fn check_codes(codes: &[u64], base: i64, entry_count: usize) -> Result<(), CodecError> {
     if codes.is_empty() {
         return Ok(());
     }
