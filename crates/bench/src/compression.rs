@@ -176,8 +176,8 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
             rows_per_s: pick(&|r| r.figures.rows_per_s),
             cpu_pct: pick(&|r| if r.figures.elapsed_s > 0.0 { r.figures.cpu_s / (r.figures.elapsed_s * cores as f64) * 100.0 } else { 0.0 }),
             decode_s: pick(&|r| r.figures.decode_s),
-            bytes_read: reports[0].bytes_read,
-            rows_scanned: reports[0].rows_scanned,
+            bytes_read: reports[0].figures.bytes_read,
+            rows_scanned: reports[0].figures.rows_scanned,
             answer,
         });
     }
