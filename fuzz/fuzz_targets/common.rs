@@ -380,7 +380,7 @@ pub fn check_page_readers(
 ) -> Result<flashscan_storage::heap::header::PageHeader, flashscan_storage::StorageError> {
     use flashscan_storage::{decode_page_count_only, verify_page, HeapDecoder};
     let path = std::path::Path::new("fuzz.dat");
-    let verified = verify_page(page, page_id, path, 0);
+    let verified = verify_page(page, flashscan_storage::PageId(page_id), path, 0);
     let counted = decode_page_count_only(page, page_id, path, 0);
     assert_eq!(verified.is_ok(), counted.is_ok());
     let mut decoder = HeapDecoder::try_new(table, projection).expect("projection in range");

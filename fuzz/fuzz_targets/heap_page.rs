@@ -15,7 +15,7 @@ use common::{mutate, table, value, Cursor};
 use flashscan_storage::heap::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
 use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder, HeapPageRows};
 use flashscan_storage::heap::row_codec::{decode_row, encode_row, RowLayout};
-use flashscan_storage::PAGE_SIZE_BYTES;
+use flashscan_storage::{PageId, PAGE_SIZE_BYTES};
 use libfuzzer_sys::fuzz_target;
 
 const PAGE_ID: u64 = (7u64 << 32) | 3;
@@ -90,10 +90,10 @@ fuzz_target!(|data: &[u8]| {
     let verified = common::check_page_readers(&page, PAGE_ID, &table, &projection);
     let path = Path::new("fuzz.dat");
 
-    let _ = decode_page_rows(&page, &layout, PAGE_ID, path, 0);
+    let _ = decode_page_rows(&page, &layout, PageId(PAGE_ID), path, 0);
 
     // The key lookup path: one row by slot out of a verified page.
-    if let (Ok(h), Ok(rows)) = (&verified, HeapPageRows::new(&page, PAGE_ID, path, 0)) {
+    if let (Ok(h), Ok(rows)) = (&verified, HeapPageRows::new(&page, PageId(PAGE_ID), path, 0)) {
         for slot in 0..=h.row_count.min(64) {
             if let Ok(row) = rows.row(slot) {
                 let _ = decode_row(&layout, row);

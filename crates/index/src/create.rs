@@ -13,7 +13,7 @@ use flashscan_storage::heap::row_codec::RowLayout;
 use flashscan_storage::load::lock_database;
 use flashscan_storage::orphans::sweep_unreferenced;
 use flashscan_storage::heap::page_encoder::HeapFormat;
-use flashscan_storage::{verify_page, Catalog, Database, TableFormat, PAGE_SIZE_BYTES};
+use flashscan_storage::{verify_page, Catalog, Database, PageId, TableFormat, PAGE_SIZE_BYTES};
 
 use crate::btree::{BuildOptions, TreeBuilder};
 use crate::catalog::{IndexCatalog, IndexMeta};
@@ -154,13 +154,13 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
                 let n = chunk.len() / PAGE_SIZE_BYTES;
                 for p in 0..n {
                     let page = &chunk[p * PAGE_SIZE_BYTES..(p + 1) * PAGE_SIZE_BYTES];
-                    let page_id = run.first_page_id + (done + p) as u64;
+                    let page_id = PageId(run.first_page_id + (done + p) as u64);
                     let page_offset = offset + (p * PAGE_SIZE_BYTES) as u64;
                     let header = verify_page(page, page_id, &path, page_offset)?;
                     if header.page_kind != flashscan_storage::heap::header::PAGE_KIND_HEAP {
                         return Err(IndexError::UnsupportedLayout {
                             table: table.name.clone(),
-                            reason: format!("page {page_id:#x} is compressed (kind {}): indexes cover uncompressed heap tables only; rebuild the table as heap", header.page_kind),
+                            reason: format!("page {:#x} is compressed (kind {}): indexes cover uncompressed heap tables only; rebuild the table as heap", page_id.0, header.page_kind),
                         });
                     }
                     let rows = HeapPageRows::new(page, page_id, &path, page_offset)?;
@@ -170,14 +170,14 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
                         if row.len() < layout.fixed_end_bytes {
                             return Err(flashscan_storage::StorageError::PageCorrupt {
                                 file: path.clone(),
-                                page_id,
+                                page_id: page_id.0,
                                 offset_bytes: page_offset,
                                 reason: format!("the row in slot {slot} is {} bytes, shorter than the row layout's fixed part ({} bytes)", row.len(), layout.fixed_end_bytes),
                             }
                             .into());
                         }
                         let words = schema.read_row_key(row);
-                        entries.push((words, RowLocator { page_id, partition: partition.index, slot }));
+                        entries.push((words, RowLocator { page_id: page_id.0, partition: partition.index, slot }));
                     }
                 }
                 Ok(())

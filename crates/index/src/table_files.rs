@@ -73,11 +73,10 @@ impl TableFiles {
 
     /// The pool key of a heap page, or an error naming a locator that points nowhere.
     #[inline]
-    pub fn page_key(&self, page_id: u64, table: &str) -> Result<PageKey, IndexError> {
-        let id = PageId(page_id);
+    pub fn page_key(&self, id: PageId, table: &str) -> Result<PageKey, IndexError> {
         match self.file_index_by_id.get(&id.file_id()) {
             Some(&i) => Ok(PageKey::new(i, id.page_index_in_file() as u64)),
-            None => Err(IndexError::UnsupportedLayout { table: table.into(), reason: format!("page id {page_id:#x} names data file {} which the table does not have: rebuild the index", id.file_id()) }),
+            None => Err(IndexError::UnsupportedLayout { table: table.into(), reason: format!("page id {:#x} names data file {} which the table does not have: rebuild the index", id.0, id.file_id()) }),
         }
     }
 

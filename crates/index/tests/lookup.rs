@@ -14,7 +14,7 @@ use flashscan_index::{create_index, CreateIndex, IndexError, KeyQuery, LookupOpt
 use flashscan_io::EngineKind;
 use flashscan_storage::heap::heap_page::decode_page_rows;
 use flashscan_storage::heap::row_codec::{decode_row, RowLayout, Value};
-use flashscan_storage::{Database, PAGE_SIZE_BYTES};
+use flashscan_storage::{Database, PageId, PAGE_SIZE_BYTES};
 use rand::{Rng, SeedableRng};
 
 type Row = Vec<Value>;
@@ -40,7 +40,7 @@ fn oracle_skipping(dir: &Path, table: &str, column: usize, skip_page_id: Option<
                     continue;
                 }
                 let off = run.offset_bytes as usize + i * PAGE_SIZE_BYTES;
-                let rows = decode_page_rows(&bytes[off..off + PAGE_SIZE_BYTES], &layout, page_id, &path, off as u64).unwrap();
+                let rows = decode_page_rows(&bytes[off..off + PAGE_SIZE_BYTES], &layout, PageId(page_id), &path, off as u64).unwrap();
                 for r in rows {
                     let Value::Int64(k) = r[column] else { panic!("key column not Int64") };
                     map.entry(k).or_default().push(format!("{r:?}"));

@@ -83,7 +83,7 @@ proptest! {
         let pages = build_pages(&layout, cols.len() as u16, &rows);
         let mut decoded = Vec::new();
         for (i, p) in pages.iter().enumerate() {
-            decoded.extend(decode_page_rows(p, &layout, PageId::new(7, i as u32).0, Path::new("f"), 0).unwrap());
+            decoded.extend(decode_page_rows(p, &layout, PageId::new(7, i as u32), Path::new("f"), 0).unwrap());
         }
         prop_assert_eq!(decoded.len(), rows.len());
         for (a, b) in decoded.iter().zip(&rows) {

@@ -8,7 +8,7 @@ use std::path::Path;
 use flashscan_buffer::{BufferPool, Fetch, LoadTicket, PageKey, PageReader};
 use flashscan_io::{open_engine, EngineConfig, EngineKind};
 use flashscan_storage::heap::heap_page::HeapPageRows;
-use flashscan_storage::{verify_page, Database, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{verify_page, Database, PageId, TableMeta, PAGE_SIZE_BYTES};
 
 use super::report::ScanCostRow;
 use super::{CostsOptions, SCAN_ROWS_PER_PAGE};
@@ -86,7 +86,7 @@ fn scan_page(rows: &HeapPageRows<'_>, op: ScanOp, acc: &mut Acc) -> Result<(), B
 struct ScanTarget<'a> {
     table: &'a TableMeta,
     files: TableFiles,
-    keys: Vec<(PageKey, u64)>,
+    keys: Vec<(PageKey, PageId)>,
 }
 
 impl<'a> ScanTarget<'a> {
@@ -96,7 +96,7 @@ impl<'a> ScanTarget<'a> {
         for p in &table.partitions {
             for run in &p.runs {
                 for i in 0..run.page_count as u64 {
-                    let id = run.first_page_id + i;
+                    let id = PageId(run.first_page_id + i);
                     keys.push((files.page_key(id, &table.name)?, id));
                 }
             }
@@ -114,7 +114,7 @@ impl<'a> ScanTarget<'a> {
     }
 
     /// The random path's reader over this table's files (O_DIRECT, 4 reads of 32 pages).
-    fn reader<'p>(&self, pool: &'p BufferPool) -> Result<PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, BenchError> {
+    fn reader<'p>(&self, pool: &'p BufferPool) -> Result<PageReader<Vec<(PageKey, PageId, LoadTicket<'p>)>>, BenchError> {
         let config = EngineConfig::for_depth(SCAN_DEPTH, SCAN_READ_PAGES as usize * PAGE_SIZE_BYTES).on_one_thread();
         let engine = open_engine(EngineKind::Auto, self.files.files.clone(), config, &mut |_| {})?;
         Ok(PageReader::new(pool, engine)?)
@@ -122,7 +122,7 @@ impl<'a> ScanTarget<'a> {
 
     /// Every page read from the files in runs of 32 pages, 4 reads in flight, each read
     /// carrying the load tickets of the pages it fills.
-    fn scan_disk<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
+    fn scan_disk<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, PageId, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
         let result = self.scan_disk_inner(pool, reader, op, acc);
         if result.is_err() {
             reader.drain();
@@ -130,7 +130,7 @@ impl<'a> ScanTarget<'a> {
         result
     }
 
-    fn scan_disk_inner<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, u64, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
+    fn scan_disk_inner<'p>(&self, pool: &'p BufferPool, reader: &mut PageReader<Vec<(PageKey, PageId, LoadTicket<'p>)>>, op: ScanOp, acc: &mut Acc) -> Result<(), BenchError> {
         let mut next = 0usize;
         loop {
             while next < self.keys.len() && reader.has_free_slot() {

@@ -100,7 +100,7 @@ impl<'p> LookupSession<'p> {
 fn emit_rows(locators: &[RowLocator], files: &TableFiles, guard: &PageGuard<'_>, page: &PageGroup, sink: &mut dyn FnMut(RowLocator, &[u8])) -> Result<u64, IndexError> {
     let rows = HeapPageRows::new(guard.data(), page.page_id, files.path(page.key.file_index), page.key.offset_bytes())?;
     for loc in &locators[page.start as usize..page.end as usize] {
-        debug_assert_eq!(loc.page_id, page.page_id);
+        debug_assert_eq!(loc.page_id, page.page_id.0);
         sink(*loc, rows.row(loc.slot)?);
     }
     Ok((page.end - page.start) as u64)
@@ -117,7 +117,7 @@ fn install_rest_of_extent(pool: &BufferPool, files: &TableFiles, bytes: &[u8], u
     for i in 0..page_count {
         let key = PageKey::new(unit.file_index, first_page_number + i);
         let page = &bytes[(i * PAGE_BYTES) as usize..((i + 1) * PAGE_BYTES) as usize];
-        let page_id = flashscan_storage::PageId::new(data_file_id, key.page_number as u32).0;
+        let page_id = flashscan_storage::PageId::new(data_file_id, key.page_number as u32);
         let installed = pool.install(key, page, |b| verify_page(b, page_id, path, key.offset_bytes()).map(drop).map_err(IndexError::from));
         match installed {
             Ok(()) | Err(IndexError::Storage(_)) => {}

@@ -2,6 +2,7 @@
 //! extent holding one or more wanted pages) and the pages in it with their locators.
 
 use flashscan_buffer::PageKey;
+use flashscan_storage::PageId;
 
 use crate::error::IndexError;
 use crate::locator::RowLocator;
@@ -13,7 +14,7 @@ pub const PAGE_BYTES: u64 = flashscan_storage::PAGE_SIZE_BYTES as u64;
 #[derive(Debug, Clone, Copy)]
 pub struct PageGroup {
     pub key: PageKey,
-    pub page_id: u64,
+    pub page_id: PageId,
     pub start: u32,
     pub end: u32,
 }
@@ -42,9 +43,9 @@ impl ReadPlan {
         debug_assert!(locators.windows(2).all(|w| w[0] <= w[1]));
         let mut i = 0;
         while i < locators.len() {
-            let page_id = locators[i].page_id;
+            let page_id = PageId(locators[i].page_id);
             let mut j = i + 1;
-            while j < locators.len() && locators[j].page_id == page_id {
+            while j < locators.len() && locators[j].page_id == page_id.0 {
                 j += 1;
             }
             let key = files.page_key(page_id, table)?;

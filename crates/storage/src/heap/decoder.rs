@@ -22,6 +22,7 @@ use crate::heap::header::{read_u16, PageHeader, PAGE_HEADER_BYTES, PAGE_KIND_HEA
 use crate::heap::value_bytes::{get_float, get_integer, get_integer128, ValueEncoding};
 use crate::heap::heap_page::{slot_offset, verify_page};
 use crate::heap::row_codec::{ColumnSlot, RowLayout};
+use crate::heap::PageId;
 use crate::table_meta::TableMeta;
 
 /// Rows a decoder is sized for before its first `finish`; later batches reuse the size of
@@ -153,7 +154,7 @@ impl HeapDecoder {
 
     /// Verifies one page and appends its rows; returns the page's row count.
     pub fn push_page(&mut self, page: &[u8], expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<u32, StorageError> {
-        let header = verify_page(page, expected_page_id, file, offset_bytes)?;
+        let header = verify_page(page, PageId(expected_page_id), file, offset_bytes)?;
         let corrupt = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason };
         if header.column_count as usize != self.layout.types.len() {
             return Err(corrupt(format!("page has {} columns, table {} has {}", header.column_count, self.table_name, self.layout.types.len())));
@@ -438,7 +439,7 @@ fn column_to_array(c: ProjectedColumn, rows: usize) -> ArrayRef {
 
 /// COUNT(*) without decoding: verifies the page and returns its row count.
 pub fn decode_page_count_only(page: &[u8], expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<u32, StorageError> {
-    Ok(verify_page(page, expected_page_id, file, offset_bytes)?.row_count as u32)
+    Ok(verify_page(page, PageId(expected_page_id), file, offset_bytes)?.row_count as u32)
 }
 
 #[cfg(test)]

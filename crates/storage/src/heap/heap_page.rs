@@ -11,7 +11,7 @@ use std::path::Path;
 
 use super::header::{self, is_heap_kind, PageHeader, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
 use super::row_codec::{decode_row, RowLayout, Value};
-use super::PAGE_SIZE_BYTES;
+use super::{PageId, PAGE_SIZE_BYTES};
 use crate::error::StorageError;
 
 /// Fills one page with rows; `take_page` hands out the finished bytes and starts again.
@@ -77,8 +77,8 @@ impl HeapPageBuilder {
 
 /// Verifies checksum, magic, version, kind, page id and header bounds: every page read
 /// passes here before a byte of it is trusted.
-pub fn verify_page(page: &[u8], expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<PageHeader, StorageError> {
-    let corrupt = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason };
+pub fn verify_page(page: &[u8], expected_page_id: PageId, file: &Path, offset_bytes: u64) -> Result<PageHeader, StorageError> {
+    let corrupt = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id.0, offset_bytes, reason };
     if page.len() != PAGE_SIZE_BYTES {
         return Err(corrupt(format!("page is {} bytes, expected {PAGE_SIZE_BYTES}", page.len())));
     }
@@ -87,7 +87,7 @@ pub fn verify_page(page: &[u8], expected_page_id: u64, file: &Path, offset_bytes
     if computed != h.checksum_crc32c {
         return Err(StorageError::PageChecksum {
             file: file.to_path_buf(),
-            page_id: expected_page_id,
+            page_id: expected_page_id.0,
             offset_bytes,
             stored_crc32c: h.checksum_crc32c,
             computed_crc32c: computed,
@@ -102,7 +102,7 @@ pub fn verify_page(page: &[u8], expected_page_id: u64, file: &Path, offset_bytes
     if !is_heap_kind(h.page_kind) {
         return Err(corrupt(format!("page kind {} is not a heap page", h.page_kind)));
     }
-    if h.page_id.0 != expected_page_id {
+    if h.page_id != expected_page_id {
         return Err(corrupt(format!("page holds page id {} (read from the wrong place)", h.page_id.0)));
     }
     let free = h.free_space_offset as usize;
@@ -127,7 +127,7 @@ pub struct HeapPageRows<'p> {
     page: &'p [u8],
     row_count: u16,
     rows_end_bytes: usize,
-    page_id: u64,
+    page_id: PageId,
     file: &'p Path,
     offset_bytes: u64,
 }
@@ -135,7 +135,7 @@ pub struct HeapPageRows<'p> {
 impl<'p> HeapPageRows<'p> {
     /// The rows of `page` (which passed `verify_page`); row- and page-compressed pages
     /// have no fixed row layout to index into and are refused.
-    pub fn new(page: &'p [u8], page_id: u64, file: &'p Path, offset_bytes: u64) -> Result<HeapPageRows<'p>, StorageError> {
+    pub fn new(page: &'p [u8], page_id: PageId, file: &'p Path, offset_bytes: u64) -> Result<HeapPageRows<'p>, StorageError> {
         debug_assert_eq!(page.len(), PAGE_SIZE_BYTES);
         let rows = HeapPageRows {
             page,
@@ -171,23 +171,23 @@ impl<'p> HeapPageRows<'p> {
     }
 
     fn corrupt(&self, reason: String) -> StorageError {
-        StorageError::PageCorrupt { file: self.file.to_path_buf(), page_id: self.page_id, offset_bytes: self.offset_bytes, reason }
+        StorageError::PageCorrupt { file: self.file.to_path_buf(), page_id: self.page_id.0, offset_bytes: self.offset_bytes, reason }
     }
 }
 
 /// Decodes every row of a verified page into `Value`s (tests and tools; scans use
 /// `HeapDecoder`).
-pub fn decode_page_rows(page: &[u8], layout: &RowLayout, expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<Vec<Vec<Value>>, StorageError> {
+pub fn decode_page_rows(page: &[u8], layout: &RowLayout, expected_page_id: PageId, file: &Path, offset_bytes: u64) -> Result<Vec<Vec<Value>>, StorageError> {
     let h = verify_page(page, expected_page_id, file, offset_bytes)?;
     if h.page_kind != PAGE_KIND_HEAP {
         // Compressed rows have no fixed layout; `HeapDecoder` reads every heap kind.
-        return Err(StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason: format!("page kind {} is compressed: decode it with HeapDecoder", h.page_kind) });
+        return Err(StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id.0, offset_bytes, reason: format!("page kind {} is compressed: decode it with HeapDecoder", h.page_kind) });
     }
     let free = h.free_space_offset as usize;
     let mut rows = Vec::with_capacity(h.row_count as usize);
     for slot in 0..h.row_count as usize {
         let at = slot_offset(page, slot);
-        let bad = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason };
+        let bad = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id.0, offset_bytes, reason };
         if at < PAGE_HEADER_BYTES || at > free {
             return Err(bad(format!("slot {slot} points at {at}, outside the rows")));
         }
