@@ -148,8 +148,8 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
                 size.format,
                 query.name(),
                 cache.name(),
-                report.elapsed_s,
-                report.mb_per_s
+                report.figures.elapsed_s,
+                report.figures.mb_per_s
             ));
             samples[i].push(report);
         }
@@ -171,13 +171,13 @@ pub fn run(db_dir: &Path, table: &str, options: &CompressionBenchOptions, progre
             query: query.name().to_string(),
             cache: cache.name().to_string(),
             rounds: options.rounds,
-            elapsed_s: pick(&|r| r.elapsed_s),
-            mb_per_s: pick(&|r| r.mb_per_s),
-            rows_per_s: pick(&|r| r.rows_per_s),
-            cpu_pct: pick(&|r| if r.elapsed_s > 0.0 { r.cpu_s / (r.elapsed_s * cores as f64) * 100.0 } else { 0.0 }),
-            decode_s: pick(&|r| r.decode_s),
-            bytes_read: reports[0].bytes_read,
-            rows_scanned: reports[0].rows_scanned,
+            elapsed_s: pick(&|r| r.figures.elapsed_s),
+            mb_per_s: pick(&|r| r.figures.mb_per_s),
+            rows_per_s: pick(&|r| r.figures.rows_per_s),
+            cpu_pct: pick(&|r| if r.figures.elapsed_s > 0.0 { r.figures.cpu_s / (r.figures.elapsed_s * cores as f64) * 100.0 } else { 0.0 }),
+            decode_s: pick(&|r| r.figures.decode_s),
+            bytes_read: reports[0].figures.bytes_read,
+            rows_scanned: reports[0].figures.rows_scanned,
             answer,
         });
     }

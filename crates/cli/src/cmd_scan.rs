@@ -142,24 +142,24 @@ fn print_report(r: &ScanReport) {
     };
     add("table / format", format!("{} / {} ({} partitions)", r.table, r.format, r.partitions_count));
     add("cache", format!("{}: {}", r.cache, r.cache_actions.join("; ")));
-    add("elapsed", format!("{:.3} s", r.elapsed_s));
-    add("rows", format!("{} ({:.1} M rows/s)", r.rows_scanned, r.rows_per_s / 1e6));
-    add("pages / bytes", format!("{} pages, {:.1} MB", r.pages_read, r.bytes_read as f64 / 1e6));
-    add("scan rate", format!("{:.0} MB/s", r.mb_per_s));
+    add("elapsed", format!("{:.3} s", r.figures.elapsed_s));
+    add("rows", format!("{} ({:.1} M rows/s)", r.figures.rows_scanned, r.figures.rows_per_s / 1e6));
+    add("pages / bytes", format!("{} pages, {:.1} MB", r.figures.pages_read, r.figures.bytes_read as f64 / 1e6));
+    add("scan rate", format!("{:.0} MB/s", r.figures.mb_per_s));
     add(
         "read I/Os",
-        format!("{} of {:.0} KiB avg ({} x {} KiB per worker, {} engine)", r.read_ios_count, r.read_io_size_bytes_avg / 1024.0, r.queue_depth, r.io_size_bytes / 1024, r.engine),
+        format!("{} of {:.0} KiB avg ({} x {} KiB per worker, {} engine)", r.figures.read_ios_count, r.figures.read_io_size_bytes_avg / 1024.0, r.queue_depth, r.io_size_bytes / 1024, r.engine),
     );
-    add("CPU", format!("{:.3} s on {} threads, {:.2} µs per page", r.cpu_s, r.threads, r.cpu_us_per_page));
-    add("decode", format!("{:.3} s, {:.2} µs per page", r.decode_s, r.decode_us_per_page));
+    add("CPU", format!("{:.3} s on {} threads, {:.2} µs per page", r.figures.cpu_s, r.threads, r.figures.cpu_us_per_page));
+    add("decode", format!("{:.3} s, {:.2} µs per page", r.figures.decode_s, r.figures.decode_us_per_page));
     if r.skipped.row_groups_total > 0 {
         add(
             "row groups",
             format!("{} of {} skipped by min/max ({} rows not read)", r.skipped.row_groups_skipped, r.skipped.row_groups_total, r.skipped.rows_skipped),
         );
     }
-    let total = r.waits.total_s();
-    for (kind, seconds) in r.waits.by_kind() {
+    let total = r.figures.waits.total_s();
+    for (kind, seconds) in r.figures.waits.by_kind() {
         let share = if total > 0.0 { seconds / total * 100.0 } else { 0.0 };
         add(&format!("  {kind}"), format!("{seconds:.3} s ({share:.0} %)"));
     }
@@ -172,7 +172,7 @@ fn print_report(r: &ScanReport) {
 
     let mut files = Table::new();
     files.load_preset(UTF8_FULL_CONDENSED).set_header(vec!["file", "reads", "MB", "MB/s", "avg latency µs"]);
-    for f in &r.files {
+    for f in &r.figures.files {
         files.add_row(vec![
             Cell::new(&f.path),
             right(f.reads_count.to_string()),

@@ -34,7 +34,7 @@ pub mod waits;
 pub use cache::CacheMode;
 pub use error::ExecError;
 pub use queries::BuiltinQuery;
-pub use report::{CheckReport, FileReport, ScanReport};
+pub use report::{CheckReport, FileReport, PassFigures, ScanReport};
 pub use run::{run_query, ScanOptions};
 pub use scan::{scan_batches, scan_plan, BatchSink, ScanStats};
 pub use source::{ChunkDecoder, ColumnRange, PageDecoder, ReadPlan, RunSpec, ScanFilter, SkipFigures, TableSource};

@@ -45,23 +45,10 @@ pub struct ScanReport {
     pub format: String,
     #[serde(skip)]
     pub result: QueryResult,
-    pub rows_scanned: u64,
-    pub pages_read: u64,
     pub partitions_count: u32,
-    pub bytes_read: u64,
-    pub elapsed_s: f64,
-    pub mb_per_s: f64,
-    pub rows_per_s: f64,
-    /// Process CPU time (user + system, every thread) during the scan.
-    pub cpu_s: f64,
-    pub cpu_us_per_page: f64,
-    pub read_ios_count: u64,
-    pub read_io_size_bytes_avg: f64,
-    /// Thread-seconds spent verifying and decoding pages (also in `waits.decode_s`).
-    pub decode_s: f64,
-    pub decode_us_per_page: f64,
-    pub waits: WaitTimes,
-    pub files: Vec<FileReport>,
+    /// What the scan read and where its time went (the JSON keeps them at the top level).
+    #[serde(flatten)]
+    pub figures: PassFigures,
     /// `cold`, `direct` or `warm`.
     pub cache: String,
     /// What was done to the page cache before the scan.
@@ -78,7 +65,9 @@ pub struct ScanReport {
     pub check: Option<CheckReport>,
 }
 
-/// The figures every report derives from a pass's stats.
+/// The figures every report derives from a pass's stats: the scan report carries them
+/// (`ScanReport::figures`) and the check reads them.
+#[derive(Debug, Clone, Serialize)]
 pub struct PassFigures {
     pub rows_scanned: u64,
     pub pages_read: u64,
@@ -86,10 +75,12 @@ pub struct PassFigures {
     pub elapsed_s: f64,
     pub mb_per_s: f64,
     pub rows_per_s: f64,
+    /// Process CPU time (user + system, every thread) during the scan.
     pub cpu_s: f64,
     pub cpu_us_per_page: f64,
     pub read_ios_count: u64,
     pub read_io_size_bytes_avg: f64,
+    /// Thread-seconds spent verifying and decoding pages (also in `waits.decode_s`).
     pub decode_s: f64,
     pub decode_us_per_page: f64,
     pub waits: WaitTimes,

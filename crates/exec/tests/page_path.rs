@@ -51,7 +51,7 @@ fn a_scan_sees_the_pools_version_of_a_dirty_page() {
     for mode in [CacheMode::Warm, CacheMode::Direct] {
         let report = run_query(&table, &BuiltinQuery::Sum4, &options(mode)).unwrap_or_else(|e| panic!("{mode:?}: the scan read the file's damaged page, not the pool's: {e}"));
         assert_eq!(report.result, expected, "{mode:?}");
-        assert_eq!(report.rows_scanned, table.row_count);
+        assert_eq!(report.figures.rows_scanned, table.row_count);
     }
 
     // And the other way round: the file is fine again, the pool's version is damaged.

@@ -44,8 +44,8 @@ fn every_query_through_the_scan_equals_the_query_over_batches() {
         let report = run_query(&table, &q, &options(2, 4, 64 * 1024)).unwrap();
         let expected = run_on_batches(&q, &batches, 1).unwrap();
         assert_eq!(report.result, expected, "{query}");
-        assert_eq!(report.rows_scanned, table.row_count, "{query}");
-        assert_eq!(report.pages_read, table.pages.len() as u64, "{query}");
+        assert_eq!(report.figures.rows_scanned, table.row_count, "{query}");
+        assert_eq!(report.figures.pages_read, table.pages.len() as u64, "{query}");
     }
 }
 
@@ -60,11 +60,11 @@ proptest! {
         let table = ToyTable::write(dir.path(), &batches, 97, partitions);
         let report = run_query(&table, &BuiltinQuery::Sum4, &options(threads, depth, pages_per_io * TOY_PAGE_SIZE_BYTES)).unwrap();
         prop_assert_eq!(report.result, run_on_batches(&BuiltinQuery::Sum4, &batches, 1).unwrap());
-        prop_assert_eq!(report.pages_read, table.pages.len() as u64);
-        prop_assert_eq!(report.bytes_read, table.pages.len() as u64 * TOY_PAGE_SIZE_BYTES as u64);
-        let file_bytes: u64 = report.files.iter().map(|f| f.bytes_read).sum();
-        prop_assert_eq!(file_bytes, report.bytes_read);
-        prop_assert!(report.read_io_size_bytes_avg <= (pages_per_io * TOY_PAGE_SIZE_BYTES) as f64);
+        prop_assert_eq!(report.figures.pages_read, table.pages.len() as u64);
+        prop_assert_eq!(report.figures.bytes_read, table.pages.len() as u64 * TOY_PAGE_SIZE_BYTES as u64);
+        let file_bytes: u64 = report.figures.files.iter().map(|f| f.bytes_read).sum();
+        prop_assert_eq!(file_bytes, report.figures.bytes_read);
+        prop_assert!(report.figures.read_io_size_bytes_avg <= (pages_per_io * TOY_PAGE_SIZE_BYTES) as f64);
     }
 }
 
@@ -73,10 +73,10 @@ fn waits_add_up_to_threads_times_elapsed() {
     let dir = tempfile::tempdir().unwrap();
     let table = ToyTable::write(dir.path(), &small_lineitem(), 61, 2);
     let report = run_query(&table, &BuiltinQuery::Q1, &options(2, 4, 128 * 1024)).unwrap();
-    let total = report.waits.total_s();
-    let expected = 2.0 * report.elapsed_s;
-    assert!((total - expected).abs() <= expected * 0.05 + 1e-3, "waits {total} s vs 2 x {} s", report.elapsed_s);
-    assert!(report.cpu_s >= 0.0);
+    let total = report.figures.waits.total_s();
+    let expected = 2.0 * report.figures.elapsed_s;
+    assert!((total - expected).abs() <= expected * 0.05 + 1e-3, "waits {total} s vs 2 x {} s", report.figures.elapsed_s);
+    assert!(report.figures.cpu_s >= 0.0);
 }
 
 #[test]

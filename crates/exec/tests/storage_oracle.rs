@@ -37,8 +37,8 @@ fn every_query_through_storage_equals_the_query_over_generated_batches() {
         let expected = run_on_batches(query, &batches, 1).unwrap();
         // Storage keeps strings as Utf8 where tpchgen makes Utf8View: same values either way.
         assert_eq!(report.result, expected, "{}", query.name());
-        assert_eq!(report.rows_scanned, rows, "{}", query.name());
-        assert_eq!(report.pages_read, table.meta().page_count(), "{}", query.name());
+        assert_eq!(report.figures.rows_scanned, rows, "{}", query.name());
+        assert_eq!(report.figures.pages_read, table.meta().page_count(), "{}", query.name());
     }
 }
 
@@ -89,7 +89,7 @@ fn every_query_gives_the_same_answer_in_all_five_formats() {
             let report = run_query(source.as_ref(), query, &options(i, CacheMode::Warm)).unwrap();
             assert_eq!(report.result, expected[i], "{} on {format}", query.name());
             assert_eq!(report.format, format);
-            assert_eq!(report.rows_scanned + report.skipped.rows_skipped, rows, "{} on {format}", query.name());
+            assert_eq!(report.figures.rows_scanned + report.skipped.rows_skipped, rows, "{} on {format}", query.name());
         }
     }
 }
@@ -138,11 +138,11 @@ fn column_store_reads_only_the_projected_columns() {
     let sum4 = run_query(source.as_ref(), &BuiltinQuery::Sum4, &options(1, CacheMode::Warm)).unwrap();
     let count11 = run_query(source.as_ref(), &BuiltinQuery::Count11, &options(1, CacheMode::Warm)).unwrap();
     let count = run_query(source.as_ref(), &BuiltinQuery::Count, &options(1, CacheMode::Warm)).unwrap();
-    assert!(sum4.bytes_read * 2 < size_bytes, "sum4 read {} of {size_bytes} bytes", sum4.bytes_read);
-    assert!(sum4.bytes_read < count11.bytes_read, "sum4 {} vs count11 {}", sum4.bytes_read, count11.bytes_read);
+    assert!(sum4.figures.bytes_read * 2 < size_bytes, "sum4 read {} of {size_bytes} bytes", sum4.figures.bytes_read);
+    assert!(sum4.figures.bytes_read < count11.figures.bytes_read, "sum4 {} vs count11 {}", sum4.figures.bytes_read, count11.figures.bytes_read);
     // One 8 KB metadata page per row group (one row group per partition here).
-    assert_eq!(count.bytes_read, 2 * 8192);
-    assert!(sum4.decode_s > 0.0);
+    assert_eq!(count.figures.bytes_read, 2 * 8192);
+    assert!(sum4.figures.decode_s > 0.0);
 }
 
 struct Collect(Vec<arrow::record_batch::RecordBatch>);
