@@ -20,11 +20,18 @@ use flashscan_storage::{load_table, rebuild_table, Database, LoadOptions, Rebuil
 
 const SF: f64 = 0.02;
 
+/// lineitem at `SF` loaded (heap pages, `partitions` hash partitions) into a new
+/// temporary database.
+fn lineitem_db(partitions: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let load = LoadOptions { partition_count: partitions, threads: 2, ..LoadOptions::default() };
+    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    dir
+}
+
 #[test]
 fn every_query_through_storage_equals_the_query_over_generated_batches() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 3, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(3);
     let db = Database::open(dir.path()).unwrap();
     let table = StorageTable::new(&db, "lineitem").unwrap();
     let batches = common::lineitem(SF, 1);
@@ -68,9 +75,7 @@ fn options(i: usize, cache_mode: CacheMode) -> ScanOptions {
 /// every query's answer equals the oracle's in all five.
 #[test]
 fn every_query_gives_the_same_answer_in_all_five_formats() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 3, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(3);
     let batches = common::lineitem(SF, 1);
     let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
     let expected: Vec<_> = all_queries().iter().map(|q| run_on_batches(q, &batches, 1).unwrap()).collect();
@@ -99,9 +104,7 @@ fn every_query_gives_the_same_answer_in_all_five_formats() {
 /// a multiple of 1,024 rows make it the smallest), and whole columns decoded into batches.
 #[test]
 fn column_store_vector_kernels_equal_the_whole_column_path() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 2, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(2);
     let batches = common::lineitem(SF, 1);
     let queries = [BuiltinQuery::Sum4, BuiltinQuery::Q1];
     let expected: Vec<_> = queries.iter().map(|q| run_on_batches(q, &batches, 1).unwrap()).collect();
@@ -128,9 +131,7 @@ fn column_store_vector_kernels_equal_the_whole_column_path() {
 /// fraction of the table, and COUNT(*) only the row groups' metadata pages.
 #[test]
 fn column_store_reads_only_the_projected_columns() {
-    let dir = tempfile::tempdir().unwrap();
-    let load = LoadOptions { partition_count: 2, threads: 2, ..LoadOptions::default() };
-    load_table(dir.path(), tpch_source("lineitem", SF, 2).unwrap(), &load).unwrap();
+    let dir = lineitem_db(2);
     rebuild_table(dir.path(), "lineitem", RebuildTarget::parse("columnstore").unwrap(), &RebuildOptions::default()).unwrap();
     let db = Database::open(dir.path()).unwrap();
     let size_bytes = db.table("lineitem").unwrap().size_bytes;
