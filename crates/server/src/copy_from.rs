@@ -67,6 +67,21 @@ fn records(data: &str, csv: bool) -> Vec<(usize, &str)> {
     out
 }
 
+/// The digits of a numeric escape (`\xHH`, `\OOO`): up to `most` more digits of `radix`
+/// after what was read (`first`), each also kept in `raw`; the value and how many digits
+/// this read.
+fn escape_digits(chars: &mut std::iter::Peekable<std::str::Chars>, raw: &mut String, radix: u32, first: u32, most: usize) -> (u32, usize) {
+    let mut n = first;
+    let mut digits = 0;
+    while digits < most {
+        let Some(d) = chars.peek().and_then(|c| c.to_digit(radix)) else { break };
+        n = n * radix + d;
+        raw.push(chars.next().unwrap_or('0'));
+        digits += 1;
+    }
+    (n, digits)
+}
+
 /// PostgreSQL's text format: fields split at the delimiter, `\N` (or the NULL string) for
 /// NULL, backslash escapes decoded.
 fn text_fields(record: &str, delimiter: char, null: &str) -> Result<Vec<Option<String>>, String> {
@@ -99,18 +114,7 @@ fn text_fields(record: &str, delimiter: char, null: &str) -> Result<Vec<Option<S
             't' => value.push('\t'),
             'v' => value.push('\u{b}'),
             'x' => {
-                let mut n = 0u32;
-                let mut digits = 0;
-                while digits < 2 {
-                    match chars.peek().and_then(|d| d.to_digit(16)) {
-                        Some(d) => {
-                            n = n * 16 + d;
-                            raw.push(chars.next().unwrap_or('0'));
-                            digits += 1;
-                        }
-                        None => break,
-                    }
-                }
+                let (n, digits) = escape_digits(&mut chars, &mut raw, 16, 0, 2);
                 if digits == 0 {
                     value.push('x');
                 } else {
@@ -118,18 +122,7 @@ fn text_fields(record: &str, delimiter: char, null: &str) -> Result<Vec<Option<S
                 }
             }
             '0'..='7' => {
-                let mut n = e.to_digit(8).unwrap_or(0);
-                let mut digits = 1;
-                while digits < 3 {
-                    match chars.peek().and_then(|d| d.to_digit(8)) {
-                        Some(d) => {
-                            n = n * 8 + d;
-                            raw.push(chars.next().unwrap_or('0'));
-                            digits += 1;
-                        }
-                        None => break,
-                    }
-                }
+                let (n, _) = escape_digits(&mut chars, &mut raw, 8, e.to_digit(8).unwrap_or(0), 2);
                 value.push(char::from_u32(n).ok_or_else(|| format!("octal escape {n:o} is not a character"))?);
             }
             other => value.push(other),
@@ -316,6 +309,14 @@ mod tests {
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0], (1, vec![Some("1".into()), Some("a\tb".into()), None]));
         assert_eq!(lines[1], (2, vec![Some("2".into()), Some("x\\y\n".into()), Some("A".into())]));
+    }
+
+    /// Numeric escapes as PostgreSQL reads them: `\xH` or `\xHH` (a lone `\x` is `x`),
+    /// `\O` to `\OOO` (a fourth digit is text).
+    #[test]
+    fn text_format_decodes_hex_and_octal_escapes() {
+        let lines = parse_lines(b"\\x41\t\\x4z\t\\xg\t\\1\t\\1018\n", &options(false)).expect("parse");
+        assert_eq!(lines, vec![(1, vec![Some("A".into()), Some("\u{4}z".into()), Some("xg".into()), Some("\u{1}".into()), Some("A8".into())])]);
     }
 
     #[test]
