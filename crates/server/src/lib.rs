@@ -231,13 +231,19 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
 async fn checkpoint_when_due(write: Arc<flashscan_write::WritePath>) {
     /// Seconds between checks: small beside the default interval trigger (300 s).
     const CHECKPOINT_POLL_S: u64 = 10;
-    let mut tick = tokio::time::interval(Duration::from_secs(CHECKPOINT_POLL_S));
+    every_period_blocking(Duration::from_secs(CHECKPOINT_POLL_S), move || write.checkpoint_if_due()).await
+}
+
+/// Runs `work` on a blocking thread (off the async workers) once per `period`, the first
+/// time one period from now, until the task is dropped; a late run delays the next one
+/// rather than bunching them up. Its result is not looked at: each `work` keeps its own.
+pub(crate) async fn every_period_blocking<R: Send + 'static>(period: Duration, work: impl Fn() -> R + Clone + Send + 'static) {
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tick.tick().await;
     loop {
         tick.tick().await;
-        let w = write.clone();
-        let _ = tokio::task::spawn_blocking(move || w.checkpoint_if_due()).await;
+        let _ = tokio::task::spawn_blocking(work.clone()).await;
     }
 }
 

@@ -359,18 +359,10 @@ impl Sampler {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).ring.back().cloned()
     }
 
-    /// Samples once a second until the task is dropped.
+    /// Samples once a second until the task is dropped, off the async workers: reading
+    /// the log's counters waits while a commit holds the write path.
     pub async fn run(self: Arc<Self>) {
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            // Off the async workers: reading the log's counters waits while a commit holds
-            // the write path.
-            let me = self.clone();
-            let _ = tokio::task::spawn_blocking(move || me.sample()).await;
-        }
+        crate::every_period_blocking(Duration::from_secs(1), move || self.sample()).await
     }
 }
 
