@@ -7,7 +7,7 @@
 //! durability is read back by `flashscan sql`'s session, independent of the server.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -17,13 +17,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 mod common;
-use common::{connect, connect_port, error_of, reopened, simple_rows as rows};
-
-fn new_db(dir: &Path, name: &str) -> PathBuf {
-    let db = dir.join(name);
-    flashscan_write::init_database(&db, &flashscan_write::InitOptions::default()).expect("init");
-    db
-}
+use common::{connect, connect_port, error_of, init_db, reopened, simple_rows as rows, spawn_child_server};
 
 fn config(db: &Path, fast_insert: bool) -> ServerConfig {
     let mut c = common::config(db);
@@ -113,8 +107,8 @@ async fn workload(client: &Client) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fast_path_gives_the_sql_paths_rows_and_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let fast_db = new_db(dir.path(), "fast");
-    let sql_db = new_db(dir.path(), "sql");
+    let fast_db = init_db(dir.path(), "fast");
+    let sql_db = init_db(dir.path(), "sql");
     let fast = flashscan_server::start(config(&fast_db, true)).await.expect("start fast");
     let sql = flashscan_server::start(config(&sql_db, false)).await.expect("start sql");
     let (fc, sc) = (connect(&fast).await, connect(&sql).await);
@@ -158,7 +152,7 @@ async fn fast_path_gives_the_sql_paths_rows_and_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_prepared_inserters_are_durable() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = new_db(dir.path(), "db");
+    let db = init_db(dir.path(), "db");
     let server = flashscan_server::start(config(&db, true)).await.expect("start");
     let client = connect(&server).await;
     client.simple_query("CREATE TABLE events (id bigint NOT NULL, writer int NOT NULL, note text)").await.expect("create");
@@ -199,7 +193,7 @@ async fn concurrent_prepared_inserters_are_durable() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_across_tables_with_prepared_inserts() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = new_db(dir.path(), "db");
+    let db = init_db(dir.path(), "db");
     let server = flashscan_server::start(config(&db, true)).await.expect("start");
     let mut client = connect(&server).await;
     let other = connect(&server).await;
@@ -259,40 +253,15 @@ async fn transactions_across_tables_with_prepared_inserts() {
 /// runs it. Does nothing in a normal test run.
 #[test]
 fn child_serve_until_killed() {
-    let Ok(db) = std::env::var("FLASHSCAN_TEST_KILL_DB") else { return };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    if let Err(e) = runtime.block_on(flashscan_server::serve_until_signal(config(Path::new(&db), true))) {
-        eprintln!("child server failed: {e}");
-        std::process::exit(1);
-    }
+    common::serve_in_child(|db| config(db, true));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_loses_no_acknowledged_insert() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = new_db(dir.path(), "db");
-    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "child_serve_until_killed", "--nocapture", "--test-threads", "1"])
-        .env("FLASHSCAN_TEST_KILL_DB", &db)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the child server");
-    let stderr = child.stderr.take().expect("stderr");
-    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines_tx.send(line);
-        }
-    });
-    let port: u16 = loop {
-        let line = tokio::time::timeout(Duration::from_secs(60), lines_rx.recv()).await.expect("the server starts").expect("a line");
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            let addr: std::net::SocketAddr = rest.split_whitespace().next().expect("addr").parse().expect("socket address");
-            break addr.port();
-        }
-    };
+    let db = init_db(dir.path(), "db");
+    let mut child = spawn_child_server("child_serve_until_killed", &db).await;
+    let port = child.port;
     let admin = connect_port(port).await;
     admin.simple_query("CREATE TABLE t (id bigint NOT NULL, v text)").await.expect("create");
     // Writers insert until the server dies; every acknowledged id is recorded.
@@ -317,8 +286,8 @@ async fn kill_9_loses_no_acknowledged_insert() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // SAFETY: kill(2) on the child we spawned.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGKILL) }, 0);
-    let _ = child.wait();
+    assert_eq!(unsafe { libc::kill(child.process.id() as i32, libc::SIGKILL) }, 0);
+    let _ = child.process.wait();
     for w in writers {
         w.await.expect("writer ends");
     }

@@ -6,18 +6,17 @@
 //! tokio-postgres is already the dev-dependency of tests/wire.rs (in the lock file), so it
 //! costs nothing more to build.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 mod common;
-use common::{config, connect, connect_port, reopened, simple_rows as rows};
+use common::{config, connect, connect_port, init_db, reopened, simple_rows as rows, spawn_child_server, ChildServer};
 
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("db");
-    flashscan_write::init_database(&db, &flashscan_write::InitOptions::default()).expect("init");
+    let db = init_db(dir.path(), "db");
     (dir, db)
 }
 
@@ -267,42 +266,13 @@ async fn begin_commit_and_rollback() {
 /// `flashscan serve` does, until a signal. Does nothing in a normal test run.
 #[test]
 fn child_serve_until_signal() {
-    let Ok(db) = std::env::var("FLASHSCAN_TEST_SERVE_DB") else { return };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
-    let result = runtime.block_on(flashscan_server::serve_until_signal(config(Path::new(&db))));
-    if let Err(e) = result {
-        eprintln!("child server failed: {e}");
-        std::process::exit(1);
-    }
+    common::serve_in_child(config);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_drains_checkpoints_and_exits() {
-    use std::io::BufRead;
     let (_guard, db) = new_db();
-    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "child_serve_until_signal", "--nocapture", "--test-threads", "1"])
-        .env("FLASHSCAN_TEST_SERVE_DB", &db)
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .expect("spawn the child server");
-    let stderr = child.stderr.take().expect("stderr");
-    let (lines_tx, mut lines_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = lines_tx.send(line);
-        }
-    });
-    let mut log = Vec::new();
-    let port: u16 = loop {
-        let line = tokio::time::timeout(Duration::from_secs(60), lines_rx.recv()).await.expect("the server starts").expect("a line");
-        log.push(line.clone());
-        if let Some(rest) = line.split("listening on ").nth(1) {
-            let addr: std::net::SocketAddr = rest.split_whitespace().next().expect("addr").parse().expect("socket address");
-            break addr.port();
-        }
-    };
+    let ChildServer { process: mut child, port, startup_log: mut log, stderr_lines: mut lines_rx } = spawn_child_server("child_serve_until_signal", &db).await;
     let client = connect_port(port).await;
     client.simple_query("CREATE TABLE s (k bigint NOT NULL)").await.expect("create");
     client.simple_query("INSERT INTO s SELECT * FROM (VALUES (1), (2), (3)) AS v(k)").await.expect("insert");

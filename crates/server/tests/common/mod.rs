@@ -1,12 +1,18 @@
-//! What every server test file needs: a server on a free loopback port, a tokio-postgres
-//! client connected to it, and a simple-protocol query's rows as text.
+//! What every server test file needs: a server on a free loopback port (or in a child
+//! process), a tokio-postgres client connected to it, and a simple-protocol query's rows
+//! as text.
 #![allow(dead_code)] // each test file uses its own part
 
-use std::path::Path;
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use flashscan_sql::{FlashscanSession, SessionOptions};
 
 use flashscan_server::{RunningServer, ServerConfig};
+use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 /// The server's defaults on port 0: the kernel picks a free one (tests run in parallel).
@@ -76,4 +82,65 @@ pub async fn reopened(db: &Path, sql: &str) -> Vec<Vec<String>> {
         }
     }
     result
+}
+
+/// A new empty database `DIR/NAME` made by `flashscan init`.
+pub fn init_db(dir: &Path, name: &str) -> PathBuf {
+    let db = dir.join(name);
+    flashscan_write::init_database(&db, &flashscan_write::InitOptions::default()).expect("init");
+    db
+}
+
+/// Where the parent test tells its child process which database to serve.
+const CHILD_DB_VARIABLE: &str = "FLASHSCAN_TEST_SERVE_DB";
+
+/// The child half of a test that needs a server in another process (to kill it, or to
+/// signal it): serves the database the parent named, as `flashscan serve` does, until a
+/// signal. Does nothing in a normal test run (the variable is unset).
+pub fn serve_in_child(config: impl FnOnce(&Path) -> ServerConfig) {
+    let Ok(db) = std::env::var(CHILD_DB_VARIABLE) else { return };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("runtime");
+    if let Err(e) = runtime.block_on(flashscan_server::serve_until_signal(config(Path::new(&db)))) {
+        eprintln!("child server failed: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// A server in a child process: this test binary run again with only the test `child_test`
+/// (which calls [`serve_in_child`]), serving `db`.
+pub struct ChildServer {
+    pub process: Child,
+    /// The port the child announced ("listening on ADDR").
+    pub port: u16,
+    /// The child's stderr up to and including that line.
+    pub startup_log: Vec<String>,
+    /// Its stderr lines after it.
+    pub stderr_lines: UnboundedReceiver<String>,
+}
+
+pub async fn spawn_child_server(child_test: &str, db: &Path) -> ChildServer {
+    let mut process = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", child_test, "--nocapture", "--test-threads", "1"])
+        .env(CHILD_DB_VARIABLE, db)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("spawn the child server");
+    let stderr = process.stderr.take().expect("stderr");
+    let (lines_tx, mut stderr_lines) = tokio::sync::mpsc::unbounded_channel::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines_tx.send(line);
+        }
+    });
+    let mut startup_log = Vec::new();
+    let port = loop {
+        let line = tokio::time::timeout(Duration::from_secs(60), stderr_lines.recv()).await.expect("the server starts").expect("a line");
+        startup_log.push(line.clone());
+        if let Some(rest) = line.split("listening on ").nth(1) {
+            let addr: SocketAddr = rest.split_whitespace().next().expect("addr").parse().expect("socket address");
+            break addr.port();
+        }
+    };
+    ChildServer { process, port, startup_log, stderr_lines }
 }
