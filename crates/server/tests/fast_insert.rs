@@ -17,7 +17,7 @@ use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, SimpleQueryMessage};
 
 mod common;
-use common::{connect, connect_port, error_of, init_db, reopened, simple_rows as rows, spawn_child_server};
+use common::{connect, connect_port, error_of, init_db, reopened, simple_rows as rows, spawn_child_server, spawn_inserters, InsertParams};
 
 fn config(db: &Path, fast_insert: bool) -> ServerConfig {
     let mut c = common::config(db);
@@ -158,18 +158,9 @@ async fn concurrent_prepared_inserters_are_durable() {
     client.simple_query("CREATE TABLE events (id bigint NOT NULL, writer int NOT NULL, note text)").await.expect("create");
     const WRITERS: i64 = 24;
     const EACH: i64 = 40;
-    let port = server.listen.port();
-    let mut tasks = Vec::new();
-    for w in 0..WRITERS {
-        tasks.push(tokio::spawn(async move {
-            let c = connect_port(port).await;
-            let stmt = c.prepare("INSERT INTO events VALUES ($1, $2, $3)").await.expect("prepare");
-            for i in 0..EACH {
-                let id = w * 1000 + i;
-                assert_eq!(c.execute(&stmt, &[&id, &(w as i32), &format!("w{w} i{i}")]).await.expect("insert"), 1);
-            }
-        }));
-    }
+    let tasks = spawn_inserters(server.listen.port(), WRITERS, EACH, "INSERT INTO events VALUES ($1, $2, $3)", |w, i| -> InsertParams {
+        vec![Box::new(w * 1000 + i), Box::new(w as i32), Box::new(format!("w{w} i{i}"))]
+    });
     for t in tasks {
         t.await.expect("writer");
     }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 mod common;
-use common::{config, connect, connect_port, init_db, reopened, simple_rows as rows, spawn_child_server, ChildServer};
+use common::{config, connect, connect_port, init_db, reopened, simple_rows as rows, spawn_child_server, spawn_inserters, ChildServer, InsertParams};
 
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -126,16 +126,7 @@ async fn concurrent_writers_and_readers() {
     const WRITERS: i64 = 16;
     const EACH: i64 = 25;
     let port = server.listen.port();
-    let mut tasks = Vec::new();
-    for w in 0..WRITERS {
-        tasks.push(tokio::spawn(async move {
-            let c = connect_port(port).await;
-            let stmt = c.prepare("INSERT INTO events VALUES ($1, $2)").await.expect("prepare");
-            for i in 0..EACH {
-                c.execute(&stmt, &[&(w * 1000 + i), &(w as i32)]).await.expect("insert");
-            }
-        }));
-    }
+    let tasks = spawn_inserters(port, WRITERS, EACH, "INSERT INTO events VALUES ($1, $2)", |w, i| -> InsertParams { vec![Box::new(w * 1000 + i), Box::new(w as i32)] });
     // A reader meanwhile: counts only grow.
     let reader = tokio::spawn(async move {
         let c = connect_port(port).await;

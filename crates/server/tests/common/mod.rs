@@ -13,6 +13,8 @@ use flashscan_sql::{FlashscanSession, SessionOptions};
 
 use flashscan_server::{RunningServer, ServerConfig};
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 /// The server's defaults on port 0: the kernel picks a free one (tests run in parallel).
@@ -143,4 +145,26 @@ pub async fn spawn_child_server(child_test: &str, db: &Path) -> ChildServer {
         }
     };
     ChildServer { process, port, startup_log, stderr_lines }
+}
+
+/// The parameters of one execution of a prepared INSERT.
+pub type InsertParams = Vec<Box<dyn ToSql + Sync + Send>>;
+
+/// `writers` connections inserting at once: writer `w` prepares `insert` and executes it
+/// `each` times, the `i`th time with `params(w, i)`; every execution must insert one row.
+/// The caller awaits the handles.
+pub fn spawn_inserters(port: u16, writers: i64, each: i64, insert: &'static str, params: fn(i64, i64) -> InsertParams) -> Vec<JoinHandle<()>> {
+    (0..writers)
+        .map(|w| {
+            tokio::spawn(async move {
+                let c = connect_port(port).await;
+                let stmt = c.prepare(insert).await.expect("prepare");
+                for i in 0..each {
+                    let values = params(w, i);
+                    let refs: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| &**v as &(dyn ToSql + Sync)).collect();
+                    assert_eq!(c.execute(&stmt, &refs).await.expect("insert"), 1);
+                }
+            })
+        })
+        .collect()
 }
