@@ -18,7 +18,7 @@ use flashscan_sql::{FlashscanSession, SessionOptions};
 use tokio_postgres::{Client, NoTls};
 
 mod common;
-use common::{config, simple_rows as wire_rows};
+use common::{config, serve, simple_rows as wire_rows, Served};
 
 const SCALE_FACTOR: f64 = 0.01;
 const TABLES: [&str; 3] = ["lineitem", "part", "orders"];
@@ -145,9 +145,7 @@ fn tpch_query(n: usize) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tpch_answers_over_the_wire_equal_flashscan_sql() {
-    let (_guard, db) = fresh_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, db, server, client } = serve(fresh_db()).await;
     let queries = [
         tpch_query(1),
         tpch_query(6),
@@ -167,9 +165,7 @@ async fn tpch_answers_over_the_wire_equal_flashscan_sql() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prepared_statements_take_parameters_and_type_their_results() {
-    let (_guard, db) = fresh_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, db, server, client } = serve(fresh_db()).await;
     let stmt = client
         .prepare("select count(*) as n, sum(l_quantity) as q from lineitem where l_linenumber = $1 and l_returnflag = $2 and l_shipdate <= $3")
         .await
@@ -206,9 +202,7 @@ async fn prepared_statements_take_parameters_and_type_their_results() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_request_stops_the_query_and_the_connection_lives_on() {
-    let (_guard, db) = fresh_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, server, client, .. } = serve(fresh_db()).await;
     let token = client.cancel_token();
     let canceller = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(500)).await;
@@ -353,9 +347,7 @@ async fn many_concurrent_readers_get_the_same_answers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_to_stdout_streams_the_query_as_csv() {
-    let (_guard, db) = fresh_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, db, server, client } = serve(fresh_db()).await;
     let sql = "select p_partkey, p_name, p_retailprice from part order by p_partkey limit 25";
     let stream = client.copy_out(format!("COPY ({sql}) TO STDOUT WITH (FORMAT csv, HEADER true)").as_str()).await.expect("copy");
     use futures::StreamExt;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 mod common;
-use common::{config, connect, connect_port, init_db, reopened, simple_rows as rows, spawn_child_server, spawn_inserters, ChildServer, InsertParams};
+use common::{config, connect, connect_port, init_db, reopened, simple_rows as rows, serve, spawn_child_server, spawn_inserters, ChildServer, InsertParams, Served};
 
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -119,9 +119,7 @@ async fn insert_create_and_drop_over_the_wire() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_and_readers() {
-    let (_guard, db) = new_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, db, server, client } = serve(new_db()).await;
     client.simple_query("CREATE TABLE events (id bigint NOT NULL, writer int NOT NULL)").await.expect("create");
     const WRITERS: i64 = 16;
     const EACH: i64 = 25;
@@ -156,9 +154,7 @@ async fn concurrent_writers_and_readers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copy_from_stdin_text_and_csv_all_or_nothing() {
     use futures::SinkExt;
-    let (_guard, db) = new_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, server, client, .. } = serve(new_db()).await;
     client.simple_query("CREATE TABLE c (k bigint NOT NULL, s text, f double, ok boolean, d date)").await.expect("create");
 
     let text = "1\tone\t1.5\tt\t2020-01-01\n2\t\\N\t-2\tf\t\\N\n3\ttab\\there\t0\ttrue\t2021-12-31\n";
@@ -220,9 +216,7 @@ async fn copy_from_stdin_text_and_csv_all_or_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn begin_commit_and_rollback() {
-    let (_guard, db) = new_db();
-    let server = flashscan_server::start(config(&db)).await.expect("start");
-    let client = connect(&server).await;
+    let Served { _guard, server, client, .. } = serve(new_db()).await;
     client.simple_query("CREATE TABLE t (k int NOT NULL)").await.expect("create");
     client.batch_execute("BEGIN; INSERT INTO t VALUES (1); INSERT INTO t VALUES (2); ROLLBACK").await.expect("rolled back");
     assert_eq!(one(&client, "select count(*) from t").await, "0");

@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use tempfile::TempDir;
+
 use flashscan_sql::{FlashscanSession, SessionOptions};
 
 use flashscan_server::{RunningServer, ServerConfig};
@@ -167,4 +169,20 @@ pub fn spawn_inserters(port: u16, writers: i64, each: i64, insert: &'static str,
             })
         })
         .collect()
+}
+
+/// A test's server: its database (deleted with `_guard`), the server on it with the test
+/// configuration, and a client connected to it.
+pub struct Served {
+    pub _guard: TempDir,
+    pub db: PathBuf,
+    pub server: RunningServer,
+    pub client: Client,
+}
+
+/// Starts the server on a test's database (`(guard, db)` as the test file makes them).
+pub async fn serve((guard, db): (TempDir, PathBuf)) -> Served {
+    let server = flashscan_server::start(config(&db)).await.expect("start");
+    let client = connect(&server).await;
+    Served { _guard: guard, db, server, client }
 }
