@@ -57,7 +57,7 @@ pub struct ReportOutput {
 /// the flags ask: the one output step of every `bench` command with a table.
 pub fn print_report<R: serde::Serialize>(report: &R, output: &ReportOutput, printers: ReportPrinters<R>) -> anyhow::Result<()> {
     if output.json {
-        println!("{}", serde_json::to_string_pretty(report)?);
+        crate::print_json(report)?;
     } else {
         print!("{}", (printers.text)(report));
     }
