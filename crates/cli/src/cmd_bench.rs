@@ -1,6 +1,6 @@
 //! `flashscan bench …`: the articles' measurement tables, run on this machine.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use flashscan_bench::BenchError;
 
@@ -39,18 +39,32 @@ pub struct ReportPrinters<R> {
     pub chart: fn(&R, &Path) -> Result<(), BenchError>,
 }
 
+/// Where a report goes: the output flags of every `bench` command with a table.
+#[derive(clap::Args)]
+pub struct ReportOutput {
+    /// Also write the results as CSV.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write an SVG chart.
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    /// Print the results as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// Prints `report` on stdout (JSON, or its text table) and writes its CSV and chart where
 /// the flags ask: the one output step of every `bench` command with a table.
-pub fn print_report<R: serde::Serialize>(report: &R, json: bool, csv: Option<&Path>, chart: Option<&Path>, printers: ReportPrinters<R>) -> anyhow::Result<()> {
-    if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
+pub fn print_report<R: serde::Serialize>(report: &R, output: &ReportOutput, printers: ReportPrinters<R>) -> anyhow::Result<()> {
+    if output.json {
+        crate::print_json(report)?;
     } else {
         print!("{}", (printers.text)(report));
     }
-    if let Some(path) = csv {
+    if let Some(path) = &output.csv {
         std::fs::write(path, (printers.csv)(report)).map_err(|e| bad_input(format!("cannot write {}: {e}", path.display())))?;
     }
-    if let Some(path) = chart {
+    if let Some(path) = &output.chart {
         (printers.chart)(report, path).map_err(bench_error)?;
     }
     Ok(())

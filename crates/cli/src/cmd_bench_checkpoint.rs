@@ -101,8 +101,7 @@ pub fn run_bench(args: BenchCheckpointArgs) -> anyhow::Result<()> {
     let json = args.json;
     let report = run(&options, &mut |t| eprintln!("{}", line(t))).map_err(bench_error)?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return crate::print_json(&report);
     }
     println!("medians over rounds; scan {} {} ({} threads); {:.0} MB dirty per checkpoint", report.scan_table, report.scan_query, report.scan_threads, report.dirty_bytes as f64 / 1e6);
     println!("cap   pace  rounds  scan alone MB/s  scan during MB/s  kept   checkpoint s  ckpt MB/s  writes  avg write KB  max outstanding");

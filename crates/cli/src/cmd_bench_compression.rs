@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use flashscan_bench::chart::write_compression_chart;
 use flashscan_bench::compression::{self, CompressionBenchOptions, CompressionReport, FORMATS};
 
-use crate::cmd_bench::{print_report, ReportPrinters};
+use crate::cmd_bench::{print_report, ReportOutput, ReportPrinters};
 use flashscan_exec::{BuiltinQuery, CacheMode, ScanOptions};
 
 use crate::exit::{bad_input, bench_error, exec_error};
@@ -40,15 +40,8 @@ pub struct BenchCompressionArgs {
     /// Column store rows per row group (default 1048576).
     #[arg(long, value_name = "ROWS")]
     pub row_group_rows: Option<usize>,
-    /// Also write the results as CSV.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<PathBuf>,
-    /// Also write an SVG chart.
-    #[arg(long, value_name = "FILE")]
-    pub chart: Option<PathBuf>,
-    /// Print JSON instead of the table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: ReportOutput,
 }
 
 pub fn run(args: BenchCompressionArgs) -> anyhow::Result<()> {
@@ -79,5 +72,5 @@ pub fn run(args: BenchCompressionArgs) -> anyhow::Result<()> {
     };
     let report = compression::run(&args.db, &args.table, &options, &mut |m| eprintln!("{m}")).map_err(bench_error)?;
     let printers = ReportPrinters { text: CompressionReport::to_text, csv: CompressionReport::to_csv, chart: write_compression_chart };
-    print_report(&report, args.json, args.csv.as_deref(), args.chart.as_deref(), printers)
+    print_report(&report, &args.output, printers)
 }

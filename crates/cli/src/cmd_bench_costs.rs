@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use flashscan_bench::chart::write_costs_chart;
 use flashscan_bench::costs::{self, CostReport, CostsOptions};
 
-use crate::cmd_bench::{print_report, ReportPrinters};
+use crate::cmd_bench::{print_report, ReportOutput, ReportPrinters};
 
 use crate::exit::{bad_input, bench_error};
 
@@ -18,12 +18,6 @@ use crate::exit::{bad_input, bench_error};
 pub struct BenchCostsArgs {
     /// Database directory (the bench writes its own tables under DB/bench_costs).
     pub db: PathBuf,
-    /// Also write the results as CSV.
-    #[arg(long)]
-    pub csv: Option<PathBuf>,
-    /// Also write an SVG chart.
-    #[arg(long)]
-    pub chart: Option<PathBuf>,
     /// Pages of each scan table.
     #[arg(long, default_value_t = 4096)]
     pub scan_pages: u64,
@@ -36,9 +30,8 @@ pub struct BenchCostsArgs {
     /// Reads in flight when prefetching.
     #[arg(long, default_value_t = 64)]
     pub depth: u32,
-    /// Print the results as JSON instead of a table.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: ReportOutput,
 }
 
 pub fn run_bench_costs(args: BenchCostsArgs) -> anyhow::Result<()> {
@@ -47,5 +40,5 @@ pub fn run_bench_costs(args: BenchCostsArgs) -> anyhow::Result<()> {
     let options = CostsOptions { scan_pages: args.scan_pages, lookup_rows: args.lookup_rows, lookup_rows_target: args.lookup_rows_target, depth: args.depth, pool_bytes };
     let report = costs::run(&args.db, &options, &mut |m| eprintln!("{m}")).map_err(bench_error)?;
     let printers = ReportPrinters { text: CostReport::to_text, csv: CostReport::to_csv, chart: write_costs_chart };
-    print_report(&report, args.json, args.csv.as_deref(), args.chart.as_deref(), printers)
+    print_report(&report, &args.output, printers)
 }

@@ -28,8 +28,7 @@ pub fn run(args: BenchInsertsArgs) -> anyhow::Result<()> {
     let options = InsertsOptions { threads: args.threads, rows_per_commit: args.rows_per_commit, seconds: args.seconds };
     let r = inserts::run(&args.db, &options).map_err(bench_error)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
-        return Ok(());
+        return crate::print_json(&r);
     }
     if r.database_created {
         println!("made database {} (flashscan init)", r.db.display());

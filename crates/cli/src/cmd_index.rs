@@ -59,8 +59,7 @@ fn create(args: CreateArgs) -> anyhow::Result<()> {
     crate::cmd_write::refuse_if_unflushed(&args.db, &args.table, "flashscan index create")?;
     let meta = create_index(&args.db, &request).map_err(index_error)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&meta)?);
-        return Ok(());
+        return crate::print_json(&meta);
     }
     println!(
         "index {} on {} ({}): {} entries, height {}, {} nodes of 8 KB ({:.1} MB), built in {:.2} s",

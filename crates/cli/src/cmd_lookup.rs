@@ -170,7 +170,7 @@ pub fn run(args: LookupArgs) -> anyhow::Result<()> {
     if args.json {
         let rows = shown.iter().map(|r| serde_json::Value::Array(r.iter().map(value_json).collect())).collect();
         let out = Output { table: &args.table, index: &args.index, cold: args.cold, stats: &stats, derived, rows };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        crate::print_json(&out)?;
         return Ok(());
     }
     let ms = |ns: u64| ns as f64 / 1e6;

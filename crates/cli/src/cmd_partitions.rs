@@ -93,8 +93,7 @@ pub fn run(args: PartitionsArgs) -> anyhow::Result<()> {
         files: &t.files,
     };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-        return Ok(());
+        return crate::print_json(&report);
     }
     println!(
         "table {} ({}, hash on {}): {} rows, {} pages, {:.1} MB, interleave {} KB",

@@ -112,7 +112,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     let table = open_source(&db, &args.table).map_err(exec_error)?;
     let report = run_query(table.as_ref(), &query, &options).map_err(exec_error)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report_json(&report))?);
+        crate::print_json(&report_json(&report))?;
     } else {
         print_report(&report);
     }

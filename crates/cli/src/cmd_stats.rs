@@ -28,7 +28,7 @@ pub fn run(args: StatsArgs) -> anyhow::Result<()> {
     }
     let stats = PersistedStats::read(&args.db).map_err(index_error)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&stats)?);
+        crate::print_json(&stats)?;
     } else {
         let c = &stats.counters;
         let ms = |ns: u64| ns as f64 / 1e6;

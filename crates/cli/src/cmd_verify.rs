@@ -63,8 +63,7 @@ pub fn report_lines(report: &VerifyReport) -> Vec<String> {
 
 pub fn print_report(report: &VerifyReport, json: bool) -> anyhow::Result<()> {
     if json {
-        println!("{}", serde_json::to_string_pretty(report)?);
-        return Ok(());
+        return crate::print_json(report);
     }
     for line in report_lines(report) {
         println!("{line}");

@@ -46,16 +46,11 @@ pub fn refuse_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Result
     flashscan_write::refuse_if_unflushed(db, table, what).map_err(write_error)
 }
 
-fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
 pub fn init(args: InitArgs) -> anyhow::Result<()> {
     let options = InitOptions { volumes: args.volumes, wal_dir: args.wal_dir, segment_size_bytes: None };
     let r = flashscan_write::init_database(&args.db, &options).map_err(write_error)?;
     if args.json {
-        return print_json(&r);
+        return crate::print_json(&r);
     }
     println!("made database {} (id {}), write-ahead log in {}", r.db.display(), r.database_id, r.wal_dir.display());
     Ok(())
@@ -65,7 +60,7 @@ pub fn checkpoint(args: CheckpointArgs) -> anyhow::Result<()> {
     let options = CheckpointOptions { max_async_io: args.max_async_io, ..CheckpointOptions::default() };
     let r = flashscan_write::checkpoint(&args.db, &options).map_err(write_error)?;
     if args.json {
-        return print_json(&r);
+        return crate::print_json(&r);
     }
     println!(
         "checkpoint: {} rows of {} tables -> {} pages in {} new and {} appended files; {} writes of {:.0} KB on average, at most {} outstanding (cap {}); redo point {}; {:.3} s",
@@ -87,7 +82,7 @@ pub fn checkpoint(args: CheckpointArgs) -> anyhow::Result<()> {
 pub fn recover(args: RecoverArgs) -> anyhow::Result<()> {
     let r = flashscan_write::recover(&args.db, args.verify).map_err(write_error)?;
     if args.json {
-        return print_json(&r);
+        return crate::print_json(&r);
     }
     println!(
         "recovered: {} log records scanned from LSN {} to {}; {} committed rows replayed ({} already in pages, {} of dropped tables); log end: {}",

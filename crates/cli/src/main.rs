@@ -116,3 +116,10 @@ fn main() {
         exit::report_and_exit(e);
     }
 }
+
+/// The `--json` output of every command: its report as one pretty-printed JSON document
+/// on stdout.
+fn print_json(report: &impl serde::Serialize) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(report)?);
+    Ok(())
+}

@@ -6,28 +6,20 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn flashscan() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flashscan"))
-}
-
-fn run(args: &[&str]) -> Output {
-    flashscan().args(args).output().unwrap_or_else(|e| panic!("{e}"))
-}
+mod common;
+use common::{assert_one_line_bad_input, command as flashscan, flashscan as run, stderr};
 
 fn ok(out: Output) -> String {
     assert!(out.status.success(), "failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// Exit 2 and one line on stderr containing `needle`.
+/// Exit 2 and one line on stderr containing `needle`; that line.
 fn bad(out: Output, needle: &str) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(2), "stdout: {} stderr: {err}", String::from_utf8_lossy(&out.stdout));
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains(needle), "{needle:?} not in {err}");
-    err
+    assert_one_line_bad_input(&out, needle);
+    stderr(&out)
 }
 
 fn sql_file(db: &Path, dir: &Path, name: &str, text: &str) -> Output {
@@ -44,11 +36,13 @@ fn count(db: &Path, query: &str) -> i64 {
     v["rows"][0][0].as_i64().unwrap_or_else(|| panic!("{v}"))
 }
 
-fn new_db(dir: &Path) -> std::path::PathBuf {
-    let db = dir.join("db");
+/// A new temporary directory with a database `db` in it made by `init`, holding table t.
+fn new_db() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
     ok(run(&["init", &db.to_string_lossy()]));
     ok(run(&["sql", &db.to_string_lossy(), "CREATE TABLE t (id BIGINT NOT NULL, qty INT NOT NULL, note VARCHAR) WITH (partitions = 2)"]));
-    db
+    (dir, db)
 }
 
 #[test]
@@ -91,8 +85,7 @@ fn bench_inserts_rows_are_durable_and_counted_by_sql() {
 
 #[test]
 fn begin_commit_in_a_file_is_one_transaction() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = new_db(dir.path());
+    let (dir, db) = new_db();
     let out = ok(sql_file(&db, dir.path(), "ok.sql", "BEGIN;\nINSERT INTO t VALUES (1, 10, 'a'), (2, 20, NULL);\nINSERT INTO t SELECT id + 100, qty, note FROM t;\nINSERT INTO t VALUES (3, 30, 'c');\nCOMMIT;\n"));
     assert!(out.contains("COMMIT: 3 rows"), "{out}");
     // The SELECT inside the block saw committed rows only (none): 3 rows, not 5.
@@ -122,8 +115,7 @@ fn begin_commit_in_a_file_is_one_transaction() {
 
 #[test]
 fn begin_commit_in_the_shell() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = new_db(dir.path());
+    let (dir, db) = new_db();
     let mut child = flashscan()
         .arg("sql")
         .arg(&db)
@@ -151,8 +143,7 @@ fn begin_commit_in_the_shell() {
 
 #[test]
 fn copy_from_csv_and_parquet() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = new_db(dir.path());
+    let (dir, db) = new_db();
     let d = db.to_string_lossy().to_string();
     let csv = dir.path().join("rows.csv");
     std::fs::write(&csv, "id,qty,note\n1,10,a\n2,20,\n3,30,c\n").unwrap();

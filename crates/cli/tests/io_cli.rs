@@ -4,6 +4,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+use common::{stderr, stdout};
+
 fn flashscan(args: &[&str]) -> Output {
     flashscan_env(args, &[])
 }
@@ -17,12 +20,12 @@ fn flashscan_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     c.output().expect("the flashscan binary runs")
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// The test directory's `data` folder, where the workbench makes its test files (the
+/// outputs a test checks go beside it).
+fn data_dir(dir: &tempfile::TempDir) -> String {
+    let d = dir.path().join("data");
+    std::fs::create_dir(&d).unwrap();
+    d.to_str().unwrap().to_string()
 }
 
 /// Quick run flags: tiny file, short run.
@@ -40,18 +43,22 @@ fn json(o: &Output) -> serde_json::Value {
     serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(o)))
 }
 
+/// A 1 MiB file flashscan did not make (bytes `i % modulus`); its content, to show later
+/// that nothing touched it.
+fn foreign_file(path: &Path, modulus: u32) -> Vec<u8> {
+    let content: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % modulus) as u8).collect();
+    std::fs::write(path, &content).unwrap();
+    content
+}
+
 fn files_in(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
 }
 
 /// Exit 2, one `flashscan: ...` line containing `needle`.
 fn assert_bad_input(o: &Output, needle: &str) {
-    let err = stderr(o);
-    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
-    assert!(err.starts_with("flashscan: "), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "one line expected: {err}");
-    assert!(err.contains(needle), "`{needle}` missing from: {err}");
-    assert!(!err.contains("panicked"), "{err}");
+    common::assert_one_line_bad_input(o, needle);
+    assert!(stderr(o).starts_with("flashscan: "), "{}", stderr(o));
 }
 
 #[test]
@@ -160,12 +167,11 @@ fn parameter_files_as_sqlio_writes_them() {
 #[test]
 fn sweep_writes_csv_and_chart() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("data");
-    std::fs::create_dir(&d).unwrap();
+    let d: &str = &data_dir(&dir);
     let csv = dir.path().join("sweep.csv");
     let svg = dir.path().join("sweep.svg");
     let o = flashscan(&[
-        d.to_str().unwrap(), "--sweep", "-b", "4K", "-o", "1,2", "-d", "150ms", "--warmup", "0", "--size", "2M",
+        d, "--sweep", "-b", "4K", "-o", "1,2", "-d", "150ms", "--warmup", "0", "--size", "2M",
         "--csv", csv.to_str().unwrap(), "--chart", svg.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -221,8 +227,7 @@ fn bad_input_exits_2_with_one_line_and_leaves_no_file() {
 fn a_file_flashscan_did_not_create_is_never_written_without_force() {
     let dir = tempfile::tempdir().unwrap();
     let theirs = dir.path().join("theirs.dat");
-    let content: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 251) as u8).collect();
-    std::fs::write(&theirs, &content).unwrap();
+    let content = foreign_file(&theirs, 251);
     let t = theirs.to_str().unwrap();
     for extra in [&["--rw", "write"][..], &["--rw", "mix", "--write-pct", "10"][..], &["--verify"][..]] {
         let mut args = vec![t, "-b", "4K", "-d", "200ms", "--warmup", "0"];
@@ -280,9 +285,7 @@ fn status_interval_prints_lines_and_json_carries_the_series() {
 #[test]
 fn outputs_never_replace_a_file() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("data");
-    std::fs::create_dir(&d).unwrap();
-    let d = d.to_str().unwrap();
+    let d: &str = &data_dir(&dir);
     let theirs = dir.path().join("theirs.txt");
     std::fs::write(&theirs, b"precious").unwrap();
     let link = dir.path().join("report.csv");
@@ -319,8 +322,7 @@ fn outputs_never_replace_a_file() {
 fn a_forged_mark_does_not_allow_writes() {
     let dir = tempfile::tempdir().unwrap();
     let victim = dir.path().join("victim.dat");
-    let content: Vec<u8> = (0..(1u32 << 20)).map(|i| (i % 253) as u8).collect();
-    std::fs::write(&victim, &content).unwrap();
+    let content = foreign_file(&victim, 253);
     let link = dir.path().join("bench.dat");
     std::os::unix::fs::symlink(&victim, &link).unwrap();
     std::fs::write(dir.path().join(".bench.dat.flashscan"), b"").unwrap();
@@ -370,9 +372,7 @@ fn bad_sweep_values_exit_2_with_one_line() {
 #[test]
 fn thread_and_process_sweeps_with_chart_and_html() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("data");
-    std::fs::create_dir(&d).unwrap();
-    let d = d.to_str().unwrap();
+    let d: &str = &data_dir(&dir);
     for axis in ["threads=1,2", "processes=1,2"] {
         let name = axis.split('=').next().unwrap();
         let html = dir.path().join(format!("{name}.html"));
@@ -412,9 +412,7 @@ fn thread_and_process_sweeps_with_chart_and_html() {
 #[test]
 fn a_saved_job_and_a_results_json_replay_the_same_test() {
     let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().join("data");
-    std::fs::create_dir(&d).unwrap();
-    let d = d.to_str().unwrap();
+    let d: &str = &data_dir(&dir);
     let job = dir.path().join("job.json");
     let first = json(&flashscan(&[
         d, "--size", "4M", "-b", "8K", "-o", "3", "-t", "2", "-f", "seq", "--rw", "write", "--sync", "-d", "300ms", "--warmup", "0",

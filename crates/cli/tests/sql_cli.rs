@@ -4,11 +4,10 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn flashscan() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_flashscan"))
-}
+mod common;
+use common::command as flashscan;
 
 /// A small TPC-H database (nation and region: enough for every printer and error).
 fn small_db() -> tempfile::TempDir {

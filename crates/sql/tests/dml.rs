@@ -2,7 +2,7 @@
 //! `flashscan init`: answers compared with the rows inserted (the oracle is the test's own
 //! list of rows), failed statements leave nothing, refusals are one clear line.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType, Int64Type};
@@ -14,7 +14,7 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// A new database `DIR/db` (made by `init`, 1 MB log segments).
-fn new_database(dir: &Path) -> std::path::PathBuf {
+fn new_database(dir: &Path) -> PathBuf {
     let db = dir.join("db");
     init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
     db
@@ -33,6 +33,17 @@ fn fails(rt: &tokio::runtime::Runtime, s: &FlashscanSession, sql: &str) -> Strin
         Ok(_) => panic!("{sql}: should have failed"),
         Err(e) => e.to_string(),
     }
+}
+
+/// A runtime, a new database, and a session on it in which table t (id, name, qty: the
+/// columns `rows`, `expected` and `values` read and write) was created `with` these
+/// options (a ` WITH (…)` clause, or nothing).
+fn database_with_t(with: &str) -> (tokio::runtime::Runtime, tempfile::TempDir, PathBuf, FlashscanSession) {
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    let db = new_database(dir.path());
+    let s = session(&db);
+    run(&rt, &s, &format!("CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL){with}"));
+    (rt, dir, db, s)
 }
 
 /// (id, name, qty) rows of `SELECT id, name, qty FROM t ORDER BY id`.
@@ -73,10 +84,7 @@ fn values(from: i64, to: i64) -> String {
 
 #[test]
 fn create_insert_select_round_trip_then_checkpoint() {
-    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
-    let db = new_database(dir.path());
-    let s = session(&db);
-    run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL) WITH (partitions = 4, partition_by = 'id')");
+    let (rt, _dir, db, s) = database_with_t(" WITH (partitions = 4, partition_by = 'id')");
     assert_eq!(s.table_names(), vec!["t".to_string()]);
     let out = run(&rt, &s, &format!("INSERT INTO t VALUES {}", values(1, 40)));
     let inserted = arrow::compute::cast(out.batches[0].column(0), &DataType::Int64).unwrap();
@@ -115,10 +123,7 @@ fn create_insert_select_round_trip_then_checkpoint() {
 /// the rows inserted after it (they once kept the delta they were registered with).
 #[test]
 fn rows_inserted_after_an_automatic_checkpoint_are_seen_by_the_same_session() {
-    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
-    let db = new_database(dir.path());
-    let s = session(&db);
-    run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL) WITH (partitions = 4, partition_by = 'id')");
+    let (rt, _dir, db, s) = database_with_t(" WITH (partitions = 4, partition_by = 'id')");
     let w = s.write_path().expect("an init database has a write path").clone();
     // A checkpoint after every INSERT.
     w.set_limits(flashscan_write::WriteLimits { checkpoint_delta_bytes: 1, ..Default::default() }).unwrap();
@@ -136,10 +141,7 @@ fn rows_inserted_after_an_automatic_checkpoint_are_seen_by_the_same_session() {
 
 #[test]
 fn failed_statements_leave_nothing_and_refusals_are_clear() {
-    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
-    let db = new_database(dir.path());
-    let s = session(&db);
-    run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, name VARCHAR, qty INT NOT NULL)");
+    let (rt, _dir, db, s) = database_with_t("");
     run(&rt, &s, &format!("INSERT INTO t VALUES {}", values(1, 5)));
     // NULL into NOT NULL in the last row: the whole statement fails.
     let e = fails(&rt, &s, "INSERT INTO t VALUES (6, 'a', 60), (7, 'b', NULL)");

@@ -168,11 +168,18 @@ fn flashscan_session(dir: &Path) -> FlashscanSession {
     FlashscanSession::open(dir, options).unwrap_or_else(|e| panic!("open: {e}"))
 }
 
-fn run_all_queries(format: &str) {
+/// All eight TPC-H tables loaded in `format` into a new temporary database (the error
+/// tests name tables beyond lineitem and orders), a runtime, and a session on it.
+fn tpch_session(format: &str) -> (tempfile::TempDir, tokio::runtime::Runtime, FlashscanSession) {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     load_tpch(dir.path(), format);
     let rt = runtime();
     let session = flashscan_session(dir.path());
+    (dir, rt, session)
+}
+
+fn run_all_queries(format: &str) {
+    let (_dir, rt, session) = tpch_session(format);
     let oracle = oracle_context();
     let mut failures = Vec::new();
     let mut answers_with_rows = 0;
@@ -224,10 +231,7 @@ fn tpch_22_queries_match_the_oracle_on_columnstore_archive() {
 /// l_orderkey order, so a range of keys touches few row groups.
 #[test]
 fn a_range_filter_skips_column_store_row_groups() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    load_tpch(dir.path(), "columnstore");
-    let rt = runtime();
-    let session = flashscan_session(dir.path());
+    let (_dir, rt, session) = tpch_session("columnstore");
     // The same columns, with a filter every row group may match.
     let full = run(&session, &rt, "SELECT SUM(l_quantity), COUNT(*) FROM lineitem WHERE l_orderkey >= 0");
     let few = run(&session, &rt, "SELECT SUM(l_quantity), COUNT(*) FROM lineitem WHERE l_orderkey <= 100");
@@ -244,10 +248,7 @@ fn a_range_filter_skips_column_store_row_groups() {
 /// the planner gets them.
 #[test]
 fn column_store_statistics_are_the_data_min_and_max() {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    load_tpch(dir.path(), "columnstore");
-    let rt = runtime();
-    let session = flashscan_session(dir.path());
+    let (_dir, rt, session) = tpch_session("columnstore");
     let provider = rt.block_on(session.context().table_provider("lineitem")).unwrap_or_else(|e| panic!("{e}"));
     let stats = provider.statistics().unwrap_or_else(|| panic!("no statistics"));
     let schema = provider.schema();
@@ -271,23 +272,13 @@ fn column_store_statistics_are_the_data_min_and_max() {
     assert!(comment.min_value.get_value().is_none() && comment.max_value.get_value().is_none());
 }
 
-/// Shared database for the tests below: lineitem and orders only is not enough for the
-/// error tests (they name other tables), so all eight are loaded.
-fn heap_db() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    load_tpch(dir.path(), "heap");
-    dir
-}
-
 fn run(session: &FlashscanSession, rt: &tokio::runtime::Runtime, sql: &str) -> QueryOutput {
     rt.block_on(session.run_one(sql)).unwrap_or_else(|e| panic!("{sql}: {e}"))
 }
 
 #[test]
 fn scan_figures_show_what_was_read_and_limit_reads_less() {
-    let dir = heap_db();
-    let rt = runtime();
-    let session = flashscan_session(dir.path());
+    let (_dir, rt, session) = tpch_session("heap");
     let full = run(&session, &rt, "SELECT * FROM lineitem");
     let figures = full.scans.get("lineitem").unwrap_or_else(|| panic!("no scan figures for lineitem: {:?}", full.scans));
     assert_eq!(figures.figures.rows_scanned as usize, full.row_count());
@@ -306,9 +297,7 @@ fn scan_figures_show_what_was_read_and_limit_reads_less() {
 
 #[test]
 fn a_filter_on_the_partition_key_reads_one_partition() {
-    let dir = heap_db();
-    let rt = runtime();
-    let session = flashscan_session(dir.path());
+    let (_dir, rt, session) = tpch_session("heap");
     let full = run(&session, &rt, "SELECT l_orderkey, l_quantity FROM lineitem");
     let full_bytes = full.scan_total().bytes_read;
     let one = run(&session, &rt, "SELECT l_orderkey, l_quantity FROM lineitem WHERE l_orderkey = 7");
@@ -328,9 +317,7 @@ fn a_filter_on_the_partition_key_reads_one_partition() {
 
 #[test]
 fn explain_analyze_shows_the_scan_figures() {
-    let dir = heap_db();
-    let rt = runtime();
-    let session = flashscan_session(dir.path());
+    let (_dir, rt, session) = tpch_session("heap");
     let out = run(&session, &rt, "EXPLAIN ANALYZE SELECT l_returnflag, SUM(l_quantity) FROM lineitem GROUP BY l_returnflag");
     let text = cells(&out.batches).iter().flatten().map(|c| format!("{c:?}")).collect::<String>();
     for needle in ["FlashscanExec", "table=lineitem", "bytes_read=", "io_wait=", "decode_time=", "pages_read="] {
@@ -343,9 +330,7 @@ fn explain_analyze_shows_the_scan_figures() {
 
 #[test]
 fn sql_errors_are_one_clear_line() {
-    let dir = heap_db();
-    let rt = runtime();
-    let session = flashscan_session(dir.path());
+    let (_dir, rt, session) = tpch_session("heap");
     let cases: [(&str, &str, fn(&SqlError) -> bool); 4] = [
         ("SELEC 1", "syntax", |e| matches!(e, SqlError::Syntax(_))),
         ("SELECT * FROM no_such_table", "no_such_table", |e| matches!(e, SqlError::Plan(_))),
@@ -377,10 +362,7 @@ fn column_store_strings_are_views_and_joins_filter_in_the_scan() {
     // Runtime filters are off by default; other tests running meanwhile may take them too,
     // which changes no answer (the operators still do their own work).
     std::env::set_var("FLASHSCAN_SQL_RUNTIME_FILTERS", "1");
-    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    load_tpch(dir.path(), "columnstore");
-    let rt = runtime();
-    let session = flashscan_session(dir.path());
+    let (_dir, rt, session) = tpch_session("columnstore");
     let provider = rt.block_on(session.context().table_provider("lineitem")).unwrap_or_else(|e| panic!("{e}"));
     let schema = provider.schema();
     let shipmode = schema.field_with_name("l_shipmode").unwrap_or_else(|e| panic!("{e}"));
