@@ -26,7 +26,7 @@ use flashscan_storage::{Database, TableMeta, PAGE_SIZE_BYTES};
 use crate::chunk::Chunk;
 use crate::error::ExecError;
 use crate::segments::{RowGroupSegments, SegmentSink};
-use crate::source::{distinct_paths, file_index_of, ChunkDecoder, PageDecoder, ReadPlan, RunSpec, ScanFilter, TableSource};
+use crate::source::{distinct_paths, file_index_of, ChunkDecoder, Emit, PageDecoder, ReadPlan, RunSpec, ScanFilter, TableSource};
 
 /// Segments closer than this are read together: one larger read costs less than two
 /// (a gap of 64 KB is read in ~30 µs at 2 GB/s, about one I/O's overhead).
@@ -139,24 +139,10 @@ fn coalesce(mut ranges: Vec<(u64, u64)>, gap: u64) -> Vec<(u64, u64)> {
 }
 
 impl TableSource for ColumnStoreTable<'_> {
-    fn table_name(&self) -> &str {
-        &self.meta.name
-    }
+    crate::table_meta_methods!(meta);
 
     fn is_column_store(&self) -> bool {
         true
-    }
-
-    fn format_name(&self) -> String {
-        self.meta.format.clone()
-    }
-
-    fn schema(&self) -> SchemaRef {
-        self.meta.arrow_schema()
-    }
-
-    fn page_size_bytes(&self) -> usize {
-        PAGE_SIZE_BYTES
     }
 
     fn row_count(&self) -> u64 {
@@ -380,26 +366,14 @@ impl RowGroupDecoder {
 }
 
 impl ChunkDecoder for RowGroupDecoder {
-    fn decode_chunk_segments(
-        &mut self,
-        chunk: &Chunk,
-        bytes: &[u8],
-        path: &Path,
-        sink: &mut dyn SegmentSink,
-    ) -> Option<Result<u64, ExecError>> {
+    fn decode_chunk_segments(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, sink: &mut dyn SegmentSink) -> Option<Result<u64, ExecError>> {
         if self.projection.is_empty() {
             return None; // COUNT(*) reads metadata only: the batch path.
         }
         Some(self.decode_segments(chunk, bytes, path, sink))
     }
 
-    fn decode_chunk(
-        &mut self,
-        chunk: &Chunk,
-        bytes: &[u8],
-        path: &Path,
-        emit: &mut dyn FnMut(&RecordBatch) -> Result<(), ExecError>,
-    ) -> Result<u64, ExecError> {
+    fn decode_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, emit: &mut Emit<'_>) -> Result<u64, ExecError> {
         let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Internal(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
         debug_assert_eq!(path, group.path);
         let row_count = group.row_count as usize;

@@ -257,25 +257,37 @@ impl<'a> SliceDecoder<'a> {
         }
         let selection = selection.map(|s| BooleanArray::new(s, None));
         let passing = selection.as_ref().map_or(rows, |s| s.true_count());
-        // The columns not read by the filter are decoded for the passing rows only.
-        let keep = match selection {
-            Some(s) if passing < rows => Keep::selected(s),
-            _ => Keep::all(rows),
+        // The columns not read by the filter are decoded for the passing rows only, run by
+        // run; when the runs are short (scattered rows) every row is decoded and arrow's
+        // filter, which walks indices then, picks them out afterwards.
+        let (keep, filter_after) = match selection {
+            Some(s) if passing < rows => {
+                let keep = Keep::selected(s);
+                if keep.runs.len() * KEEP_RUN_ROWS_MIN > keep.rows {
+                    (Keep::all(rows), keep.mask)
+                } else {
+                    (keep, None)
+                }
+            }
+            _ => (Keep::all(rows), None),
+        };
+        let pick = |a: ArrayRef, mask: Option<&BooleanArray>| -> Result<ArrayRef, ExecError> {
+            Ok(match mask {
+                Some(mask) => arrow::compute::filter(&a, mask)?,
+                None => a,
+            })
         };
         let mut arrays = Vec::with_capacity(n);
         for (slot, column) in self.columns.iter_mut().enumerate() {
             let array = match decoded[slot].take() {
-                Some(a) => match &keep.mask {
-                    Some(mask) => arrow::compute::filter(&a, mask)?,
-                    None => a,
-                },
+                Some(a) => pick(a, keep.mask.as_ref().or(filter_after.as_ref()))?,
                 None if passing == 0 => {
                     if advanced[slot] == Advanced::No {
                         skip_rows(column, rows, group, slot)?;
                     }
                     arrow::array::new_empty_array(self.schema.field(slot).data_type())
                 }
-                None => next_array(column, start, rows, &keep, group, slot, advanced[slot])?,
+                None => pick(next_array(column, start, rows, &keep, group, slot, advanced[slot])?, filter_after.as_ref())?,
             };
             arrays.push(array);
         }
@@ -361,6 +373,10 @@ fn open_column<'a>(group: &RowGroupSegments<'_>, slot: usize, view: &'a SegmentV
     let array = if as_views && array.data_type() == &DataType::Utf8 { arrow::compute::cast(&array, &DataType::Utf8View)? } else { array };
     Ok(SliceColumn::Whole(array))
 }
+
+/// Kept runs shorter than this on average are not copied run by run (the per-run work
+/// outweighs a filter over every row: arrow's filter walks indices for such selections).
+const KEEP_RUN_ROWS_MIN: usize = 8;
 
 /// The rows of a slice a column is built for: every row, or the rows a filter kept, as
 /// runs of consecutive rows (so values are copied run by run as they are decoded, with no

@@ -40,28 +40,19 @@ pub trait PageDecoder: Send {
     fn finish_batch(&mut self) -> Result<RecordBatch, ExecError>;
 }
 
+/// Where a chunk decoder hands each batch it completes.
+pub type Emit<'e> = dyn FnMut(&RecordBatch) -> Result<(), ExecError> + 'e;
+
 /// Turns the chunks of one unit into batches. One per worker, reused for every chunk.
 pub trait ChunkDecoder: Send {
     /// Verifies and decodes one chunk read (`bytes`, from `path`), handing every batch it
     /// completes to `emit` (none while a unit is incomplete). Returns the rows decoded.
-    fn decode_chunk(
-        &mut self,
-        chunk: &Chunk,
-        bytes: &[u8],
-        path: &Path,
-        emit: &mut dyn FnMut(&RecordBatch) -> Result<(), ExecError>,
-    ) -> Result<u64, ExecError>;
+    fn decode_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, emit: &mut Emit<'_>) -> Result<u64, ExecError>;
 
     /// Like `decode_chunk`, for a sink that decodes segments itself (`segments.rs`): hands
     /// it each row group's verified segments once all have arrived. None: this decoder
     /// makes batches only (the caller then uses `decode_chunk`).
-    fn decode_chunk_segments(
-        &mut self,
-        _chunk: &Chunk,
-        _bytes: &[u8],
-        _path: &Path,
-        _sink: &mut dyn SegmentSink,
-    ) -> Option<Result<u64, ExecError>> {
+    fn decode_chunk_segments(&mut self, _chunk: &Chunk, _bytes: &[u8], _path: &Path, _sink: &mut dyn SegmentSink) -> Option<Result<u64, ExecError>> {
         None
     }
 
@@ -86,13 +77,7 @@ impl PagesChunkDecoder {
 }
 
 impl ChunkDecoder for PagesChunkDecoder {
-    fn decode_chunk(
-        &mut self,
-        chunk: &Chunk,
-        bytes: &[u8],
-        path: &Path,
-        emit: &mut dyn FnMut(&RecordBatch) -> Result<(), ExecError>,
-    ) -> Result<u64, ExecError> {
+    fn decode_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, emit: &mut Emit<'_>) -> Result<u64, ExecError> {
         let mut rows = 0u64;
         for (i, page) in bytes.chunks_exact(self.page_size_bytes).enumerate() {
             let offset_bytes = chunk.offset_bytes + (i * self.page_size_bytes) as u64;
@@ -171,6 +156,30 @@ impl ReadPlan {
     pub fn bytes(&self) -> u64 {
         self.chunks.iter().map(|c| c.length_bytes as u64).sum()
     }
+}
+
+/// The `TableSource` methods of a source over one table's `TableMeta` (in field `$meta`):
+/// its name, format, schema and page size. One definition for the heap
+/// (`StorageTable`), the column store (`ColumnStoreTable`) and SQL's scan units.
+#[macro_export]
+macro_rules! table_meta_methods {
+    ($meta:ident) => {
+        fn table_name(&self) -> &str {
+            &self.$meta.name
+        }
+
+        fn format_name(&self) -> String {
+            self.$meta.format.clone()
+        }
+
+        fn schema(&self) -> ::arrow::datatypes::SchemaRef {
+            self.$meta.arrow_schema()
+        }
+
+        fn page_size_bytes(&self) -> usize {
+            ::flashscan_storage::PAGE_SIZE_BYTES
+        }
+    };
 }
 
 pub trait TableSource: Sync {

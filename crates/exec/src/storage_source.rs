@@ -6,7 +6,7 @@ use std::path::Path;
 
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use flashscan_storage::{decode_page_count_only, Database, HeapDecoder, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{decode_page_count_only, Database, HeapDecoder, TableMeta};
 use std::sync::Arc;
 
 use crate::error::ExecError;
@@ -46,21 +46,7 @@ impl<'a> StorageTable<'a> {
 }
 
 impl TableSource for StorageTable<'_> {
-    fn table_name(&self) -> &str {
-        &self.meta.name
-    }
-
-    fn format_name(&self) -> String {
-        self.meta.format.clone()
-    }
-
-    fn schema(&self) -> SchemaRef {
-        self.meta.arrow_schema()
-    }
-
-    fn page_size_bytes(&self) -> usize {
-        PAGE_SIZE_BYTES
-    }
+    crate::table_meta_methods!(meta);
 
     fn row_count(&self) -> u64 {
         self.meta.row_count

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use datafusion::common::stats::Precision;
-use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{ColumnStatistics, Result, Statistics};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
@@ -23,8 +22,7 @@ use datafusion::physical_plan::filter_pushdown::{ChildPushdownResult, FilterPush
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::RecordBatchReceiverStream;
 use datafusion::physical_plan::{
-    ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
-    ReplaceChildrenOptions, SendableRecordBatchStream, StatisticsArgs,
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream, StatisticsArgs,
 };
 use flashscan_storage::TableMeta;
 
@@ -32,6 +30,45 @@ use crate::error::exec_to_datafusion;
 use crate::metrics::{ScanLog, UnitMetrics};
 use crate::reader::{read_unit, sql_schema, Flow, ReadOptions, RowFilter, SliceOptions};
 use crate::scan_units::ScanUnit;
+
+/// The `ExecutionPlan` methods every leaf scan node of flashscan writes the same way (its
+/// `properties` field, no children, no expressions of its own): one definition for
+/// `FlashscanExec` and the cluster's `ClusterScanExec` (crates/cluster/src/scan.rs).
+/// Expands inside an `impl ExecutionPlan for T` whose `T` has `properties: Arc<PlanProperties>`.
+#[macro_export]
+macro_rules! leaf_plan_methods {
+    () => {
+        fn properties(&self) -> &::std::sync::Arc<::datafusion::physical_plan::PlanProperties> {
+            &self.properties
+        }
+
+        fn children(&self) -> Vec<&::std::sync::Arc<dyn ::datafusion::physical_plan::ExecutionPlan>> {
+            vec![]
+        }
+
+        fn apply_expressions(
+            &self,
+            _f: &mut dyn FnMut(&::std::sync::Arc<dyn ::datafusion::physical_expr::PhysicalExpr>) -> ::datafusion::common::Result<::datafusion::common::tree_node::TreeNodeRecursion>,
+        ) -> ::datafusion::common::Result<::datafusion::common::tree_node::TreeNodeRecursion> {
+            Ok(::datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+
+        fn replace_children(
+            self: ::std::sync::Arc<Self>,
+            _children: Vec<::std::sync::Arc<dyn ::datafusion::physical_plan::ExecutionPlan>>,
+            _options: ::datafusion::physical_plan::ReplaceChildrenOptions,
+        ) -> ::datafusion::common::Result<::std::sync::Arc<dyn ::datafusion::physical_plan::ExecutionPlan>> {
+            Ok(self)
+        }
+
+        fn with_new_children(
+            self: ::std::sync::Arc<Self>,
+            children: Vec<::std::sync::Arc<dyn ::datafusion::physical_plan::ExecutionPlan>>,
+        ) -> ::datafusion::common::Result<::std::sync::Arc<dyn ::datafusion::physical_plan::ExecutionPlan>> {
+            self.replace_children(children, ::datafusion::physical_plan::ReplaceChildrenOptions::new(::datafusion::physical_plan::ChildrenPropertiesMode::Recompute))
+        }
+    };
+}
 
 /// Batch slices a unit may have handed on and DataFusion not yet taken. The slices keep
 /// their decoded batch alive, so this bounds a scan's memory to about two decoded batches
@@ -178,25 +215,7 @@ impl ExecutionPlan for FlashscanExec {
         "FlashscanExec"
     }
 
-    fn properties(&self) -> &Arc<PlanProperties> {
-        &self.properties
-    }
-
-    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
-    }
-
-    fn apply_expressions(&self, _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
-    }
-
-    fn replace_children(self: Arc<Self>, _children: Vec<Arc<dyn ExecutionPlan>>, _options: ReplaceChildrenOptions) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(self)
-    }
-
-    fn with_new_children(self: Arc<Self>, children: Vec<Arc<dyn ExecutionPlan>>) -> Result<Arc<dyn ExecutionPlan>> {
-        self.replace_children(children, ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute))
-    }
+    crate::leaf_plan_methods!();
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         // Decoders hand on whole pages' or row groups' worth of rows (up to a million);

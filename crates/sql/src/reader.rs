@@ -459,21 +459,7 @@ struct DecodedCounts {
 }
 
 impl TableSource for HeapUnitSource<'_> {
-    fn table_name(&self) -> &str {
-        &self.table.name
-    }
-
-    fn format_name(&self) -> String {
-        self.table.format.clone()
-    }
-
-    fn schema(&self) -> SchemaRef {
-        self.table.arrow_schema()
-    }
-
-    fn page_size_bytes(&self) -> usize {
-        PAGE_SIZE_BYTES
-    }
+    flashscan_exec::table_meta_methods!(table);
 
     fn row_count(&self) -> u64 {
         self.unit.row_count
