@@ -66,6 +66,18 @@ def count(port, user):
     return int(run.psql(port, "select count(*) from ins", user=user).strip())
 
 
+def commit_totals():
+    """flashscan's own counters, cumulative: statements acknowledged, write-path commits
+    (groups) and log flushes, from the newest one-second sample; None if the server has
+    no such columns (an older binary)."""
+    try:
+        out = run.psql(run.FS_PORT, "select statements_committed_total, commits_total, log_flushes_total "
+                       "from flashscan_stats_history order by sample_time desc limit 1", user="bench").strip()
+        return [int(x) for x in out.split("|")]
+    except (subprocess.CalledProcessError, ValueError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clients", default="1,8,64")
@@ -75,6 +87,7 @@ def main():
     ap.add_argument("--profile", default="release", choices=["release", "debug"])
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--flashscan", help="a flashscan binary (default: build one)")
+    ap.add_argument("--serve-args", default="", help="more arguments for flashscan serve, e.g. '--commit-workers 1'")
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     os.makedirs(a.work, exist_ok=True)
@@ -88,7 +101,7 @@ def main():
     db = os.path.join(a.work, "flashscan-inserts")
     shutil.rmtree(db, ignore_errors=True)
     run.sh([fs, "init", db], stdout=subprocess.DEVNULL)
-    flash = run.Flashscan(fs, db, max_conn)
+    flash = run.Flashscan(fs, db, max_conn, a.serve_args.split())
 
     pg = run.Postgres(a.work, max_conn)
     pg.init()
@@ -110,6 +123,7 @@ def main():
                 for system in ("flashscan", "postgresql"):
                     port, user, pid = (run.FS_PORT, "bench", flash.pid) if system == "flashscan" else (run.PG_PORT, "postgres", pg.pid)
                     before = count(port, user)
+                    totals0 = commit_totals() if system == "flashscan" else None
                     cpu0 = run.cpu_seconds_of_tree(pid())
                     last = rnd == a.rounds - 1 and n == clients[-1] and system == "flashscan"
                     shooter = None
@@ -126,11 +140,24 @@ def main():
                     rows = count(port, user) - before
                     if rows != r["transactions"]:
                         raise RuntimeError(f"{system}: pgbench counted {r['transactions']} transactions, the table gained {rows} rows")
-                    r.update(system=system, clients=n, round=rnd, rows=rows, rows_per_s=rows / r["elapsed_s"], server_cpu_s=cpu)
+                    r.update(system=system, clients=n, round=rnd, rows=rows, rows_per_s=rows / r["elapsed_s"], server_cpu_s=cpu,
+                             server_cpu_us_per_row=cpu * 1e6 / rows if rows else float("nan"))
+                    if totals0:
+                        time.sleep(1.2)  # the sampler's next second holds the step's last commits
+                        totals1 = commit_totals()
+                        if totals1:
+                            statements, commits, flushes = (b - a_ for a_, b in zip(totals0, totals1))
+                            r.update(statements_per_commit=statements / commits if commits else float("nan"),
+                                     statements_per_flush=statements / flushes if flushes else float("nan"),
+                                     log_flushes_per_s=flushes / r["elapsed_s"])
                     results.append(r)
+                    extra = ""
+                    if "statements_per_flush" in r:
+                        extra = (f", {r['statements_per_commit']:.1f} statements per commit, {r['statements_per_flush']:.1f} per log flush, "
+                                 f"{r['log_flushes_per_s']:.0f} flushes/s")
                     print(f"round {rnd} {n:>3} clients {system:>10}: {r['rows_per_s']:9.1f} rows/s (pgbench tps {r['tps']:.1f}, "
-                          f"latency avg {r['latency_ms_avg']:.2f} ms, {rows} rows in {r['elapsed_s']:.1f} s, server CPU {cpu:.1f} s)",
-                          flush=True)
+                          f"latency avg {r['latency_ms_avg']:.2f} ms, {rows} rows in {r['elapsed_s']:.1f} s, server CPU {cpu:.1f} s, "
+                          f"{r['server_cpu_us_per_row']:.0f} us/row{extra})", flush=True)
     finally:
         flash.stop()
         pg.stop()
@@ -139,15 +166,19 @@ def main():
         json.dump({"duration_s": a.duration, "profile": a.profile, "results": results}, f, indent=1)
     lines = [f"# bench/concurrency/inserts.py: one row per transaction over the wire, {a.duration} s per step, "
              f"{a.rounds} rounds interleaved, medians, flashscan {a.profile} build", "",
-             "| clients | flashscan rows/s | PostgreSQL rows/s | ratio fs/pg | latency avg ms fs / pg | server CPU s fs / pg |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "| clients | flashscan rows/s | PostgreSQL rows/s | ratio fs/pg | latency avg ms fs / pg | server CPU s fs / pg | server CPU us/row fs / pg | fs statements per commit / per log flush |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for n in clients:
         f_ = [r for r in results if r["clients"] == n and r["system"] == "flashscan"]
         p_ = [r for r in results if r["clients"] == n and r["system"] == "postgresql"]
-        med = lambda rs, k: statistics.median([r[k] for r in rs])
+        def med(rs, k):
+            v = [r[k] for r in rs if k in r]
+            return statistics.median(v) if v else float("nan")
         lines.append(f"| {n} | {med(f_, 'rows_per_s'):.0f} | {med(p_, 'rows_per_s'):.0f} | "
                      f"{med(f_, 'rows_per_s') / med(p_, 'rows_per_s'):.2f} | {med(f_, 'latency_ms_avg'):.2f} / {med(p_, 'latency_ms_avg'):.2f} | "
-                     f"{med(f_, 'server_cpu_s'):.1f} / {med(p_, 'server_cpu_s'):.1f} |")
+                     f"{med(f_, 'server_cpu_s'):.1f} / {med(p_, 'server_cpu_s'):.1f} | "
+                     f"{med(f_, 'server_cpu_us_per_row'):.0f} / {med(p_, 'server_cpu_us_per_row'):.0f} | "
+                     f"{med(f_, 'statements_per_commit'):.1f} / {med(f_, 'statements_per_flush'):.1f} |")
     lines += ["", "Target (issue 12): flashscan >= 2x PostgreSQL's rows/s at 8 and 64 clients, both durable "
               "(PostgreSQL: fsync = on, synchronous_commit = on).",
               "Command: python3 bench/concurrency/inserts.py " + " ".join(sys.argv[1:])]

@@ -38,6 +38,10 @@ pub struct ServeArgs {
     /// wire), md5, or password (in clear; trusted networks only) [default: scram-sha-256].
     #[arg(long, value_name = "METHOD")]
     pub auth: Option<String>,
+    /// Threads committing INSERT/COPY groups; while one group waits for its log flush the
+    /// next is formed and logged [default: 4; 1 = one group at a time].
+    #[arg(long, value_name = "N")]
+    pub commit_workers: Option<usize>,
 }
 
 #[cfg(not(feature = "sql"))]
@@ -78,6 +82,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     if let Some(s) = &args.scan_buffers {
         config.scan_buffer_budget_bytes = parse_size_bytes(s).map_err(to_input)?;
+    }
+    if let Some(n) = args.commit_workers {
+        config.commit_workers = n;
     }
     config.password_file = args.password_file;
     if let Some(a) = &args.auth {

@@ -51,6 +51,8 @@ pub struct ServerConfig {
     /// The prepared-INSERT fast path (`fast_insert.rs`); on by default, off to measure or
     /// test the SQL path alone.
     pub fast_insert: bool,
+    /// Commit workers of the group committer (`writes.rs`; 1 = one group in flight).
+    pub commit_workers: usize,
 }
 
 impl ServerConfig {
@@ -68,6 +70,7 @@ impl ServerConfig {
             password_auth: crate::startup::PasswordAuth::default(),
             target_partitions: None,
             fast_insert: true,
+            commit_workers: crate::writes::COMMIT_WORKERS_DEFAULT,
         }
     }
 
@@ -82,6 +85,9 @@ impl ServerConfig {
                 "--max-active-queries {}: use 1 to --max-connections ({})",
                 self.max_active_queries, self.max_connections
             )));
+        }
+        if self.commit_workers == 0 || self.commit_workers > crate::writes::COMMIT_WORKERS_MAX {
+            return Err(ServerError::InvalidArgument(format!("--commit-workers {}: use 1 to {}", self.commit_workers, crate::writes::COMMIT_WORKERS_MAX)));
         }
         if self.query_memory_bytes < (1 << 20) {
             return Err(ServerError::InvalidArgument("--query-memory below 1M: a query needs at least a few batches".into()));

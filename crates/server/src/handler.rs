@@ -98,7 +98,11 @@ fn schema_of_show(name: &str) -> SchemaRef {
 pub async fn plan_sql(shared: &Shared, sql: &str) -> PgWireResult<LogicalPlan> {
     let _no_ddl_meanwhile = shared.database.ddl.read().await;
     let state = shared.base.state();
-    let plan = state.create_logical_plan(sql).await.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?;
+    let to_pg = |e: datafusion::error::DataFusionError| sql_error_to_pg(&flashscan_sql::SqlError::from(e));
+    let dialect = state.config().options().sql_parser.dialect;
+    let mut statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
+    crate::pg_catalog::normalize_postgres_syntax(&mut statement);
+    let plan = state.statement_to_plan(statement).await.map_err(to_pg)?;
     let insert = is_insert(&plan);
     if insert && shared.database.write.is_none() {
         return Err(read_only_database(shared));
@@ -789,6 +793,28 @@ impl QueryParser for Parser {
     }
 }
 
+/// pgwire's `send_describe_response` with `feed` instead of `send`: the messages wait in
+/// the connection's buffer for the Sync (or Flush) that ends the client's batch.
+async fn feed_describe_response<C, R>(client: &mut C, response: &R) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    R: pgwire::api::results::DescribeResponse,
+{
+    use futures::SinkExt;
+    use pgwire::messages::data::{NoData, ParameterDescription, RowDescription};
+    if let Some(types) = response.parameters() {
+        client.feed(PgWireBackendMessage::ParameterDescription(ParameterDescription::new(types.iter().map(|t| t.oid()).collect()))).await?;
+    }
+    if response.is_no_data() {
+        client.feed(PgWireBackendMessage::NoData(NoData::new())).await?;
+    } else {
+        client.feed(PgWireBackendMessage::RowDescription(RowDescription::new(response.fields().iter().map(Into::into).collect()))).await?;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl ExtendedQueryHandler for QueryHandler {
     type Statement = Statement;
@@ -796,6 +822,80 @@ impl ExtendedQueryHandler for QueryHandler {
 
     fn query_parser(&self) -> Arc<Parser> {
         self.parser.clone()
+    }
+
+    /// Describe as pgwire's default does, except that the answer is queued (`feed`), not
+    /// flushed on its own (see `on_bind`): libpq's prepared execution (pgbench `-M
+    /// prepared`, psycopg) sends Bind, Describe portal, Execute, Sync each time, and
+    /// pgwire's flush of the RowDescription/NoData was a socket write per execution — the
+    /// largest single cost of a single-row INSERT in the profile (docs/server.md).
+    async fn on_describe<C>(&self, client: &mut C, message: pgwire::messages::extendedquery::Describe) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use pgwire::api::results::DescribeResponse;
+        use pgwire::api::store::Entry;
+        use pgwire::messages::extendedquery::{TARGET_TYPE_BYTE_PORTAL, TARGET_TYPE_BYTE_STATEMENT};
+        let name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        match message.target_type {
+            TARGET_TYPE_BYTE_STATEMENT => match client.portal_store().get_statement(name) {
+                Some(Entry::Value(stmt)) => {
+                    let response = self.do_describe_statement(client, &stmt).await?;
+                    feed_describe_response(client, &response).await
+                }
+                Some(Entry::Empty) => feed_describe_response(client, &DescribeStatementResponse::no_data()).await,
+                None => Err(PgWireError::StatementNotFound(name.to_owned())),
+            },
+            TARGET_TYPE_BYTE_PORTAL => match client.portal_store().get_portal(name) {
+                Some(Entry::Value(portal)) => {
+                    let response = self.do_describe_portal(client, &portal).await?;
+                    feed_describe_response(client, &response).await
+                }
+                Some(Entry::Empty) => feed_describe_response(client, &DescribePortalResponse::no_data()).await,
+                None => Err(PgWireError::PortalNotFound(name.to_owned())),
+            },
+            other => Err(PgWireError::InvalidTargetType(other)),
+        }
+    }
+
+    /// Bind as pgwire's default does, except that BindComplete is queued (`feed`), not
+    /// flushed on its own: it leaves with the Execute's CommandComplete and ReadyForQuery
+    /// at Sync, in one socket write, as PostgreSQL sends them (the protocol flushes only
+    /// at Sync or Flush). pgwire's `send` cost a write of its own per prepared statement
+    /// execution, and the client a wakeup to read it — per single-row INSERT, a syscall
+    /// and a context switch on each side (measured: docs/server.md, "Writes over the wire").
+    async fn on_bind<C>(&self, client: &mut C, message: pgwire::messages::extendedquery::Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        use pgwire::api::store::Entry;
+        let statement_name = message.statement_name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        let portal_name = message.portal_name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        match client.portal_store().get_statement(statement_name) {
+            Some(Entry::Value(statement)) => {
+                let portal = Portal::try_new(&message, statement)?;
+                client.portal_store().put_portal(Arc::new(portal));
+            }
+            Some(Entry::Empty) => {
+                if !message.parameters.is_empty() {
+                    return Err(pg_error(
+                        sqlstate::PROTOCOL_VIOLATION,
+                        format!("bind message supplies {} parameters, but prepared statement {statement_name:?} requires 0", message.parameters.len()),
+                    ));
+                }
+                client.portal_store().put_empty_portal(portal_name);
+            }
+            None => return Err(PgWireError::StatementNotFound(statement_name.to_owned())),
+        }
+        client.feed(PgWireBackendMessage::BindComplete(pgwire::messages::extendedquery::BindComplete::new())).await?;
+        Ok(())
     }
 
     async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<Statement>) -> PgWireResult<DescribeStatementResponse>

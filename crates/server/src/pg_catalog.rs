@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use arrow::array::{new_null_array, Array, ArrayRef, BooleanArray, Float32Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use datafusion::catalog::MemorySchemaProvider;
+use datafusion::catalog::{MemorySchemaProvider, SchemaProvider, TableProvider};
 use datafusion::common::{ScalarValue, TableReference};
 use datafusion::datasource::MemTable;
 use datafusion::error::{DataFusionError, Result};
@@ -122,8 +122,36 @@ fn namespaces() -> Result<RecordBatch> {
     )
 }
 
+/// PostgreSQL's oid of its heap access method; flashscan's other storage formats get oids
+/// from `AM_OID_FIRST` on, in name order.
+const HEAP_AM_OID: i64 = 2;
+const AM_OID_FIRST: i64 = 16_000;
+
+/// The storage formats of `tables` as access methods: (oid, name), heap first.
+fn access_methods(tables: &[CatalogTable]) -> Vec<(i64, String)> {
+    let mut formats: Vec<&str> = tables.iter().map(|t| t.format.as_str()).filter(|f| *f != "heap").collect();
+    formats.sort_unstable();
+    formats.dedup();
+    std::iter::once((HEAP_AM_OID, "heap".to_string())).chain(formats.into_iter().enumerate().map(|(i, f)| (AM_OID_FIRST + i as i64, f.to_string()))).collect()
+}
+
+/// `pg_am`: one row per storage format (psql's `\dt` joins it; `\d+` shows its name).
+fn access_method_rows(tables: &[CatalogTable]) -> Result<RecordBatch> {
+    let ams = access_methods(tables);
+    batch(
+        vec![int64("oid"), text("amname"), text("amtype")],
+        vec![
+            Arc::new(Int64Array::from_iter_values(ams.iter().map(|a| a.0))),
+            strings(ams.iter().map(|a| a.1.as_str())),
+            strings(std::iter::repeat_n("t", ams.len())),
+        ],
+    )
+}
+
 fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
     let n = tables.len();
+    let ams = access_methods(tables);
+    let am_of = |format: &str| ams.iter().find(|a| a.1 == format).map(|a| a.0).unwrap_or(HEAP_AM_OID);
     batch(
         vec![
             int64("oid"),
@@ -131,7 +159,7 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             int64("relnamespace"),
             int64("reltype"),
             int64("relowner"),
-            text("relam"),
+            int64("relam"),
             Field::new("reltuples", DataType::Float32, false),
             boolean("relhasindex"),
             text("relpersistence"),
@@ -146,8 +174,8 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Arc::new(Int64Array::from(vec![PUBLIC_OID; n])),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int64Array::from(vec![OWNER_OID; n])),
-            // The storage format stands where PostgreSQL names the access method.
-            strings(tables.iter().map(|t| t.format.as_str())),
+            // The storage format stands where PostgreSQL names the access method (pg_am).
+            Arc::new(Int64Array::from_iter_values(tables.iter().map(|t| am_of(&t.format)))),
             // -1: never analysed, as PostgreSQL says before the first ANALYZE.
             Arc::new(Float32Array::from(vec![-1.0; n])),
             Arc::new(BooleanArray::from(vec![false; n])),
@@ -260,12 +288,103 @@ fn databases() -> Result<RecordBatch> {
     )
 }
 
-/// (Re)registers the `pg_catalog` tables for `tables`. Plans already made keep the
-/// tables they were made with.
+/// The default schema with PostgreSQL's search path behind it: a name the schema does not
+/// have is looked up in `pg_catalog` (PostgreSQL searches `pg_catalog` implicitly, so
+/// drivers and people write `pg_class`, `pg_type` unqualified). The schema's own tables
+/// come first — a user's table is never hidden — and only they are listed
+/// (`information_schema.tables`, `\dt`); registering and dropping go to the schema itself.
+#[derive(Debug)]
+struct SearchPath {
+    own: Arc<dyn SchemaProvider>,
+    pg_catalog: Arc<dyn SchemaProvider>,
+}
+
+#[async_trait::async_trait]
+impl SchemaProvider for SearchPath {
+    fn owner_name(&self) -> Option<&str> {
+        self.own.owner_name()
+    }
+
+    fn table_names(&self) -> Vec<String> {
+        self.own.table_names()
+    }
+
+    async fn table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        match self.own.table(name).await? {
+            Some(t) => Ok(Some(t)),
+            None => self.pg_catalog.table(name).await,
+        }
+    }
+
+    fn register_table(&self, name: String, table: Arc<dyn TableProvider>) -> Result<Option<Arc<dyn TableProvider>>> {
+        self.own.register_table(name, table)
+    }
+
+    fn deregister_table(&self, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+        self.own.deregister_table(name)
+    }
+
+    fn table_exist(&self, name: &str) -> bool {
+        self.own.table_exist(name)
+    }
+}
+
+/// PostgreSQL spellings DataFusion does not plan but means the same as ones it does, as
+/// psql and drivers write them in catalog queries: `a OPERATOR(pg_catalog.~) b` (an
+/// operator named with its schema) becomes `a ~ b`, and `COLLATE pg_catalog.default`
+/// (the database's default collation, the only one flashscan compares with) is dropped.
+/// Rewritten in the parsed statement, never in its text; anything else is left for the
+/// planner to accept or refuse.
+pub fn normalize_postgres_syntax(statement: &mut datafusion::sql::parser::Statement) {
+    use datafusion::sql::sqlparser::ast::{visit_expressions_mut, BinaryOperator, Expr};
+    let datafusion::sql::parser::Statement::Statement(statement) = statement else { return };
+    let _ = visit_expressions_mut(statement.as_mut(), |e| {
+        match e {
+            Expr::BinaryOp { op, .. } => {
+                if let BinaryOperator::PGCustomBinaryOperator(parts) = op {
+                    let standard = match parts.as_slice() {
+                        [schema, name] if schema.eq_ignore_ascii_case(PG_CATALOG) => match name.as_str() {
+                            "~" => Some(BinaryOperator::PGRegexMatch),
+                            "~*" => Some(BinaryOperator::PGRegexIMatch),
+                            "!~" => Some(BinaryOperator::PGRegexNotMatch),
+                            "!~*" => Some(BinaryOperator::PGRegexNotIMatch),
+                            "=" => Some(BinaryOperator::Eq),
+                            "<>" | "!=" => Some(BinaryOperator::NotEq),
+                            "<" => Some(BinaryOperator::Lt),
+                            "<=" => Some(BinaryOperator::LtEq),
+                            ">" => Some(BinaryOperator::Gt),
+                            ">=" => Some(BinaryOperator::GtEq),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    if let Some(standard) = standard {
+                        *op = standard;
+                    }
+                }
+            }
+            Expr::Collate { expr, collation } if collation.to_string().eq_ignore_ascii_case("pg_catalog.default") => {
+                let inner = std::mem::replace(expr.as_mut(), Expr::Identifier(datafusion::sql::sqlparser::ast::Ident::new("")));
+                *e = inner;
+            }
+            _ => {}
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+}
+
+/// (Re)registers the `pg_catalog` tables for `tables`, and (once) puts them on the
+/// default schema's search path. Plans already made keep the tables they were made with.
 pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
     let catalog = ctx.catalog("datafusion").ok_or_else(|| DataFusionError::Plan("no default catalog".into()))?;
     if catalog.schema(PG_CATALOG).is_none() {
         catalog.register_schema(PG_CATALOG, Arc::new(MemorySchemaProvider::new()))?;
+    }
+    let default_schema = ctx.state().config().options().catalog.default_schema.clone();
+    if let (Some(own), Some(pg_catalog)) = (catalog.schema(&default_schema), catalog.schema(PG_CATALOG)) {
+        if !own.as_ref().is::<SearchPath>() {
+            catalog.register_schema(&default_schema, Arc::new(SearchPath { own, pg_catalog }))?;
+        }
     }
     for (name, b) in [
         ("pg_namespace", namespaces()?),
@@ -273,6 +392,7 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
         ("pg_attribute", attributes(tables)?),
         ("pg_type", types()?),
         ("pg_database", databases()?),
+        ("pg_am", access_method_rows(tables)?),
     ] {
         let reference = TableReference::partial(PG_CATALOG, name);
         ctx.deregister_table(reference.clone())?;
@@ -426,5 +546,79 @@ mod tests {
         // Re-registering (after CREATE/DROP TABLE) replaces the rows.
         register(&ctx, &[]).expect("register again");
         assert!(!run(&ctx, "SELECT relname FROM pg_catalog.pg_class").await.contains("items"));
+    }
+
+    /// Plans as the server does: parsed, PostgreSQL spellings normalised, then planned.
+    async fn run_normalized(ctx: &SessionContext, sql: &str) -> String {
+        let state = ctx.state();
+        let mut statement = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        normalize_postgres_syntax(&mut statement);
+        let plan = state.statement_to_plan(statement).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let batches = ctx.execute_logical_plan(plan).await.expect("execute").collect().await.expect("collect");
+        pretty_format_batches(&batches).map(|t| t.to_string()).unwrap_or_default()
+    }
+
+    /// psql 15's own `\dt`, `\dt PATTERN` and the first step of `\d TABLE`, verbatim
+    /// (`psql -E` against PostgreSQL 15), run on the catalog tables.
+    #[tokio::test]
+    async fn psql_list_queries_run_on_the_catalog_tables() {
+        let ctx = SessionContext::new();
+        register_functions(&ctx);
+        let mut two = tables();
+        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into() });
+        register(&ctx, &two).expect("register");
+        let dt = "SELECT n.nspname as \"Schema\",\n  c.relname as \"Name\",\n  CASE c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 't' THEN 'TOAST table' WHEN 'f' THEN 'foreign table' WHEN 'p' THEN 'partitioned table' WHEN 'I' THEN 'partitioned index' END as \"Type\",\n  pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"\nFROM pg_catalog.pg_class c\n     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\n     LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam\nWHERE c.relkind IN ('r','p','')\n      AND n.nspname <> 'pg_catalog'\n      AND n.nspname !~ '^pg_toast'\n      AND n.nspname <> 'information_schema'\n  AND pg_catalog.pg_table_is_visible(c.oid)\nORDER BY 1,2;";
+        let out = run_normalized(&ctx, dt).await;
+        let rows: Vec<Vec<String>> = out
+            .lines()
+            .filter(|l| l.starts_with('|') && !l.contains("Schema"))
+            .map(|l| l.split('|').map(str::trim).filter(|c| !c.is_empty()).map(str::to_string).collect())
+            .collect();
+        assert_eq!(rows, vec![vec!["public", "items", "table", OWNER_NAME], vec!["public", "lineitem", "table", OWNER_NAME]], "{out}");
+        let dt_pattern = "SELECT n.nspname as \"Schema\",\n  c.relname as \"Name\",\n  CASE c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 't' THEN 'TOAST table' WHEN 'f' THEN 'foreign table' WHEN 'p' THEN 'partitioned table' WHEN 'I' THEN 'partitioned index' END as \"Type\",\n  pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"\nFROM pg_catalog.pg_class c\n     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\n     LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam\nWHERE c.relkind IN ('r','p','t','s','')\n  AND c.relname OPERATOR(pg_catalog.~) '^(line.*)$' COLLATE pg_catalog.default\n  AND pg_catalog.pg_table_is_visible(c.oid)\nORDER BY 1,2;";
+        let out = run_normalized(&ctx, dt_pattern).await;
+        assert!(out.contains("lineitem") && !out.contains("items"), "{out}");
+        let find = "SELECT c.oid,\n  n.nspname,\n  c.relname\nFROM pg_catalog.pg_class c\n     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\nWHERE c.relname OPERATOR(pg_catalog.~) '^(items)$' COLLATE pg_catalog.default\n  AND pg_catalog.pg_table_is_visible(c.oid)\nORDER BY 2, 3;";
+        let out = run_normalized(&ctx, find).await;
+        assert!(out.contains("16384") && out.contains("items") && !out.contains("lineitem"), "{out}");
+        // The access method joined: heap and the column store.
+        let am = run(&ctx, "SELECT c.relname, am.amname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am am ON am.oid = c.relam ORDER BY 1").await;
+        assert!(am.contains("heap") && am.contains("columnstore"), "{am}");
+        // Another collation than the default is not dropped: the planner decides (refuses).
+        let state = ctx.state();
+        let mut other = state.sql_to_statement("SELECT relname FROM pg_class WHERE relname = 'x' COLLATE \"C\"", &datafusion::config::Dialect::PostgreSQL).expect("parse");
+        normalize_postgres_syntax(&mut other);
+        assert!(other.to_string().contains("COLLATE"), "{other}");
+    }
+
+    /// PostgreSQL's search path: `pg_class`, `pg_type` … without `pg_catalog.`; the
+    /// default schema's own tables come first, stay the only ones listed, and tables
+    /// registered after the wrapping land in the schema itself.
+    #[tokio::test]
+    async fn pg_catalog_is_on_the_search_path() {
+        let ctx = SessionContext::new_with_config(datafusion::prelude::SessionConfig::new().with_information_schema(true));
+        let user = |name: &str| {
+            let b = batch(vec![text(name)], vec![strings(["a user's row"])]).expect("batch");
+            Arc::new(MemTable::try_new(b.schema(), vec![vec![b]]).expect("table"))
+        };
+        ctx.register_table("pg_database", user("mine")).expect("a user table named like a catalog table");
+        register_functions(&ctx);
+        register(&ctx, &tables()).expect("register");
+        register(&ctx, &tables()).expect("register again: wrapped once");
+        let classes = run(&ctx, "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'").await;
+        assert!(classes.contains("items"), "{classes}");
+        let types = run(&ctx, "SELECT typname FROM pg_type WHERE oid = 20").await;
+        assert!(types.contains("int8"), "{types}");
+        // The user's own table wins over pg_catalog's.
+        let mine = run(&ctx, "SELECT * FROM pg_database").await;
+        assert!(mine.contains("a user's row") && !mine.contains(DATABASE_NAME), "{mine}");
+        // Registered after the wrapping: in the schema, queryable, listed; catalog tables not listed.
+        ctx.register_table("later", user("v")).expect("register later");
+        assert!(run(&ctx, "SELECT v FROM later").await.contains("a user's row"));
+        let listed = run(&ctx, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1").await;
+        assert!(listed.contains("later") && listed.contains("pg_database"), "{listed}");
+        assert!(!listed.contains("pg_class") && !listed.contains("pg_type"), "{listed}");
+        ctx.deregister_table("later").expect("deregister");
+        assert!(ctx.sql("SELECT * FROM later").await.is_err());
     }
 }

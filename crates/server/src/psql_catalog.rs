@@ -1,16 +1,18 @@
-//! Enough of `pg_catalog` for psql's `\d`, `\dt` and `\d TABLE`.
+//! psql's `\d TABLE` steps that DataFusion cannot plan.
 //!
 //! psql describes tables with fixed queries over pg_class, pg_attribute and friends
-//! (captured with `psql -E` against PostgreSQL 15, see docs/server.md), using operators
-//! and subqueries DataFusion does not plan (`OPERATOR(pg_catalog.~)`, `ARRAY(SELECT ...)`,
-//! `::regclass`). Rather than emulate the whole catalog, the server recognises these
-//! queries by their fixed text and answers them from flashscan's own catalog: the table
-//! list, each table's columns and types. Any other catalog query goes to DataFusion
-//! (where `information_schema` exists) and fails there if it must.
+//! (captured with `psql -E` against PostgreSQL 15, see docs/server.md). `\d`, `\dt
+//! [PATTERN]` and the first step of `\d TABLE` (which tables match) run as SQL on the
+//! real `pg_catalog` tables (`pg_catalog.rs`, with `OPERATOR(pg_catalog.~)` and `COLLATE
+//! pg_catalog.default` normalised). The later steps of `\d TABLE` use what DataFusion
+//! does not plan (`::pg_catalog.regtype`, `reloptions || array[…]`, correlated subqueries
+//! over pg_attrdef and pg_collation): the server recognises those by their fixed text and
+//! answers them from flashscan's own catalog (each table's columns and types). Any other
+//! catalog query goes to DataFusion and fails there if it must.
 
 use std::sync::{Arc, LazyLock};
 
-use arrow::array::{ArrayRef, BooleanArray, Int64Array, RecordBatch, StringArray};
+use arrow::array::{ArrayRef, BooleanArray, RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use regex::Regex;
 
@@ -32,10 +34,6 @@ pub struct CatalogTable {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CatalogQuery {
-    /// `\d`, `\dt [PATTERN]`: schema, name, type, owner.
-    ListRelations { pattern: Option<String> },
-    /// `\d PATTERN`, first step: oid, schema, name of the matching tables.
-    FindTables { pattern: Option<String> },
     /// `\d TABLE`, second step: the table's flags.
     TableFlags { oid: i64 },
     /// `\d TABLE`, third step: the columns.
@@ -45,13 +43,7 @@ pub enum CatalogQuery {
     NoRows { columns: usize },
 }
 
-static PATTERN_RE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"relname OPERATOR\(pg_catalog\.~\) '((?:[^']|'')*)'").expect("static regex"));
 static OID_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?:c\.oid|a\.attrelid) = '(\d+)'").expect("static regex"));
-
-fn pattern_of(sql: &str) -> Option<String> {
-    PATTERN_RE.captures(sql).map(|c| c[1].replace("''", "'"))
-}
 
 fn oid_of(sql: &str) -> Option<i64> {
     OID_RE.captures(sql).and_then(|c| c[1].parse().ok())
@@ -61,12 +53,6 @@ fn oid_of(sql: &str) -> Option<i64> {
 pub fn recognize(sql: &str) -> Option<CatalogQuery> {
     if !sql.contains("pg_catalog.") {
         return None;
-    }
-    if sql.contains("pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"") && sql.contains("FROM pg_catalog.pg_class c") {
-        return Some(CatalogQuery::ListRelations { pattern: pattern_of(sql) });
-    }
-    if sql.starts_with("SELECT c.oid,\n  n.nspname,\n  c.relname\nFROM pg_catalog.pg_class c") {
-        return Some(CatalogQuery::FindTables { pattern: pattern_of(sql) });
     }
     if sql.starts_with("SELECT c.relchecks, c.relkind, c.relhasindex") {
         return oid_of(sql).map(|oid| CatalogQuery::TableFlags { oid });
@@ -108,17 +94,6 @@ pub fn pg_type_name(t: &DataType) -> String {
     }
 }
 
-/// psql's patterns arrive as POSIX regexes (`^(line.*)$`); an unreadable one matches
-/// nothing rather than everything.
-fn matcher(pattern: &Option<String>) -> impl Fn(&str) -> bool {
-    let re = pattern.as_ref().map(|p| Regex::new(p).ok());
-    move |name: &str| match &re {
-        None => true,
-        Some(Some(re)) => re.is_match(name),
-        Some(None) => false,
-    }
-}
-
 fn text_field(name: &str) -> Field {
     Field::new(name, DataType::Utf8, true)
 }
@@ -126,29 +101,6 @@ fn text_field(name: &str) -> Field {
 /// The answer, as one Arrow batch (streamed to the client like any other result).
 pub fn answer(query: &CatalogQuery, tables: &[CatalogTable]) -> Result<RecordBatch, arrow::error::ArrowError> {
     match query {
-        CatalogQuery::ListRelations { pattern } => {
-            let m = matcher(pattern);
-            let chosen: Vec<&CatalogTable> = tables.iter().filter(|t| m(&t.name)).collect();
-            let schema = Schema::new(vec![text_field("Schema"), text_field("Name"), text_field("Type"), text_field("Owner")]);
-            let col = |f: &dyn Fn(&CatalogTable) -> String| -> ArrayRef { Arc::new(StringArray::from_iter_values(chosen.iter().map(|t| f(t)))) };
-            RecordBatch::try_new(
-                Arc::new(schema),
-                vec![col(&|_| SCHEMA_NAME.into()), col(&|t| t.name.clone()), col(&|_| "table".into()), col(&|_| OWNER_NAME.into())],
-            )
-        }
-        CatalogQuery::FindTables { pattern } => {
-            let m = matcher(pattern);
-            let chosen: Vec<&CatalogTable> = tables.iter().filter(|t| m(&t.name)).collect();
-            let schema = Schema::new(vec![Field::new("oid", DataType::Int64, false), text_field("nspname"), text_field("relname")]);
-            RecordBatch::try_new(
-                Arc::new(schema),
-                vec![
-                    Arc::new(Int64Array::from_iter_values(chosen.iter().map(|t| t.oid))),
-                    Arc::new(StringArray::from_iter_values(chosen.iter().map(|_| SCHEMA_NAME))),
-                    Arc::new(StringArray::from_iter_values(chosen.iter().map(|t| t.name.as_str()))),
-                ],
-            )
-        }
         CatalogQuery::TableFlags { oid } => {
             let found: Vec<&CatalogTable> = tables.iter().filter(|t| t.oid == *oid).collect();
             let n = found.len();
@@ -235,15 +187,10 @@ mod tests {
     }
 
     #[test]
-    fn psql_list_and_find_queries_answer_from_the_catalog() {
-        let list = recognize(LIST).expect("list recognised");
-        assert_eq!(answer(&list, &tables()).expect("answer").num_rows(), 2);
-        let find = recognize(FIND).expect("find recognised");
-        assert_eq!(find, CatalogQuery::FindTables { pattern: Some("^(line.*)$".into()) });
-        let batch = answer(&find, &tables()).expect("answer");
-        assert_eq!(batch.num_rows(), 1);
-        let names = batch.column(2).as_any().downcast_ref::<StringArray>().expect("names");
-        assert_eq!(names.value(0), "lineitem");
+    fn psql_list_and_find_queries_are_left_to_pg_catalog() {
+        // They run as SQL on the pg_catalog tables (pg_catalog.rs tests them verbatim).
+        assert_eq!(recognize(LIST), None);
+        assert_eq!(recognize(FIND), None);
     }
 
     #[test]

@@ -462,7 +462,7 @@ async fn psql_lists_and_describes_tables() {
     let port = server.listen.port().to_string();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new("psql")
-            .args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "anydb", "-c", "\\dt", "-c", "\\d lineitem", "-c", "select count(*) from part", "-c", "\\l", "-c", PG_CATALOG_COLUMNS, "-c", INFORMATION_SCHEMA_COLUMNS])
+            .args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "anydb", "-c", "\\dt", "-c", "\\d lineitem", "-c", "select count(*) from part", "-c", "\\l", "-c", PG_CATALOG_COLUMNS, "-c", INFORMATION_SCHEMA_COLUMNS, "-c", "\\dt line*", "-c", "select 'unqualified:' || relname from pg_class where relname = 'part'"])
             .env_remove("PGPASSWORD")
             .output()
     })
@@ -487,6 +487,11 @@ async fn psql_lists_and_describes_tables() {
     assert!(stdout.lines().any(|l| l.contains("p_partkey") && l.contains("bigint") && l.contains("int8")), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains("p_retailprice") && l.contains("numeric(15,2)")), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains("p_name") && l.contains("Utf8")), "information_schema.columns: {stdout}");
+    // `\dt PATTERN` runs on pg_catalog (OPERATOR(pg_catalog.~) normalised): lineitem a second
+    // time, part not; pg_class found without `pg_catalog.` (the search path).
+    assert_eq!(stdout.matches(" public | lineitem ").count(), 2, "{stdout}");
+    assert_eq!(stdout.matches(" public | part ").count(), 1, "{stdout}");
+    assert!(stdout.contains("unqualified:part"), "{stdout}");
     server.shutdown().await;
 }
 
