@@ -296,7 +296,8 @@ async fn a_client_killed_mid_query_frees_its_slot() {
     let query = tokio::spawn(async move { client.simple_query(LONG_QUERY).await.map(|_| ()) });
     let started = Instant::now();
     while server.shared.admission.counters.queries_running.load(std::sync::atomic::Ordering::Relaxed) == 0 {
-        assert!(started.elapsed() < Duration::from_secs(10), "the query never started");
+        // Generous: on a loaded 2-core machine twelve servers share the cores (it failed once at 10 s).
+        assert!(started.elapsed() < Duration::from_secs(60), "the query never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // The socket closes under the running query (like a killed client).
