@@ -8,7 +8,7 @@
 
 Same rows everywhere (tpchgen-cli and flashscan's loader are both bit-identical to dbgen), the
 same query text (crates/sql/tests/tpch/qNN.sql), runs interleaved per query (flashscan,
-DuckDB, DataFusion, flashscan, ...) so drift of the shared disk and CPU hits all alike;
+DuckDB, DataFusion, in a seeded shuffled order each round) so drift of the shared disk and CPU hits all alike;
 medians and ratios (peer / flashscan: above 1 means flashscan is faster) printed.
 Fair by construction (issue 13): the same thread count for all three (`--threads`, default
 the machine's cores: DuckDB `SET threads`, DataFusion `target_partitions`; flashscan uses the
@@ -24,7 +24,7 @@ flashscan: the child process's, start-up included); medians of `--rounds` (defau
 Needs: tpchgen-cli, `pip install duckdb datafusion`. Data sets are cached under --work
 (default /root/flashscan-bench) and reused.
 """
-import argparse, json, os, resource, statistics, subprocess, sys, time
+import argparse, json, os, random, resource, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -142,8 +142,14 @@ def main():
         if df: runs.append(("datafusion", lambda: time_datafusion(parquet, a.threads, sql)))
         for _, run in runs:
             run()
-        for _ in range(a.rounds):
-            for name, run in runs:
+        # The order is shuffled every round (seeded, so reruns repeat it): a flashscan process
+        # started right after the DataFusion run pays kernel page zeroing the others do not
+        # (an A/A run of one binary against itself in fixed order: the slot after DataFusion
+        # 1.25-1.4x slower on Q9/Q18, docs/benchmarks.md); a rotation keeps that neighbour.
+        for r in range(a.rounds):
+            order = list(runs)
+            random.Random(n * 1000 + r).shuffle(order)
+            for name, run in order:
                 times[name].append(run())
         med = {k: statistics.median(e for e, _ in v) for k, v in times.items() if v}
         med_cpu = {k: statistics.median(c for _, c in v) for k, v in times.items() if v}
