@@ -14,12 +14,14 @@
 //! - [`request_queue`]: slots, typed completions and drain-on-drop over any engine: the
 //!   only way the layers above issue I/O (no caller keeps its own slot loop);
 //! - [`buffer_arena`]: the aligned memory every request reads into or writes from;
+//! - [`file_lock`]: the database's `flock`s, taken past a release still in flight;
 //! - [`file_set`]: files over one or more directories (volumes), O_DIRECT alignment;
 //! - [`file_stats`]: per-file counters, the `dm_io_virtual_file_stats` of flashscan.
 
 pub mod buffer_arena;
 pub mod engine;
 pub mod error;
+pub mod file_lock;
 pub mod file_set;
 pub mod file_stats;
 pub mod limits;

@@ -6,7 +6,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
@@ -39,9 +38,8 @@ impl DatabaseOwnership {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&lock_path)
             .map_err(|e| ServerError::Io { what: "opening lock", path: lock_path.clone(), source: e })?;
-        // SAFETY: flock on a descriptor we own and keep open.
-        let rc = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
+        let taken = flashscan_io::file_lock::try_lock_exclusive(&lock).map_err(|e| ServerError::Io { what: "locking", path: lock_path.clone(), source: e })?;
+        if !taken {
             return Err(ServerError::DatabaseBusy(busy_message(db_dir)));
         }
         Ok(DatabaseOwnership { _lock: Some(lock), info_path: db_dir.join(SERVE_INFO_FILE_NAME) })

@@ -30,18 +30,50 @@ const LONG_QUERY: &str = "select count(*) from lineitem a, lineitem b where a.l_
 fn template_db() -> &'static Path {
     static DB: OnceLock<PathBuf> = OnceLock::new();
     DB.get_or_init(|| {
-        // In the target's temporary directory, replaced on each run of this test binary.
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("server-wire-template");
-        let _ = std::fs::remove_dir_all(&dir);
+        // One template per test run, shared by its test processes: `cargo test` runs every
+        // test in one process, but nextest starts a process per test, all at once, so the
+        // template is keyed by the runner (the parent process), built under a name of this
+        // process's own and renamed into place — the first to finish wins, the others use
+        // it. Templates of runners that have exited are removed.
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // SAFETY: getppid and getpid cannot fail.
+        let (runner, me) = unsafe { (libc::getppid(), libc::getpid()) };
+        let dir = tmp.join(format!("server-wire-template-run{runner}"));
+        if dir.is_dir() {
+            return dir;
+        }
+        remove_templates_of_exited_processes(tmp);
+        let building = tmp.join(format!("server-wire-template-build{me}"));
+        let _ = std::fs::remove_dir_all(&building);
         for table in TABLES {
             let source = flashscan_storage::load::tpch::tpch_source(table, SCALE_FACTOR, 2).expect("tpch source");
             let options = flashscan_storage::load::LoadOptions { partition_count: 2, threads: 2, ..Default::default() };
-            flashscan_storage::load::load_table(&dir, source, &options).expect("load");
+            flashscan_storage::load::load_table(&building, source, &options).expect("load");
         }
         let target = flashscan_storage::RebuildTarget::parse("columnstore").expect("target");
-        flashscan_storage::rebuild_table(&dir, "lineitem", target, &flashscan_storage::RebuildOptions::default()).expect("rebuild");
+        flashscan_storage::rebuild_table(&building, "lineitem", target, &flashscan_storage::RebuildOptions::default()).expect("rebuild");
+        if std::fs::rename(&building, &dir).is_err() {
+            // Another test process of this run renamed its template first.
+            assert!(dir.is_dir(), "template {} neither renamed nor present", dir.display());
+            let _ = std::fs::remove_dir_all(&building);
+        }
         dir
     })
+}
+
+/// Removes `server-wire-template-{run,build}PID` directories whose process has exited.
+fn remove_templates_of_exited_processes(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let pid = name.strip_prefix("server-wire-template-run").or_else(|| name.strip_prefix("server-wire-template-build"));
+        let Some(pid) = pid.and_then(|p| p.parse::<libc::pid_t>().ok()) else { continue };
+        // SAFETY: signal 0 only checks that the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn copy_dir(from: &Path, to: &Path) {
@@ -297,6 +329,9 @@ async fn a_client_killed_mid_query_frees_its_slot() {
     let started = Instant::now();
     while server.shared.admission.counters.queries_running.load(std::sync::atomic::Ordering::Relaxed) == 0 {
         // Generous: on a loaded 2-core machine twelve servers share the cores (it failed once at 10 s).
+        if query.is_finished() {
+            panic!("the query ended before it was seen running: {:?}", query.await);
+        }
         assert!(started.elapsed() < Duration::from_secs(60), "the query never started");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -336,14 +336,9 @@ fn preallocate(f: &File, path: &Path, bytes: u64) -> Result<(), WalError> {
 pub fn lock_dir(dir: &Path) -> Result<File, WalError> {
     let path = dir.join(LOCK_FILE_NAME);
     let f = open_existing(&path, true)?;
-    // SAFETY: valid descriptor.
-    let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(WalError::Locked { path });
-        }
-        return Err(WalError::File { path, source: e });
+    match flashscan_io::file_lock::try_lock_exclusive(&f) {
+        Ok(true) => Ok(f),
+        Ok(false) => Err(WalError::Locked { path }),
+        Err(e) => Err(WalError::File { path, source: e }),
     }
-    Ok(f)
 }

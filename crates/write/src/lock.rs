@@ -5,7 +5,6 @@
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::Path;
 
 use flashscan_storage::load::LOCK_FILE_NAME;
@@ -34,9 +33,7 @@ impl WriterLock {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
             .map_err(file_err(&path))?;
-        // SAFETY: flock on a descriptor we own.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-        if rc != 0 {
+        if !flashscan_io::file_lock::try_lock_exclusive(&file).map_err(file_err(&path))? {
             let mut text = String::new();
             let _ = (&file).take(HOLDER_TEXT_BYTES_MAX).read_to_string(&mut text);
             let text = text.trim();

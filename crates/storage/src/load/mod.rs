@@ -192,8 +192,7 @@ pub fn lock_database(dir: &Path) -> Result<DatabaseLock, StorageError> {
     let file = crate::fs_safe::open_lock_file(&path)?;
     // First without waiting: a database owned by `flashscan serve` is held for the server's
     // whole life, so waiting would hang; any other writer finishes, so we wait for it.
-    // SAFETY: flock on a descriptor we own.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+    if flashscan_io::file_lock::try_lock_exclusive(&file).map_err(|e| StorageError::io("locking", &path, e))? {
         return Ok(DatabaseLock { _file: file });
     }
     let serve_info = dir.join(SERVE_INFO_FILE_NAME);
