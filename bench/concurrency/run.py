@@ -5,7 +5,7 @@ same client (pgbench with custom scripts, prepared protocol), interleaved per st
     python3 bench/concurrency/run.py                      # SF 1, clients 1,10,50,100
     python3 bench/concurrency/run.py --clients 1,10 --duration 10 --workloads q6
     python3 bench/concurrency/run.py --clients 10,100 --workloads q6 --skip-postgres \
-        --flashscan BIN --serve-args "--max-active-queries 2"   # flashscan alone, quicker
+        --flashscan BIN --serve-args="--max-active-queries 2"   # flashscan alone, quicker
 
 For each client count and workload (TPC-H Q1, Q6, Q14 and a mix of the three) it runs
 flashscan then PostgreSQL for --duration seconds each (pgbench -T: queries in flight at the
@@ -356,7 +356,7 @@ def main():
     ap.add_argument("--skip-postgres", action="store_true",
                     help="flashscan alone (no PostgreSQL loaded or run): for quick looks at flashscan's own "
                          "scaling; the summary then has no PostgreSQL columns to compare")
-    ap.add_argument("--serve-args", default="", help="more arguments for flashscan serve, e.g. \"--max-active-queries 2\"")
+    ap.add_argument("--serve-args", default="", help="more arguments for flashscan serve, given with =: --serve-args=\"--max-active-queries 2\"")
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     workloads = a.workloads.split(",")
