@@ -517,6 +517,8 @@ async fn psql_lists_and_describes_tables() {
     // psql stops at the first error, and prints the column header only after all of them.
     assert!(!stderr.contains("ERROR"), "{stderr}");
     assert!(stdout.lines().any(|l| l.contains("Column") && l.contains("Type") && l.contains("Collation") && l.contains("Nullable")), "{stdout}");
+    // Nullability comes from pg_attribute.attnotnull (TPC-H's columns are NOT NULL).
+    assert!(stdout.lines().any(|l| l.contains(" l_orderkey ") && l.contains("bigint") && l.contains("not null")), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains("l_orderkey") && l.contains("bigint")), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains("l_shipdate") && l.contains("date")), "{stdout}");
     assert!(stdout.contains("2000"), "count of part at SF 0.01: {stdout}");
