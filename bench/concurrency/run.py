@@ -4,6 +4,8 @@ same client (pgbench with custom scripts, prepared protocol), interleaved per st
 
     python3 bench/concurrency/run.py                      # SF 1, clients 1,10,50,100
     python3 bench/concurrency/run.py --clients 1,10 --duration 10 --workloads q6
+    python3 bench/concurrency/run.py --clients 10,100 --workloads q6 --skip-postgres \
+        --flashscan BIN --serve-args="--max-active-queries 2"   # flashscan alone, quicker
 
 For each client count and workload (TPC-H Q1, Q6, Q14 and a mix of the three) it runs
 flashscan then PostgreSQL for --duration seconds each (pgbench -T: queries in flight at the
@@ -152,10 +154,13 @@ def postgres_conf(max_connections):
             "jit = off\nlisten_addresses = '127.0.0.1'\n")
 
 
-def cpu_seconds_of_tree(pid):
-    """User+system CPU of a process and its children (PostgreSQL backends are children)."""
+def process_figures(pid):
+    """CPU seconds (user+system), minor and major page faults and context switches
+    (voluntary + involuntary) of a process and its children (PostgreSQL backends are
+    children; flashscan is one process): the work a server did, which noise from other
+    processes on the machine changes far less than it changes queries per second."""
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
+    cpu = faults = major = switches = 0
     pids = [pid]
     try:
         out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
@@ -166,10 +171,21 @@ def cpu_seconds_of_tree(pid):
         try:
             with open(f"/proc/{p}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
-        except OSError:
+            # After the command: state(0) ppid pgrp session tty tpgid flags minflt(7)
+            # cminflt majflt(9) cmajflt utime(11) stime cutime cstime(14).
+            cpu += (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / tick
+            faults += int(fields[7]) + int(fields[8])
+            major += int(fields[9]) + int(fields[10])
+            # Per thread (a process's own status counts its main thread only); threads
+            # that exited during the step take theirs with them, so this is a lower bound.
+            for status in glob.glob(f"/proc/{p}/task/*/status"):
+                with open(status) as f:
+                    for line in f:
+                        if line.startswith(("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")):
+                            switches += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
             pass
-    return total
+    return {"cpu_s": cpu, "minor_faults": faults, "major_faults": major, "context_switches": switches}
 
 
 PG_SCHEMA = {
@@ -182,12 +198,14 @@ PG_SCHEMA = {
 }
 
 
-def prepare(fs, work, sf, pg, max_connections):
+def prepare(fs, work, sf, pg, max_connections, serve_args=()):
     db = os.path.join(work, f"flashscan-sf{sf}")
     if not os.path.exists(os.path.join(db, "catalog.json")):
         sh([fs, "load", db, "--sf", str(sf), "--tables", "lineitem,part"])
         sh([fs, "rebuild", db, "lineitem", "--compression", "columnstore"])
-    flash = Flashscan(fs, db, max_connections)
+    flash = Flashscan(fs, db, max_connections, serve_args)
+    if pg is None:
+        return flash, "(PostgreSQL skipped)"
     pg.init()
     pg.start()
     loaded = psql(PG_PORT, "select count(*) from pg_tables where tablename in ('lineitem','part')").strip()
@@ -254,11 +272,12 @@ def pct(values, q):
 
 def measure(system, name, port, user, pid_of, scripts, clients, duration):
     logdir = tempfile.mkdtemp(prefix=f"bench-{name}-")
-    cpu0 = cpu_seconds_of_tree(pid_of())
+    before = process_figures(pid_of())
     t0 = time.time()
     pgbench(port, user, scripts, clients, duration, logdir)
     elapsed = time.time() - t0
-    cpu = cpu_seconds_of_tree(pid_of()) - cpu0
+    after = process_figures(pid_of())
+    cpu = after["cpu_s"] - before["cpu_s"]
     rows = read_logs(logdir)
     shutil.rmtree(logdir)
     lat = [r[1] for r in rows]
@@ -269,6 +288,11 @@ def measure(system, name, port, user, pid_of, scripts, clients, duration):
     return {
         "system": system, "queries": len(rows), "elapsed_s": elapsed, "qps": len(rows) / elapsed if elapsed else 0,
         "p50_ms": pct(lat, 0.50), "p95_ms": pct(lat, 0.95), "p99_ms": pct(lat, 0.99), "server_cpu_s": cpu,
+        # Per query: what the server spent, and the cores it got (CPU s / elapsed s).
+        "server_cpu_ms_per_query": cpu * 1000 / len(rows) if rows else float("nan"),
+        "server_cores_busy": cpu / elapsed if elapsed else float("nan"),
+        "minor_faults_per_query": (after["minor_faults"] - before["minor_faults"]) / len(rows) if rows else float("nan"),
+        "context_switches_per_query_approx": (after["context_switches"] - before["context_switches"]) / len(rows) if rows else float("nan"),
         "timeline": [timeline.get(s, 0) for s in range(int(elapsed) + 1)],
     }
 
@@ -329,6 +353,10 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--flashscan", help="a flashscan binary built with --features sql (default: build one)")
     ap.add_argument("--prepare-only", action="store_true", help="load both databases, then stop")
+    ap.add_argument("--skip-postgres", action="store_true",
+                    help="flashscan alone (no PostgreSQL loaded or run): for quick looks at flashscan's own "
+                         "scaling; the summary then has no PostgreSQL columns to compare")
+    ap.add_argument("--serve-args", default="", help="more arguments for flashscan serve, given with =: --serve-args=\"--max-active-queries 2\"")
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     workloads = a.workloads.split(",")
@@ -338,12 +366,14 @@ def main():
         shutil.chown(a.work, "postgres")
     max_conn = max(clients) + 10
     fs = a.flashscan or flashscan_bin(a.profile)
-    pg = Postgres(a.work, max_conn)
-    flash, counts = prepare(fs, a.work, a.sf, pg, max_conn)
+    pg = None if a.skip_postgres else Postgres(a.work, max_conn)
+    flash, counts = prepare(fs, a.work, a.sf, pg, max_conn, a.serve_args.split())
     print(f"PostgreSQL rows (lineitem part): {counts}", flush=True)
     if a.prepare_only:
-        pg.stop()
+        if pg:
+            pg.stop()
         return
+    systems = ("flashscan",) if a.skip_postgres else ("flashscan", "postgresql")
     flash.start()
     results = []
     shot = False
@@ -359,7 +389,7 @@ def main():
             for n in clients:
                 for wl in workloads:
                     scripts = WORKLOADS[wl]
-                    for system in ("flashscan", "postgresql"):
+                    for system in systems:
                         try:
                             if system == "flashscan":
                                 r = measure(system, wl, FS_PORT, "bench", flash.pid, scripts, n, a.duration)
@@ -378,11 +408,15 @@ def main():
                         if "failed" not in r:
                             print(f"round {rnd} {wl:>4} {n:>3} clients {system:>10}: {r['qps']:8.2f} q/s  "
                                   f"p50 {r['p50_ms']:9.1f} ms  p95 {r['p95_ms']:9.1f}  p99 {r['p99_ms']:9.1f}  "
-                                  f"({r['queries']} queries in {r['elapsed_s']:.1f} s, server CPU {r['server_cpu_s']:.1f} s)", flush=True)
+                                  f"({r['queries']} queries in {r['elapsed_s']:.1f} s, server CPU {r['server_cpu_s']:.1f} s = "
+                                  f"{r['server_cpu_ms_per_query']:.1f} ms/query on {r['server_cores_busy']:.2f} cores, "
+                                  f"{r['minor_faults_per_query']:.0f} faults/query, "
+                                  f"{r['context_switches_per_query_approx']:.0f} switches/query)", flush=True)
         shot = screenshot(os.path.join(a.out, "dashboard.png"))
     finally:
         flash.stop()
-        pg.stop()
+        if pg:
+            pg.stop()
         save()
         ok = [r for r in results if "failed" not in r]
         if ok:
@@ -395,8 +429,8 @@ def write_summary(results, a, path, shot):
     steps listed, and the issue's three targets checked."""
     lines = [f"# bench/concurrency: SF {a.sf}, {a.duration} s per step, {a.rounds} round(s) asked, flashscan {a.profile} build", "",
              "Command: python3 bench/concurrency/run.py " + " ".join(sys.argv[1:]), "",
-             "| workload | clients | rounds fs / pg | flashscan q/s | PostgreSQL q/s | flashscan p50 / p95 / p99 ms | PostgreSQL p50 / p95 / p99 ms | p50 ratio fs/pg | fs p99/p50 | CPU s fs / pg |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| workload | clients | rounds fs / pg | flashscan q/s | PostgreSQL q/s | flashscan p50 / p95 / p99 ms | PostgreSQL p50 / p95 / p99 ms | p50 ratio fs/pg | fs p99/p50 | CPU s fs / pg | fs CPU ms/query | fs cores busy | fs faults/query |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
 
     def med(rs, k):
         v = [r[k] for r in rs if k in r and not math.isnan(r[k])]
@@ -412,7 +446,9 @@ def write_summary(results, a, path, shot):
                      f"{med(f, 'p50_ms'):.0f} / {med(f, 'p95_ms'):.0f} / {med(f, 'p99_ms'):.0f} | "
                      f"{med(p, 'p50_ms'):.0f} / {med(p, 'p95_ms'):.0f} / {med(p, 'p99_ms'):.0f} | "
                      f"{med(f, 'p50_ms') / med(p, 'p50_ms'):.3f} | {med(f, 'p99_ms') / med(f, 'p50_ms'):.2f} | "
-                     f"{med(f, 'server_cpu_s'):.0f} / {med(p, 'server_cpu_s'):.0f} |")
+                     f"{med(f, 'server_cpu_s'):.0f} / {med(p, 'server_cpu_s'):.0f} | "
+                     f"{med(f, 'server_cpu_ms_per_query'):.1f} | {med(f, 'server_cores_busy'):.2f} | "
+                     f"{med(f, 'minor_faults_per_query'):.0f} |")
     failed = [r for r in results if "failed" in r]
     if failed:
         lines += ["", "Failed steps (recorded, the run went on):"]
@@ -423,7 +459,16 @@ def write_summary(results, a, path, shot):
     for wl in sorted({k[0] for k in keys}):
         f10, f100 = med(of(wl, 10, "flashscan"), "qps"), med(of(wl, 100, "flashscan"), "qps")
         if not math.isnan(f10) and not math.isnan(f100):
-            lines.append(f"- {wl}: 100-client / 10-client q/s = {f100 / f10:.2f} ({verdict(f100 / f10 >= 0.9)})")
+            # Each round's own ratio too: 10 and 100 clients of one round ran minutes apart,
+            # so their ratio shows how much the machine's load moved under them.
+            per_round = []
+            for rnd in sorted({r["round"] for r in of(wl, 100, "flashscan")}):
+                a10 = [r["qps"] for r in of(wl, 10, "flashscan") if r["round"] == rnd]
+                a100 = [r["qps"] for r in of(wl, 100, "flashscan") if r["round"] == rnd]
+                if a10 and a100 and a10[0]:
+                    per_round.append(f"{a100[0] / a10[0]:.2f}")
+            lines.append(f"- {wl}: 100-client / 10-client q/s = {f100 / f10:.2f} ({verdict(f100 / f10 >= 0.9)}); "
+                         f"per round {', '.join(per_round)}")
     most = max((k[1] for k in keys), default=0)
     for wl, n in keys:
         f, p = of(wl, n, "flashscan"), of(wl, n, "postgresql")

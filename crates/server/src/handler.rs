@@ -40,7 +40,6 @@ use crate::config::parse_duration_setting;
 use crate::error::{pg_error, sql_error_to_pg, sqlstate};
 use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
-use crate::psql_catalog::answer;
 use crate::shared::Shared;
 use crate::startup::{Backend, SERVER_VERSION};
 use crate::statement::{classify, split_statements, Command, CopyFromOptions};
@@ -100,9 +99,8 @@ pub async fn plan_sql(shared: &Shared, sql: &str) -> PgWireResult<LogicalPlan> {
     let state = shared.base.state();
     let to_pg = |e: datafusion::error::DataFusionError| sql_error_to_pg(&flashscan_sql::SqlError::from(e));
     let dialect = state.config().options().sql_parser.dialect;
-    let mut statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
-    crate::pg_catalog::normalize_postgres_syntax(&mut statement);
-    let plan = state.statement_to_plan(statement).await.map_err(to_pg)?;
+    let statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
+    let plan = crate::pg_catalog::statement_to_plan(&state, statement).await.map_err(to_pg)?;
     let insert = is_insert(&plan);
     if insert && shared.database.write.is_none() {
         return Err(read_only_database(shared));
@@ -670,10 +668,6 @@ impl QueryHandler {
             Command::Ddl(sql) => self.run_ddl(sql).await,
             Command::CopyFrom(options) => self.start_copy_in(backend, options).await,
             Command::NoOp(tag) => Ok(Response::Execution(Tag::new(tag))),
-            Command::Catalog(q) => {
-                let batch = answer(q, &self.shared.tables()).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
-                Self::batch_response(batch, format)
-            }
             Command::CopyTo { query, csv, header, delimiter } => self.copy_response(backend, query, *csv, *header, delimiter.clone()).await,
             Command::Unsupported(why) => Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, why.clone())),
             Command::Sql(sql) => {
@@ -772,10 +766,6 @@ impl QueryParser for Parser {
                 (Some(plan), params, schema)
             }
             Command::Show { name } => (None, vec![], Some(schema_of_show(name))),
-            Command::Catalog(q) => {
-                let batch = answer(q, &[]).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
-                (None, vec![], Some(batch.schema()))
-            }
             _ => (None, vec![], None),
         };
         Ok(Some(Arc::new(Prepared { command, plan, param_types, schema, fast })))

@@ -25,6 +25,7 @@ pub mod http;
 pub mod ownership;
 pub mod params;
 pub mod pg_catalog;
+pub mod pg_syntax;
 pub mod psql_catalog;
 pub mod sampler;
 pub mod scram;

@@ -8,9 +8,10 @@
 //! the table list changes (start, CREATE/DROP TABLE). Why not `datafusion-pg-catalog`: it
 //! turns on DataFusion's default features (parquet, compression codecs …), i.e. a second
 //! build of the whole DataFusion tree in the shared target directory, for ~40 tables
-//! flashscan has nothing to put in. psql's `\dt`/`\d t` queries stay recognised by their
-//! text (`psql_catalog.rs`): they use `OPERATOR(pg_catalog.~)`, `::regclass` and
-//! `ARRAY(SELECT …)`, which DataFusion does not plan.
+//! flashscan has nothing to put in. psql's `\dt` and every step of `\d t` run on these
+//! tables, their PostgreSQL spellings rewritten first (`pg_syntax.rs`); the tables of
+//! what flashscan does not have (defaults, inheritance, policies, extended statistics,
+//! publications, indexes, constraints) exist with their columns and no rows.
 
 use std::sync::Arc;
 
@@ -85,6 +86,83 @@ fn typlen_of(t: &Type) -> i32 {
         Type::NAME => 64,
         _ => -1,
     }
+}
+
+/// `attcollation` / `typcollation`: flashscan compares text bytewise, in one collation it
+/// does not name, so no column or type names one (0, as PostgreSQL says of types that do
+/// not collate) and `pg_collation` has no rows: psql's `\d` then shows no collation.
+const NO_COLLATION_OID: i64 = 0;
+
+/// `typarray`: the oid of the type's array type, as PostgreSQL numbers them (drivers such
+/// as psycopg register the array type beside the type).
+fn array_type_oid(t: &Type) -> i64 {
+    let array = match *t {
+        Type::BOOL => Type::BOOL_ARRAY,
+        Type::BYTEA => Type::BYTEA_ARRAY,
+        Type::CHAR => Type::CHAR_ARRAY,
+        Type::NAME => Type::NAME_ARRAY,
+        Type::INT8 => Type::INT8_ARRAY,
+        Type::INT2 => Type::INT2_ARRAY,
+        Type::INT4 => Type::INT4_ARRAY,
+        Type::TEXT => Type::TEXT_ARRAY,
+        Type::OID => Type::OID_ARRAY,
+        Type::FLOAT4 => Type::FLOAT4_ARRAY,
+        Type::FLOAT8 => Type::FLOAT8_ARRAY,
+        Type::VARCHAR => Type::VARCHAR_ARRAY,
+        Type::DATE => Type::DATE_ARRAY,
+        Type::TIME => Type::TIME_ARRAY,
+        Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
+        Type::TIMESTAMPTZ => Type::TIMESTAMPTZ_ARRAY,
+        Type::NUMERIC => Type::NUMERIC_ARRAY,
+        _ => return 0,
+    };
+    i64::from(array.oid())
+}
+
+/// The name `regtype` prints for a type (PostgreSQL's `format_type` without a modifier):
+/// the SQL standard's names where PostgreSQL uses them.
+fn regtype_name_of(t: &Type) -> String {
+    match *t {
+        Type::BOOL => "boolean".into(),
+        Type::CHAR => "\"char\"".into(),
+        Type::INT8 => "bigint".into(),
+        Type::INT2 => "smallint".into(),
+        Type::INT4 => "integer".into(),
+        Type::FLOAT4 => "real".into(),
+        Type::FLOAT8 => "double precision".into(),
+        Type::VARCHAR => "character varying".into(),
+        Type::TIME => "time without time zone".into(),
+        Type::TIMESTAMP => "timestamp without time zone".into(),
+        Type::TIMESTAMPTZ => "timestamp with time zone".into(),
+        ref other => other.name().to_string(),
+    }
+}
+
+/// A type named as PostgreSQL's `regtype` input takes it: its `typname` (`int4`), its SQL
+/// name (`integer`, `double precision`), a common alias (`int`, `float8`, `timestamptz`),
+/// optionally `pg_catalog.`-qualified or quoted, any case; or its oid as a number. The
+/// types are the ones `pg_type` lists.
+fn type_of_name(name: &str) -> Option<Type> {
+    let n = name.trim().trim_matches('"').to_ascii_lowercase();
+    let n = n.strip_prefix("pg_catalog.").unwrap_or(&n).trim_matches('"').split_whitespace().collect::<Vec<_>>().join(" ");
+    if let Ok(oid) = n.parse::<u32>() {
+        return TYPES.iter().find(|t| t.oid() == oid).cloned();
+    }
+    let alias = match n.as_str() {
+        "int" | "integer" => "int4",
+        "smallint" => "int2",
+        "bigint" => "int8",
+        "real" => "float4",
+        "float" | "double precision" => "float8",
+        "boolean" => "bool",
+        "character varying" => "varchar",
+        "decimal" => "numeric",
+        "time without time zone" => "time",
+        "timestamp without time zone" => "timestamp",
+        "timestamp with time zone" => "timestamptz",
+        other => other,
+    };
+    TYPES.iter().find(|t| t.name() == alias).cloned()
 }
 
 fn text(name: &str) -> Field {
@@ -167,6 +245,17 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             int32("relnatts"),
             boolean("relispartition"),
             boolean("relrowsecurity"),
+            // What psql's `\d t` reads beside: no checks, rules, triggers, tablespace,
+            // typed tables, TOAST tables or partition bounds in flashscan.
+            Field::new("relchecks", DataType::Int16, false),
+            boolean("relhasrules"),
+            boolean("relhastriggers"),
+            boolean("relforcerowsecurity"),
+            int64("reltablespace"),
+            int64("reloftype"),
+            text("relreplident"),
+            int64("reltoastrelid"),
+            text("relpartbound"),
         ],
         vec![
             Arc::new(Int64Array::from_iter_values(tables.iter().map(|t| t.oid))),
@@ -184,6 +273,16 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Arc::new(Int32Array::from_iter_values(tables.iter().map(|t| t.schema.fields().len() as i32))),
             Arc::new(BooleanArray::from(vec![false; n])),
             Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(arrow::array::Int16Array::from(vec![0; n])),
+            Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(Int64Array::from(vec![0; n])),
+            Arc::new(Int64Array::from(vec![0; n])),
+            // 'd': the default replica identity, as PostgreSQL says for a plain table.
+            strings(std::iter::repeat_n("d", n)),
+            Arc::new(Int64Array::from(vec![0; n])),
+            new_null_array(&DataType::Utf8, n),
         ],
     )
 }
@@ -230,7 +329,7 @@ fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Arc::new(BooleanArray::from(vec![false; n])),
             strings(std::iter::repeat_n("", n)),
             strings(std::iter::repeat_n("", n)),
-            Arc::new(Int64Array::from(vec![0; n])),
+            Arc::new(Int64Array::from(vec![NO_COLLATION_OID; n])),
         ],
     )
 }
@@ -238,7 +337,22 @@ fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
 fn types() -> Result<RecordBatch> {
     let n = TYPES.len();
     batch(
-        vec![int64("oid"), text("typname"), int64("typnamespace"), int64("typowner"), int32("typlen"), text("typtype"), int64("typbasetype"), int32("typtypmod"), boolean("typnotnull"), int64("typrelid"), int64("typelem"), text("typdelim")],
+        vec![
+            int64("oid"),
+            text("typname"),
+            int64("typnamespace"),
+            int64("typowner"),
+            int32("typlen"),
+            text("typtype"),
+            int64("typbasetype"),
+            int32("typtypmod"),
+            boolean("typnotnull"),
+            int64("typrelid"),
+            int64("typelem"),
+            text("typdelim"),
+            int64("typcollation"),
+            int64("typarray"),
+        ],
         vec![
             Arc::new(Int64Array::from_iter_values(TYPES.iter().map(|t| i64::from(t.oid())))),
             strings(TYPES.iter().map(|t| t.name())),
@@ -252,6 +366,8 @@ fn types() -> Result<RecordBatch> {
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int64Array::from(vec![0; n])),
             strings(std::iter::repeat_n(",", n)),
+            Arc::new(Int64Array::from(vec![NO_COLLATION_OID; n])),
+            Arc::new(Int64Array::from_iter_values(TYPES.iter().map(array_type_oid))),
         ],
     )
 }
@@ -284,6 +400,62 @@ fn databases() -> Result<RecordBatch> {
             strings(["C.UTF-8"]),
             new_null_array(&DataType::Utf8, 1),
             new_null_array(&acl, 1),
+        ],
+    )
+}
+
+fn list_of(t: DataType) -> DataType {
+    DataType::List(Arc::new(Field::new_list_field(t, true)))
+}
+
+/// The catalog tables of what flashscan does not have: column defaults, collations (see
+/// `NO_COLLATION_OID`), inheritance and partitions, row-level policies, extended
+/// statistics, publications, indexes, constraints, triggers, rules. They exist, with PostgreSQL's columns (those clients read), and no rows,
+/// so queries over them plan and answer truthfully: nothing.
+fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
+    let b = |n: &str| Field::new(n, DataType::Boolean, true);
+    let i = |n: &str| Field::new(n, DataType::Int64, true);
+    let i32f = |n: &str| Field::new(n, DataType::Int32, true);
+    let t = |n: &str| Field::new(n, DataType::Utf8, true);
+    vec![
+        ("pg_attrdef", vec![i("oid"), i("adrelid"), Field::new("adnum", DataType::Int16, true), t("adbin")]),
+        ("pg_collation", vec![i("oid"), t("collname"), i("collnamespace"), t("collprovider")]),
+        ("pg_inherits", vec![i("inhrelid"), i("inhparent"), i32f("inhseqno"), b("inhdetachpending")]),
+        (
+            "pg_policy",
+            vec![i("oid"), t("polname"), i("polrelid"), t("polcmd"), b("polpermissive"), Field::new("polroles", list_of(DataType::Int64), true), t("polqual"), t("polwithcheck")],
+        ),
+        (
+            "pg_statistic_ext",
+            vec![i("oid"), i("stxrelid"), t("stxname"), i("stxnamespace"), i("stxowner"), i32f("stxstattarget"), Field::new("stxkind", list_of(DataType::Utf8), true)],
+        ),
+        ("pg_publication", vec![i("oid"), t("pubname"), i("pubowner"), b("puballtables"), b("pubinsert"), b("pubupdate"), b("pubdelete"), b("pubtruncate"), b("pubviaroot")]),
+        ("pg_publication_rel", vec![i("oid"), i("prpubid"), i("prrelid"), t("prqual"), Field::new("prattrs", list_of(DataType::Int16), true)]),
+        ("pg_publication_namespace", vec![i("oid"), i("pnpubid"), i("pnnspid")]),
+        (
+            "pg_index",
+            vec![i("indexrelid"), i("indrelid"), Field::new("indnatts", DataType::Int16, true), b("indisunique"), b("indisprimary"), b("indisexclusion"), b("indimmediate"), b("indisclustered"), b("indisvalid"), b("indisreplident"), t("indpred"), t("indexprs")],
+        ),
+        ("pg_constraint", vec![i("oid"), t("conname"), i("connamespace"), t("contype"), b("condeferrable"), b("condeferred"), b("convalidated"), i("conrelid"), i("conindid"), i("confrelid"), t("conbin")]),
+        ("pg_trigger", vec![i("oid"), i("tgrelid"), t("tgname"), i("tgfoid"), b("tgisinternal"), t("tgenabled")]),
+        ("pg_rewrite", vec![i("oid"), t("rulename"), i("ev_class"), t("ev_type")]),
+    ]
+}
+
+/// The names of the catalog tables flashscan keeps empty (`empty_tables`).
+pub fn empty_table_names() -> Vec<&'static str> {
+    empty_tables().into_iter().map(|(name, _)| name).collect()
+}
+
+/// `pg_roles`: the one owner every object here has.
+fn roles() -> Result<RecordBatch> {
+    batch(
+        vec![int64("oid"), text("rolname"), boolean("rolsuper"), boolean("rolcanlogin")],
+        vec![
+            Arc::new(Int64Array::from(vec![OWNER_OID])),
+            strings([OWNER_NAME]),
+            Arc::new(BooleanArray::from(vec![true])),
+            Arc::new(BooleanArray::from(vec![true])),
         ],
     )
 }
@@ -329,50 +501,6 @@ impl SchemaProvider for SearchPath {
     }
 }
 
-/// PostgreSQL spellings DataFusion does not plan but means the same as ones it does, as
-/// psql and drivers write them in catalog queries: `a OPERATOR(pg_catalog.~) b` (an
-/// operator named with its schema) becomes `a ~ b`, and `COLLATE pg_catalog.default`
-/// (the database's default collation, the only one flashscan compares with) is dropped.
-/// Rewritten in the parsed statement, never in its text; anything else is left for the
-/// planner to accept or refuse.
-pub fn normalize_postgres_syntax(statement: &mut datafusion::sql::parser::Statement) {
-    use datafusion::sql::sqlparser::ast::{visit_expressions_mut, BinaryOperator, Expr};
-    let datafusion::sql::parser::Statement::Statement(statement) = statement else { return };
-    let _ = visit_expressions_mut(statement.as_mut(), |e| {
-        match e {
-            Expr::BinaryOp { op, .. } => {
-                if let BinaryOperator::PGCustomBinaryOperator(parts) = op {
-                    let standard = match parts.as_slice() {
-                        [schema, name] if schema.eq_ignore_ascii_case(PG_CATALOG) => match name.as_str() {
-                            "~" => Some(BinaryOperator::PGRegexMatch),
-                            "~*" => Some(BinaryOperator::PGRegexIMatch),
-                            "!~" => Some(BinaryOperator::PGRegexNotMatch),
-                            "!~*" => Some(BinaryOperator::PGRegexNotIMatch),
-                            "=" => Some(BinaryOperator::Eq),
-                            "<>" | "!=" => Some(BinaryOperator::NotEq),
-                            "<" => Some(BinaryOperator::Lt),
-                            "<=" => Some(BinaryOperator::LtEq),
-                            ">" => Some(BinaryOperator::Gt),
-                            ">=" => Some(BinaryOperator::GtEq),
-                            _ => None,
-                        },
-                        _ => None,
-                    };
-                    if let Some(standard) = standard {
-                        *op = standard;
-                    }
-                }
-            }
-            Expr::Collate { expr, collation } if collation.to_string().eq_ignore_ascii_case("pg_catalog.default") => {
-                let inner = std::mem::replace(expr.as_mut(), Expr::Identifier(datafusion::sql::sqlparser::ast::Ident::new("")));
-                *e = inner;
-            }
-            _ => {}
-        }
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-}
-
 /// (Re)registers the `pg_catalog` tables for `tables`, and (once) puts them on the
 /// default schema's search path. Plans already made keep the tables they were made with.
 pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
@@ -393,12 +521,167 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
         ("pg_type", types()?),
         ("pg_database", databases()?),
         ("pg_am", access_method_rows(tables)?),
-    ] {
+        ("pg_roles", roles()?),
+    ]
+    .into_iter()
+    .chain(empty_tables().into_iter().map(|(name, fields)| (name, RecordBatch::new_empty(Arc::new(Schema::new(fields))))))
+    {
         let reference = TableReference::partial(PG_CATALOG, name);
         ctx.deregister_table(reference.clone())?;
         ctx.register_table(reference, Arc::new(MemTable::try_new(b.schema(), vec![vec![b]])?))?;
     }
+    // `regclass` looks names up among the tables of the moment.
+    let relations: Vec<(i64, String)> = tables.iter().map(|t| (t.oid, t.name.clone())).collect();
+    ctx.register_udf(oid_alias_udf("regclass_oid", OidLookup::Classes(relations.clone()), true));
+    ctx.register_udf(oid_alias_udf("regclass_name", OidLookup::Classes(relations.clone()), false));
+    ctx.register_udf(to_reg_udf("to_regclass", "pg_catalog.to_regclass", OidLookup::Classes(relations)));
     Ok(())
+}
+
+/// The names an object-identifier type (`regtype`, `regclass`, `regnamespace`) maps.
+#[derive(Debug, Clone)]
+enum OidLookup {
+    Types,
+    Classes(Vec<(i64, String)>),
+    Namespaces,
+}
+
+impl OidLookup {
+    fn kind(&self) -> &'static str {
+        match self {
+            OidLookup::Types => "type",
+            OidLookup::Classes(_) => "relation",
+            OidLookup::Namespaces => "schema",
+        }
+    }
+
+    /// (oid, name as PostgreSQL prints it) of a name or of an oid written as a number.
+    fn find(&self, text: &str) -> Option<(i64, String)> {
+        let number = text.trim().parse::<i64>().ok();
+        match self {
+            OidLookup::Types => type_of_name(text).map(|t| (i64::from(t.oid()), regtype_name_of(&t))),
+            OidLookup::Classes(tables) => {
+                let name = text.trim().trim_matches('"');
+                let name = name.strip_prefix("public.").unwrap_or(name);
+                tables.iter().find(|(oid, n)| Some(*oid) == number || n.eq_ignore_ascii_case(name)).cloned()
+            }
+            OidLookup::Namespaces => {
+                let spaces = [(PG_CATALOG_OID, PG_CATALOG), (PUBLIC_OID, SCHEMA_NAME), (INFORMATION_SCHEMA_OID, "information_schema")];
+                let name = text.trim().trim_matches('"');
+                spaces.iter().find(|(oid, n)| Some(*oid) == number || n.eq_ignore_ascii_case(name)).map(|(o, n)| (*o, n.to_string()))
+            }
+        }
+    }
+}
+
+/// The text arguments of a one-argument catalog function, whatever string type the
+/// planner gave them.
+fn text_argument(args: &[ColumnarValue]) -> Result<(Option<usize>, StringArray)> {
+    let rows = args.iter().find_map(|a| match a {
+        ColumnarValue::Array(a) => Some(a.len()),
+        ColumnarValue::Scalar(_) => None,
+    });
+    let array = args.first().ok_or_else(|| DataFusionError::Plan("one argument expected".into()))?.to_array(rows.unwrap_or(1))?;
+    let array = arrow::compute::cast(&array, &DataType::Utf8)?;
+    let strings = array.as_any().downcast_ref::<StringArray>().ok_or_else(|| DataFusionError::Execution("a text argument expected".into()))?.clone();
+    Ok((rows, strings))
+}
+
+fn columnar(rows: Option<usize>, out: ArrayRef) -> Result<ColumnarValue> {
+    Ok(match rows {
+        Some(_) => ColumnarValue::Array(out),
+        None => ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?),
+    })
+}
+
+/// `pg_catalog.<type>_oid(text)` (what `x::regtype` becomes, `pg_syntax.rs`): the object's
+/// oid, or an error naming it, as PostgreSQL's cast fails (`type "x" does not exist`);
+/// `pg_catalog.<type>_name(text)` (`x::regtype::text`): its name as PostgreSQL prints it.
+fn oid_alias_udf(name: &'static str, lookup: OidLookup, to_oid: bool) -> ScalarUDF {
+    let returns = if to_oid { DataType::Int64 } else { DataType::Utf8 };
+    let f = Arc::new(move |args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let (rows, texts) = text_argument(args)?;
+        let mut oids = Vec::with_capacity(texts.len());
+        let mut names = Vec::with_capacity(texts.len());
+        for text in texts.iter() {
+            match text {
+                None => {
+                    oids.push(None);
+                    names.push(None);
+                }
+                Some(t) => match lookup.find(t) {
+                    Some((oid, n)) => {
+                        oids.push(Some(oid));
+                        names.push(Some(n));
+                    }
+                    // An oid of nothing prints as its number, as PostgreSQL does.
+                    None if !to_oid && t.trim().parse::<i64>().is_ok() => {
+                        oids.push(None);
+                        names.push(Some(t.trim().to_string()));
+                    }
+                    None => return Err(DataFusionError::Execution(format!("{} \"{t}\" does not exist", lookup.kind()))),
+                },
+            }
+        }
+        let out: ArrayRef = if to_oid { Arc::new(Int64Array::from(oids)) } else { Arc::new(StringArray::from(names)) };
+        columnar(rows, out)
+    });
+    create_udf(&format!("{PG_CATALOG}.{name}"), vec![DataType::Utf8], returns, Volatility::Immutable, f)
+}
+
+/// `to_regtype(text)` / `to_regclass(text)`: the oid, or NULL when nothing has that name
+/// (psycopg's `TypeInfo.fetch` asks with it).
+fn to_reg_udf(name: &'static str, qualified: &'static str, lookup: OidLookup) -> ScalarUDF {
+    let f = Arc::new(move |args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let (rows, texts) = text_argument(args)?;
+        let out: Int64Array = texts.iter().map(|t| t.and_then(|t| lookup.find(t)).map(|(oid, _)| oid)).collect();
+        columnar(rows, Arc::new(out))
+    });
+    create_udf(name, vec![DataType::Utf8], DataType::Int64, Volatility::Immutable, f).with_aliases([qualified])
+}
+
+/// A function of flashscan-less answer: `pg_get_expr` (no stored expressions: defaults,
+/// checks, partition bounds, policies), `pg_get_statisticsobjdef_columns` (no extended
+/// statistics) — NULL for any arguments; `pg_relation_is_publishable` — false (no
+/// publications).
+fn null_answer_udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
+    #[derive(Debug, PartialEq, Eq, Hash)]
+    struct AnyArgs {
+        name: String,
+        aliases: Vec<String>,
+        signature: datafusion::logical_expr::Signature,
+        value: ScalarValue,
+    }
+    impl datafusion::logical_expr::ScalarUDFImpl for AnyArgs {
+        fn name(&self) -> &str {
+            &self.name
+        }
+        fn aliases(&self) -> &[String] {
+            &self.aliases
+        }
+        fn signature(&self) -> &datafusion::logical_expr::Signature {
+            &self.signature
+        }
+        fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+            Ok(self.value.data_type())
+        }
+        fn invoke_with_args(&self, args: datafusion::logical_expr::ScalarFunctionArgs) -> Result<ColumnarValue> {
+            let rows = args.args.iter().find_map(|a| match a {
+                ColumnarValue::Array(a) => Some(a.len()),
+                ColumnarValue::Scalar(_) => None,
+            });
+            Ok(match rows {
+                Some(n) => ColumnarValue::Array(self.value.to_array_of_size(n)?),
+                None => ColumnarValue::Scalar(self.value.clone()),
+            })
+        }
+    }
+    ScalarUDF::new_from_impl(AnyArgs {
+        name: name.to_string(),
+        aliases: vec![format!("{PG_CATALOG}.{name}")],
+        signature: datafusion::logical_expr::Signature::variadic_any(Volatility::Immutable),
+        value,
+    })
 }
 
 /// A function of constant answer over one argument's rows (or one row for scalars).
@@ -498,6 +781,45 @@ pub fn register_functions(ctx: &SessionContext) {
     // Every flashscan table is in `public`, on the search path.
     ctx.register_udf(constant_udf("pg_table_is_visible", "pg_catalog.pg_table_is_visible", vec![DataType::Int64], ScalarValue::Boolean(Some(true))));
     ctx.register_udf(format_type_udf());
+    ctx.register_udf(oid_alias_udf("regtype_oid", OidLookup::Types, true));
+    ctx.register_udf(oid_alias_udf("regtype_name", OidLookup::Types, false));
+    ctx.register_udf(to_reg_udf("to_regtype", "pg_catalog.to_regtype", OidLookup::Types));
+    ctx.register_udf(oid_alias_udf("regnamespace_oid", OidLookup::Namespaces, true));
+    ctx.register_udf(oid_alias_udf("regnamespace_name", OidLookup::Namespaces, false));
+    ctx.register_udf(null_answer_udf("pg_get_expr", ScalarValue::Utf8(None)));
+    ctx.register_udf(null_answer_udf("pg_get_statisticsobjdef_columns", ScalarValue::Utf8(None)));
+    ctx.register_udf(null_answer_udf("pg_relation_is_publishable", ScalarValue::Boolean(Some(false))));
+}
+
+/// Plans a statement as the server does: PostgreSQL spellings normalised first
+/// (`pg_syntax.rs`), then DataFusion. A statement DataFusion still cannot plan whose every
+/// branch reads, by an inner or cross join, a catalog table flashscan keeps empty
+/// (`empty_tables`) has no rows whatever its expressions say: it is answered as no rows
+/// with its columns' names (as text), and anything else keeps DataFusion's error. (A
+/// misspelt column or table is DataFusion's error, not this.)
+pub async fn statement_to_plan(state: &datafusion::execution::session_state::SessionState, mut statement: datafusion::sql::parser::Statement) -> Result<datafusion::logical_expr::LogicalPlan> {
+    let empty = empty_table_names();
+    crate::pg_syntax::normalize(&mut statement, &empty);
+    let no_rows = crate::pg_syntax::empty_result_columns(&statement, &empty);
+    let answer_no_rows = |names: Vec<String>| async move {
+        let columns: Vec<String> = names.iter().map(|n| format!("CAST(NULL AS TEXT) AS \"{}\"", n.replace('"', "\"\""))).collect();
+        state.create_logical_plan(&format!("SELECT {} WHERE false", columns.join(", "))).await
+    };
+    match state.statement_to_plan(statement).await {
+        // A name that does not exist stays an error (as in PostgreSQL), empty tables or not.
+        Err(e) if matches!(e.find_root(), DataFusionError::SchemaError(..)) => Err(e),
+        Err(e) => match no_rows {
+            Some(names) => answer_no_rows(names).await,
+            None => Err(e),
+        },
+        Ok(plan) => match no_rows {
+            // Some statements DataFusion plans logically but cannot run (a subquery it
+            // cannot decorrelate fails when made physical): checked only for statements
+            // over the empty tables, so no other query is planned twice.
+            Some(names) if state.create_physical_plan(&plan).await.is_err() => answer_no_rows(names).await,
+            _ => Ok(plan),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -551,9 +873,8 @@ mod tests {
     /// Plans as the server does: parsed, PostgreSQL spellings normalised, then planned.
     async fn run_normalized(ctx: &SessionContext, sql: &str) -> String {
         let state = ctx.state();
-        let mut statement = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        normalize_postgres_syntax(&mut statement);
-        let plan = state.statement_to_plan(statement).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let statement = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).unwrap_or_else(|e| panic!("{sql}: {e}"));
+        let plan = statement_to_plan(&state, statement).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
         let batches = ctx.execute_logical_plan(plan).await.expect("execute").collect().await.expect("collect");
         pretty_format_batches(&batches).map(|t| t.to_string()).unwrap_or_default()
     }
@@ -587,7 +908,7 @@ mod tests {
         // Another collation than the default is not dropped: the planner decides (refuses).
         let state = ctx.state();
         let mut other = state.sql_to_statement("SELECT relname FROM pg_class WHERE relname = 'x' COLLATE \"C\"", &datafusion::config::Dialect::PostgreSQL).expect("parse");
-        normalize_postgres_syntax(&mut other);
+        crate::pg_syntax::normalize(&mut other, &empty_table_names());
         assert!(other.to_string().contains("COLLATE"), "{other}");
     }
 
@@ -620,5 +941,91 @@ mod tests {
         assert!(!listed.contains("pg_class") && !listed.contains("pg_type"), "{listed}");
         ctx.deregister_table("later").expect("deregister");
         assert!(ctx.sql("SELECT * FROM later").await.is_err());
+    }
+
+    /// psql 15's `\d TABLE` after its first step, verbatim (`psql -E` against PostgreSQL
+    /// 15.20, `\d t`), oid 16385 = lineitem below.
+    const PSQL_DESCRIBE: [&str; 7] = [
+        "SELECT c.relchecks, c.relkind, c.relhasindex, c.relhasrules, c.relhastriggers, c.relrowsecurity, c.relforcerowsecurity, false AS relhasoids, c.relispartition, '', c.reltablespace, CASE WHEN c.reloftype = 0 THEN '' ELSE c.reloftype::pg_catalog.regtype::pg_catalog.text END, c.relpersistence, c.relreplident, am.amname\nFROM pg_catalog.pg_class c\n LEFT JOIN pg_catalog.pg_class tc ON (c.reltoastrelid = tc.oid)\nLEFT JOIN pg_catalog.pg_am am ON (c.relam = am.oid)\nWHERE c.oid = '16385';",
+        "SELECT a.attname,\n  pg_catalog.format_type(a.atttypid, a.atttypmod),\n  (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid, true)\n   FROM pg_catalog.pg_attrdef d\n   WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.atthasdef),\n  a.attnotnull,\n  (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t\n   WHERE c.oid = a.attcollation AND t.oid = a.atttypid AND a.attcollation <> t.typcollation) AS attcollation,\n  a.attidentity,\n  a.attgenerated\nFROM pg_catalog.pg_attribute a\nWHERE a.attrelid = '16385' AND a.attnum > 0 AND NOT a.attisdropped\nORDER BY a.attnum;",
+        "SELECT pol.polname, pol.polpermissive,\n  CASE WHEN pol.polroles = '{0}' THEN NULL ELSE pg_catalog.array_to_string(array(select rolname from pg_catalog.pg_roles where oid = any (pol.polroles) order by 1),',') END,\n  pg_catalog.pg_get_expr(pol.polqual, pol.polrelid),\n  pg_catalog.pg_get_expr(pol.polwithcheck, pol.polrelid),\n  CASE pol.polcmd\n    WHEN 'r' THEN 'SELECT'\n    WHEN 'a' THEN 'INSERT'\n    WHEN 'w' THEN 'UPDATE'\n    WHEN 'd' THEN 'DELETE'\n    END AS cmd\nFROM pg_catalog.pg_policy pol\nWHERE pol.polrelid = '16385' ORDER BY 1;",
+        "SELECT oid, stxrelid::pg_catalog.regclass, stxnamespace::pg_catalog.regnamespace::pg_catalog.text AS nsp, stxname,\npg_catalog.pg_get_statisticsobjdef_columns(oid) AS columns,\n  'd' = any(stxkind) AS ndist_enabled,\n  'f' = any(stxkind) AS deps_enabled,\n  'm' = any(stxkind) AS mcv_enabled,\nstxstattarget\nFROM pg_catalog.pg_statistic_ext\nWHERE stxrelid = '16385'\nORDER BY nsp, stxname;",
+        "SELECT pubname\n     , NULL\n     , NULL\nFROM pg_catalog.pg_publication p\n     JOIN pg_catalog.pg_publication_namespace pn ON p.oid = pn.pnpubid\n     JOIN pg_catalog.pg_class pc ON pc.relnamespace = pn.pnnspid\nWHERE pc.oid ='16385' and pg_catalog.pg_relation_is_publishable('16385')\nUNION\nSELECT pubname\n     , pg_get_expr(pr.prqual, c.oid)\n     , (CASE WHEN pr.prattrs IS NOT NULL THEN\n         (SELECT string_agg(attname, ', ')\n           FROM pg_catalog.generate_series(0, pg_catalog.array_upper(pr.prattrs::pg_catalog.int2[], 1)) s,\n                pg_catalog.pg_attribute\n          WHERE attrelid = pr.prrelid AND attnum = prattrs[s])\n        ELSE NULL END) FROM pg_catalog.pg_publication p\n     JOIN pg_catalog.pg_publication_rel pr ON p.oid = pr.prpubid\n     JOIN pg_catalog.pg_class c ON c.oid = pr.prrelid\nWHERE pr.prrelid = '16385'\nUNION\nSELECT pubname\n     , NULL\n     , NULL\nFROM pg_catalog.pg_publication p\nWHERE p.puballtables AND pg_catalog.pg_relation_is_publishable('16385')\nORDER BY 1;",
+        "SELECT c.oid::pg_catalog.regclass\nFROM pg_catalog.pg_class c, pg_catalog.pg_inherits i\nWHERE c.oid = i.inhparent AND i.inhrelid = '16385'\n  AND c.relkind != 'p' AND c.relkind != 'I'\nORDER BY inhseqno;",
+        "SELECT c.oid::pg_catalog.regclass, c.relkind, inhdetachpending, pg_catalog.pg_get_expr(c.relpartbound, c.oid)\nFROM pg_catalog.pg_class c, pg_catalog.pg_inherits i\nWHERE c.oid = i.inhrelid AND i.inhparent = '16385'\nORDER BY pg_catalog.pg_get_expr(c.relpartbound, c.oid) = 'DEFAULT', c.oid::pg_catalog.regclass::pg_catalog.text;",
+    ];
+
+    fn rows_of(out: &str) -> Vec<Vec<String>> {
+        out.lines()
+            .skip(3)
+            .filter(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect())
+            .collect()
+    }
+
+    /// Every later step of psql's `\d TABLE` plans and answers from the catalog tables:
+    /// the flags, the columns with PostgreSQL's type names and nullability, and no policies,
+    /// statistics, publications or inheritance.
+    #[tokio::test]
+    async fn psql_describe_steps_run_on_the_catalog_tables() {
+        let ctx = SessionContext::new();
+        register_functions(&ctx);
+        let mut two = tables();
+        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into() });
+        register(&ctx, &two).expect("register");
+        let state = ctx.state();
+        for (i, sql) in PSQL_DESCRIBE.iter().enumerate() {
+            // Which steps DataFusion plans itself, and which only as an empty relation.
+            let mut direct = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).expect("parse");
+            crate::pg_syntax::normalize(&mut direct, &empty_table_names());
+            let planned = match state.statement_to_plan(direct).await {
+                Ok(plan) => state.create_physical_plan(&plan).await.map(|_| ()),
+                Err(e) => Err(e),
+            };
+            let how = match planned {
+                Ok(()) => "run by DataFusion".to_string(),
+                Err(e) => format!("no rows over empty tables (DataFusion: {})", flashscan_sql::error::one_line(&e.to_string())),
+            };
+            eprintln!("psql \\d step {}: {how}", i + 2);
+        }
+        let flags = rows_of(&run_normalized(&ctx, PSQL_DESCRIBE[0]).await);
+        assert_eq!(flags.len(), 1, "{flags:?}");
+        let f = &flags[0];
+        // relchecks, relkind, relhasindex … relreplident, amname.
+        assert_eq!((f[0].as_str(), f[1].as_str(), f[2].as_str(), f[10].as_str(), f[11].as_str()), ("0", "r", "false", "0", ""), "{f:?}");
+        assert_eq!((f[12].as_str(), f[13].as_str(), f[14].as_str()), ("p", "d", "columnstore"), "{f:?}");
+        let columns = rows_of(&run_normalized(&ctx, PSQL_DESCRIBE[1]).await);
+        let got: Vec<(&str, &str, &str, &str)> = columns.iter().map(|r| (r[0].as_str(), r[1].as_str(), r[2].as_str(), r[3].as_str())).collect();
+        assert_eq!(got, vec![("k", "bigint", "", "true"), ("price", "numeric(12,2)", "", "false"), ("name", "text", "", "false")], "{columns:?}");
+        // No collation shown: flashscan names none.
+        assert!(columns.iter().all(|r| r[4].is_empty()), "{columns:?}");
+        for sql in &PSQL_DESCRIBE[2..] {
+            assert_eq!(rows_of(&run_normalized(&ctx, sql).await), Vec::<Vec<String>>::new(), "{sql}");
+        }
+        // A user's table a query DataFusion cannot plan still fails with its error.
+        let bad = state.sql_to_statement("SELECT array(select 1 from items i2 where i2.k = i.k limit 1) FROM items i", &datafusion::config::Dialect::PostgreSQL).expect("parse");
+        assert!(statement_to_plan(&state, bad).await.is_err());
+        // A misspelt column over an empty catalog table is an error, not no rows.
+        let typo = state.sql_to_statement("SELECT inhnosuch FROM pg_catalog.pg_inherits", &datafusion::config::Dialect::PostgreSQL).expect("parse");
+        assert!(statement_to_plan(&state, typo).await.is_err());
+    }
+
+    /// psycopg 3's `TypeInfo.fetch` query and the `::regtype` casts drivers write.
+    #[tokio::test]
+    async fn regtype_casts_and_to_regtype_look_types_up() {
+        let ctx = SessionContext::new();
+        register_functions(&ctx);
+        register(&ctx, &tables()).expect("register");
+        let info = "SELECT\n    typname AS name, oid, typarray AS array_oid,\n    oid::regtype::text AS regtype, typdelim AS delimiter\nFROM pg_type t\nWHERE t.oid = to_regtype('int4')\nORDER BY t.oid\n";
+        assert_eq!(rows_of(&run_normalized(&ctx, info).await), vec![vec!["int4", "23", "1007", "integer", ","]]);
+        let none = info.replace("to_regtype('int4')", "to_regtype('no_such_type')");
+        assert!(rows_of(&run_normalized(&ctx, &none).await).is_empty());
+        let casts = "SELECT 'numeric'::regtype AS n, 'double precision'::regtype::text AS d, 'pg_catalog.int8'::regtype AS i, 20::regtype::text AS by_oid, 'items'::regclass AS t, 'public'::regnamespace AS ns";
+        assert_eq!(rows_of(&run_normalized(&ctx, casts).await), vec![vec!["1700", "double precision", "20", "bigint", "16384", "2200"]]);
+        let state = ctx.state();
+        let bad = state.sql_to_statement("SELECT 'no_such_type'::regtype", &datafusion::config::Dialect::PostgreSQL).expect("parse");
+        let plan = statement_to_plan(&state, bad).await.expect("plans");
+        let err = ctx.execute_logical_plan(plan).await.expect("df").collect().await.expect_err("unknown type");
+        assert!(err.to_string().contains("type \"no_such_type\" does not exist"), "{err}");
     }
 }

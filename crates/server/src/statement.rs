@@ -1,12 +1,10 @@
 //! What a statement asks for, decided before DataFusion sees it: session commands that
-//! clients send on their own (SET, SHOW, BEGIN/COMMIT), psql's catalog queries, COPY TO
-//! STDOUT, and everything else for DataFusion.
+//! clients send on their own (SET, SHOW, BEGIN/COMMIT, savepoints), COPY TO STDOUT, and
+//! everything else — catalog queries included (`pg_catalog.rs`) — for DataFusion.
 
 use std::sync::LazyLock;
 
 use regex::Regex;
-
-use crate::psql_catalog::{recognize, CatalogQuery};
 
 /// What `COPY … FROM STDIN` asked for.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +31,6 @@ pub enum Command {
     Rollback,
     /// Accepted with no effect (DISCARD ALL, DEALLOCATE, ...): the tag to answer.
     NoOp(&'static str),
-    Catalog(CatalogQuery),
     CopyTo { query: String, csv: bool, header: bool, delimiter: Option<String> },
     /// `COPY table [(columns)] FROM STDIN [options]`: rows from the client into the table.
     CopyFrom(CopyFromOptions),
@@ -68,6 +65,18 @@ pub fn classify(text: &str) -> Command {
     }
     let lower = t.to_ascii_lowercase();
     let first = lower.split_whitespace().next().unwrap_or("");
+    let second = lower.split_whitespace().nth(1).unwrap_or("");
+    match (first, second) {
+        // Savepoints are taken (psycopg's `conn.transaction()` nests with them) and
+        // released; rolling back to one would need the rows staged since it undone, which
+        // flashscan's transactions do not keep apart: refused, the whole ROLLBACK works.
+        ("savepoint", _) => return Command::NoOp("SAVEPOINT"),
+        ("release", _) => return Command::NoOp("RELEASE"),
+        ("rollback", "to") => {
+            return Command::Unsupported("ROLLBACK TO SAVEPOINT: flashscan does not keep savepoints apart; ROLLBACK the whole transaction".into())
+        }
+        _ => {}
+    }
     match first {
         "begin" | "start" => return Command::Begin,
         "commit" | "end" => return Command::Commit,
@@ -129,9 +138,6 @@ pub fn classify(text: &str) -> Command {
             );
         }
         return Command::Unsupported("COPY writes only TO STDOUT over the wire (psql: \\copy ... to 'file')".into());
-    }
-    if let Some(q) = recognize(t) {
-        return Command::Catalog(q);
     }
     if DDL_RE.is_match(t) {
         return Command::Ddl(t.to_string());
@@ -241,6 +247,10 @@ mod tests {
         assert_eq!(classify("BEGIN"), Command::Begin);
         assert_eq!(classify("commit;"), Command::Commit);
         assert!(matches!(classify("select 1"), Command::Sql(_)));
+        assert_eq!(classify("SAVEPOINT \"_pg3_1\""), Command::NoOp("SAVEPOINT"));
+        assert_eq!(classify("RELEASE SAVEPOINT \"_pg3_1\""), Command::NoOp("RELEASE"));
+        assert!(matches!(classify("ROLLBACK TO SAVEPOINT \"_pg3_1\""), Command::Unsupported(_)));
+        assert_eq!(classify("rollback"), Command::Rollback);
     }
 
     #[test]

@@ -1,0 +1,478 @@
+//! PostgreSQL spellings DataFusion does not plan, rewritten in the parsed statement (never
+//! its text) into ones it does that mean the same, so the catalog queries of psql and the
+//! drivers run as SQL on the `pg_catalog` tables (`pg_catalog.rs`):
+//!
+//! - `a OPERATOR(pg_catalog.~) b` (an operator named with its schema) → `a ~ b`;
+//!   `COLLATE pg_catalog.default` dropped (the default collation is the only one flashscan
+//!   compares with; any other COLLATE is left for the planner, which refuses it);
+//! - casts to types named with their schema or by PostgreSQL's own names
+//!   (`::pg_catalog.text`, `::pg_catalog.int2[]`, `::oid`, `::name`) → the standard type;
+//! - the object-identifier types: `x::regtype`, `x::regclass`, `x::regnamespace` → the
+//!   object's oid (`pg_catalog.regtype_oid(x::text)`: a name is looked up, a number is an
+//!   oid already), and `x::regtype::text` → its name (`regtype_name`), as PostgreSQL
+//!   prints it. A bare `oid::regclass` in a result is the oid, not the name;
+//! - `ARRAY(SELECT e FROM … ORDER BY …)` → `(SELECT array_agg(e ORDER BY …) FROM …)`
+//!   (an empty subquery gives NULL where PostgreSQL gives `{}`);
+//! - a scalar subquery that reads (by an inner or cross join) a catalog table flashscan
+//!   keeps empty (`pg_attrdef`, `pg_collation`, …; `pg_catalog::empty_table_names`) →
+//!   `NULL` (text): it has no rows, so its value is NULL whatever it computes — and psql's
+//!   `\d` column step correlates those subqueries in ways DataFusion cannot decorrelate;
+//! - any other correlated scalar subquery over catalog tables, `(SELECT e FROM pg_… WHERE
+//!   …)`, → `(SELECT max(e) …)`: DataFusion plans correlated scalar subqueries only when
+//!   aggregated; a catalog table's rows are unique by their key, so at most one row
+//!   matches and the maximum is that row's value (PostgreSQL would fail on a second row);
+//! - `polroles = '{0}'` (an array written as a string literal, compared with one of the
+//!   catalog's array columns, `ARRAY_COLUMNS`) → `polroles = ARRAY[0]`;
+//! - two unnamed result columns of the same spelling (psql's `NULL, NULL`) get distinct
+//!   names (`?column?2`, …): DataFusion refuses duplicate names, clients read by position.
+//!
+//! `fallback_for_empty_relations` is the last resort for a statement DataFusion still
+//! cannot plan: when every branch of it reads (by inner or cross join) a catalog table
+//! flashscan keeps empty, the answer is no rows whatever its expressions say.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use datafusion::sql::parser::Statement as DfStatement;
+use datafusion::sql::sqlparser::ast::{
+    BinaryOperator, CastKind, DataType as SqlType, Expr, FunctionArguments, GroupByExpr, Ident, JoinOperator, ObjectName, Query, Select, SelectItem,
+    SetExpr, SetOperator, Statement, TableFactor, TableWithJoins, Value, VisitMut, VisitorMut,
+};
+use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
+use datafusion::sql::sqlparser::parser::Parser;
+
+/// The schema PostgreSQL's catalog lives in.
+const PG_CATALOG: &str = "pg_catalog";
+
+/// The object-identifier types rewritten to lookups (`pg_catalog.rs` defines the functions).
+const OID_ALIAS_TYPES: [&str; 3] = ["regtype", "regclass", "regnamespace"];
+
+/// The catalog's array columns (`pg_catalog.rs`): a string literal compared with one of
+/// them is an array literal. (Only these: a user's text column may hold `{…}`.)
+const ARRAY_COLUMNS: [&str; 4] = ["polroles", "stxkind", "prattrs", "datacl"];
+
+/// Aggregates a correlated subquery's item may already be (then it is left alone).
+const AGGREGATES: [&str; 10] = ["max", "min", "count", "sum", "avg", "array_agg", "string_agg", "bool_and", "bool_or", "first_value"];
+
+/// Rewrites `statement` in place (see the module doc); `empty` names the catalog tables
+/// that have no rows.
+pub fn normalize(statement: &mut DfStatement, empty: &[&str]) {
+    let DfStatement::Statement(statement) = statement else { return };
+    let _ = statement.as_mut().visit(&mut Rewriter { empty });
+}
+
+fn parse_expr(sql: &str) -> Option<Expr> {
+    Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).ok()?.parse_expr().ok()
+}
+
+/// The last part of a name, lower-cased, when the name is unqualified or in `pg_catalog`.
+fn catalog_name(name: &ObjectName) -> Option<String> {
+    let parts: Vec<String> = name.0.iter().map(|p| p.to_string().trim_matches('"').to_ascii_lowercase()).collect();
+    match parts.as_slice() {
+        [one] => Some(one.clone()),
+        [schema, one] if schema == PG_CATALOG => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// PostgreSQL's names of types DataFusion knows by their standard name.
+fn standard_type(name: &str) -> Option<SqlType> {
+    Some(match name {
+        "text" | "name" | "bpchar" | "char" => SqlType::Text,
+        "varchar" => SqlType::Varchar(None),
+        "int2" | "smallint" => SqlType::SmallInt(None),
+        "int4" | "int" | "integer" => SqlType::Int(None),
+        // flashscan's oids are 64-bit (its catalog tables keep them as bigint).
+        "int8" | "bigint" | "oid" => SqlType::BigInt(None),
+        "bool" | "boolean" => SqlType::Boolean,
+        "float4" | "real" => SqlType::Real,
+        "float8" => SqlType::DoublePrecision,
+        "numeric" => SqlType::Numeric(datafusion::sql::sqlparser::ast::ExactNumberInfo::None),
+        "date" => SqlType::Date,
+        _ => return None,
+    })
+}
+
+/// `pg_catalog.X` / PostgreSQL-only type names → standard types, arrays of them too.
+fn standardize(t: &SqlType) -> Option<SqlType> {
+    use datafusion::sql::sqlparser::ast::ArrayElemTypeDef;
+    match t {
+        SqlType::Custom(name, modifiers) if modifiers.is_empty() => standard_type(&catalog_name(name)?),
+        SqlType::Array(ArrayElemTypeDef::SquareBracket(inner, size)) => Some(SqlType::Array(ArrayElemTypeDef::SquareBracket(Box::new(standardize(inner)?), *size))),
+        _ => None,
+    }
+}
+
+/// Which object-identifier type a cast names, if any.
+fn oid_alias(t: &SqlType) -> Option<&'static str> {
+    if matches!(t, SqlType::Regclass) {
+        return Some("regclass");
+    }
+    let SqlType::Custom(name, _) = t else { return None };
+    let n = catalog_name(name)?;
+    OID_ALIAS_TYPES.into_iter().find(|a| *a == n)
+}
+
+fn is_text_type(t: &SqlType) -> bool {
+    matches!(t, SqlType::Text | SqlType::Varchar(_)) || matches!(standardize(t), Some(SqlType::Text | SqlType::Varchar(_)))
+}
+
+/// `pg_catalog.regtype_oid(...)` → Some(("regtype", args)).
+fn oid_lookup_call(e: &Expr) -> Option<(&'static str, String)> {
+    let Expr::Function(f) = e else { return None };
+    let name = f.name.to_string();
+    let alias = OID_ALIAS_TYPES.into_iter().find(|a| name == format!("{PG_CATALOG}.{a}_oid"))?;
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
+    Some((alias, args.join(", ")))
+}
+
+/// The tables a SELECT reads, with how each is joined (true: inner or cross, so an empty
+/// one empties the result).
+fn relations(from: &[TableWithJoins]) -> Vec<(&TableFactor, bool)> {
+    let mut out = Vec::new();
+    for t in from {
+        out.push((&t.relation, true));
+        for j in &t.joins {
+            let inner = matches!(j.join_operator, JoinOperator::Join(_) | JoinOperator::Inner(_) | JoinOperator::CrossJoin(_));
+            out.push((&j.relation, inner));
+        }
+    }
+    out
+}
+
+/// A catalog table (`pg_catalog.pg_x` or an unqualified `pg_x`), by its name.
+fn catalog_table(t: &TableFactor) -> Option<String> {
+    let TableFactor::Table { name, args: None, .. } = t else { return None };
+    catalog_name(name).filter(|n| n.starts_with("pg_"))
+}
+
+fn is_aggregate_call(e: &Expr) -> bool {
+    matches!(e, Expr::Function(f) if catalog_name(&f.name).is_some_and(|n| AGGREGATES.contains(&n.as_str())))
+}
+
+/// `(SELECT e FROM pg_… WHERE …)` with one item, no grouping and no limit, reading only
+/// catalog tables: its item wrapped in `max`.
+fn aggregate_catalog_subquery(q: &mut Query) {
+    if q.limit_clause.is_some() || q.fetch.is_some() {
+        return;
+    }
+    let SetExpr::Select(s) = q.body.as_mut() else { return };
+    let grouped = !matches!(&s.group_by, GroupByExpr::Expressions(g, _) if g.is_empty()) || s.having.is_some();
+    let rels = relations(&s.from);
+    if grouped || s.projection.len() != 1 || rels.is_empty() || !rels.iter().all(|(t, _)| catalog_table(t).is_some()) {
+        return;
+    }
+    let item = match &mut s.projection[0] {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return,
+    };
+    if is_aggregate_call(item) {
+        return;
+    }
+    if let Some(wrapped) = parse_expr(&format!("max({item})")) {
+        *item = wrapped;
+    }
+}
+
+/// `ARRAY(SELECT e FROM … ORDER BY k)` → `(SELECT array_agg(e ORDER BY k) FROM …)`.
+fn array_subquery(q: &Query) -> Option<Expr> {
+    if q.limit_clause.is_some() || q.fetch.is_some() || q.with.is_some() {
+        return None;
+    }
+    let SetExpr::Select(s) = q.body.as_ref() else { return None };
+    let item = match s.projection.as_slice() {
+        [SelectItem::UnnamedExpr(e)] | [SelectItem::ExprWithAlias { expr: e, .. }] => e,
+        _ => return None,
+    };
+    let order: Vec<String> = match q.order_by.as_ref().map(|o| &o.kind) {
+        None => Vec::new(),
+        Some(datafusion::sql::sqlparser::ast::OrderByKind::Expressions(list)) => list
+            .iter()
+            .map(|o| {
+                let mut o = o.clone();
+                // `ORDER BY 1` names the select item.
+                if matches!(&o.expr, Expr::Value(v) if matches!(&v.value, Value::Number(n, _) if n == "1")) {
+                    o.expr = item.clone();
+                }
+                o.to_string()
+            })
+            .collect(),
+        Some(_) => return None,
+    };
+    let order = if order.is_empty() { String::new() } else { format!(" ORDER BY {}", order.join(", ")) };
+    let mut select: Select = (**s).clone();
+    select.projection = vec![SelectItem::UnnamedExpr(parse_expr(&format!("array_agg({item}{order})"))?)];
+    let query = Query { body: Box::new(SetExpr::Select(Box::new(select))), order_by: None, ..q.clone() };
+    Some(Expr::Subquery(Box::new(query)))
+}
+
+fn is_array_column(e: &Expr) -> bool {
+    let name = match e {
+        Expr::Identifier(id) => &id.value,
+        Expr::CompoundIdentifier(ids) => match ids.last() {
+            Some(id) => &id.value,
+            None => return false,
+        },
+        _ => return false,
+    };
+    ARRAY_COLUMNS.iter().any(|c| name.eq_ignore_ascii_case(c))
+}
+
+/// `'{1,2}'` → `ARRAY[1, 2]` (numbers when every element is one, strings otherwise).
+fn string_array_literal(e: &Expr) -> Option<Expr> {
+    let Expr::Value(v) = e else { return None };
+    let Value::SingleQuotedString(text) = &v.value else { return None };
+    array_literal(text)
+}
+
+fn array_literal(text: &str) -> Option<Expr> {
+    let inner = text.strip_prefix('{')?.strip_suffix('}')?;
+    if inner.trim().is_empty() || inner.contains(['{', '"', '\\']) {
+        return None;
+    }
+    let items: Vec<&str> = inner.split(',').map(str::trim).collect();
+    let numbers = items.iter().all(|i| i.parse::<i64>().is_ok());
+    let list: Vec<String> = items.iter().map(|i| if numbers { (*i).to_string() } else { format!("'{}'", i.replace('\'', "''")) }).collect();
+    parse_expr(&format!("ARRAY[{}]", list.join(", ")))
+}
+
+struct Rewriter<'a> {
+    empty: &'a [&'a str],
+}
+
+impl VisitorMut for Rewriter<'_> {
+    type Break = ();
+
+    fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        distinct_unnamed_columns(q.body.as_mut());
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        match e {
+            Expr::BinaryOp { op, left, right } => {
+                if let BinaryOperator::PGCustomBinaryOperator(parts) = op {
+                    if let Some(standard) = schema_operator(parts) {
+                        *op = standard;
+                    }
+                }
+                if matches!(op, BinaryOperator::Eq | BinaryOperator::NotEq) {
+                    if is_array_column(left) {
+                        if let Some(array) = string_array_literal(right) {
+                            **right = array;
+                        }
+                    } else if is_array_column(right) {
+                        if let Some(array) = string_array_literal(left) {
+                            **left = array;
+                        }
+                    }
+                }
+            }
+            Expr::Collate { expr, collation } if collation.to_string().eq_ignore_ascii_case("pg_catalog.default") => {
+                let inner = std::mem::replace(expr.as_mut(), Expr::Identifier(Ident::new("")));
+                *e = inner;
+            }
+            Expr::Cast { kind: CastKind::DoubleColon | CastKind::Cast, expr, data_type, .. } => {
+                if let Some(alias) = oid_alias(data_type) {
+                    if let Some(call) = parse_expr(&format!("{PG_CATALOG}.{alias}_oid(CAST({expr} AS TEXT))")) {
+                        *e = call;
+                    }
+                } else if let (true, Some((alias, args))) = (is_text_type(data_type), oid_lookup_call(expr)) {
+                    if let Some(call) = parse_expr(&format!("{PG_CATALOG}.{alias}_name({args})")) {
+                        *e = call;
+                    }
+                } else if let Some(standard) = standardize(data_type) {
+                    *data_type = standard;
+                }
+            }
+            Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("array") => {
+                if let FunctionArguments::Subquery(q) = &f.args {
+                    if let Some(rewritten) = array_subquery(q) {
+                        *e = rewritten;
+                    }
+                }
+            }
+            Expr::Subquery(q) => {
+                let no_rows = matches!(q.body.as_ref(), SetExpr::Select(_)) && body_is_empty(q.body.as_ref(), self.empty);
+                if no_rows {
+                    if let Some(null) = parse_expr("CAST(NULL AS TEXT)") {
+                        *e = null;
+                    }
+                } else {
+                    aggregate_catalog_subquery(q);
+                }
+            }
+            _ => {}
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// `OPERATOR(pg_catalog.~)` and its kin → the plain operator.
+fn schema_operator(parts: &[String]) -> Option<BinaryOperator> {
+    let [schema, name] = parts else { return None };
+    if !schema.eq_ignore_ascii_case(PG_CATALOG) {
+        return None;
+    }
+    Some(match name.as_str() {
+        "~" => BinaryOperator::PGRegexMatch,
+        "~*" => BinaryOperator::PGRegexIMatch,
+        "!~" => BinaryOperator::PGRegexNotMatch,
+        "!~*" => BinaryOperator::PGRegexNotIMatch,
+        "=" => BinaryOperator::Eq,
+        "<>" | "!=" => BinaryOperator::NotEq,
+        "<" => BinaryOperator::Lt,
+        "<=" => BinaryOperator::LtEq,
+        ">" => BinaryOperator::Gt,
+        ">=" => BinaryOperator::GtEq,
+        _ => return None,
+    })
+}
+
+/// Unnamed items spelled alike get `?column?2`, `?column?3`, … (every branch of a UNION).
+fn distinct_unnamed_columns(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(s) => {
+            let mut seen: HashMap<String, usize> = HashMap::new();
+            for item in s.projection.iter_mut() {
+                let SelectItem::UnnamedExpr(expr) = item else { continue };
+                // Columns keep their names; only expressions can collide.
+                if matches!(expr, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                    continue;
+                }
+                let n = seen.entry(expr.to_string()).or_insert(0);
+                *n += 1;
+                if *n > 1 {
+                    let alias = Ident::with_quote('"', format!("?column?{n}"));
+                    *item = SelectItem::ExprWithAlias { expr: expr.clone(), alias };
+                }
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            distinct_unnamed_columns(left);
+            distinct_unnamed_columns(right);
+        }
+        SetExpr::Query(q) => distinct_unnamed_columns(q.body.as_mut()),
+        _ => {}
+    }
+}
+
+/// The column names of a statement whose result is empty because every branch reads a
+/// catalog table in `empty` by an inner or cross join (and does not aggregate, which would
+/// give a row even over no input); `None` otherwise.
+pub fn empty_result_columns(statement: &DfStatement, empty: &[&str]) -> Option<Vec<String>> {
+    let DfStatement::Statement(s) = statement else { return None };
+    let Statement::Query(q) = s.as_ref() else { return None };
+    if !body_is_empty(q.body.as_ref(), empty) {
+        return None;
+    }
+    let mut first = q.body.as_ref();
+    loop {
+        match first {
+            SetExpr::SetOperation { left, .. } => first = left,
+            SetExpr::Query(q) => first = q.body.as_ref(),
+            SetExpr::Select(s) => {
+                // Unique, as DataFusion needs them: a repeated name gets its position.
+                let mut seen = std::collections::HashSet::new();
+                let names = s.projection.iter().enumerate().map(|(i, item)| {
+                    let name = column_name(item);
+                    if seen.insert(name.clone()) { name } else { format!("{name}{}", i + 1) }
+                });
+                return Some(names.collect());
+            }
+            _ => return None,
+        }
+    }
+}
+
+fn body_is_empty(body: &SetExpr, empty: &[&str]) -> bool {
+    match body {
+        SetExpr::Select(s) => {
+            let grouped = !matches!(&s.group_by, GroupByExpr::Expressions(g, _) if g.is_empty()) || s.having.is_some();
+            let aggregates = s.projection.iter().any(|i| matches!(i, SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } if is_aggregate_call(e)));
+            !grouped
+                && !aggregates
+                && relations(&s.from).iter().any(|(t, inner)| *inner && catalog_table(t).is_some_and(|n| empty.contains(&n.as_str())))
+        }
+        SetExpr::SetOperation { left, right, op, .. } => match op {
+            SetOperator::Union => body_is_empty(left, empty) && body_is_empty(right, empty),
+            SetOperator::Intersect => body_is_empty(left, empty) || body_is_empty(right, empty),
+            // EXCEPT (and its synonym MINUS): the left side's rows, minus some.
+            _ => body_is_empty(left, empty),
+        },
+        SetExpr::Query(q) => body_is_empty(q.body.as_ref(), empty),
+        _ => false,
+    }
+}
+
+/// The name PostgreSQL gives a result column: its alias, a column's own name, or
+/// `?column?` (made unique by the caller).
+fn column_name(item: &SelectItem) -> String {
+    match item {
+        SelectItem::ExprWithAlias { alias, .. } => alias.value.clone(),
+        SelectItem::UnnamedExpr(Expr::Identifier(id)) => id.value.clone(),
+        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(ids)) => ids.last().map(|id| id.value.clone()).unwrap_or_default(),
+        _ => "?column?".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn normalized(sql: &str) -> String {
+        let mut s = datafusion::sql::parser::DFParser::parse_sql_with_dialect(sql, &PostgreSqlDialect {}).expect("parse").pop_front().expect("one");
+        normalize(&mut s, &["pg_attrdef", "pg_collation"]);
+        s.to_string()
+    }
+
+    #[test]
+    fn casts_to_catalog_types_become_standard_types_and_lookups() {
+        let out = normalized("SELECT x::pg_catalog.text, y::pg_catalog.int2[], z::oid FROM t");
+        assert!(out.contains("x::TEXT") && out.contains("SMALLINT[]") && out.contains("z::BIGINT"), "{out}");
+        let out = normalized("SELECT t.oid::regtype::text FROM pg_type t WHERE t.oid = $1::regtype");
+        assert!(out.contains("pg_catalog.regtype_name(CAST(t.oid AS TEXT))"), "{out}");
+        assert!(out.contains("pg_catalog.regtype_oid(CAST($1 AS TEXT))"), "{out}");
+        let out = normalized("SELECT stxnamespace::pg_catalog.regnamespace::pg_catalog.text, c.oid::pg_catalog.regclass FROM x");
+        assert!(out.contains("pg_catalog.regnamespace_name(") && out.contains("pg_catalog.regclass_oid("), "{out}");
+    }
+
+    #[test]
+    fn subqueries_psql_writes_become_ones_datafusion_plans() {
+        let out = normalized("SELECT array(select rolname from pg_catalog.pg_roles where oid = any (pol.polroles) order by 1) FROM pg_catalog.pg_policy pol WHERE pol.polroles = '{0}'");
+        assert!(out.contains("array_agg(rolname ORDER BY rolname)") && !out.contains("ORDER BY 1"), "{out}");
+        assert!(out.contains("pol.polroles = ARRAY[0]"), "{out}");
+        // A user's text compared with `{…}` stays a string.
+        assert!(normalized("SELECT * FROM t WHERE doc = '{1}'").contains("doc = '{1}'"));
+        let out = normalized("SELECT (SELECT t.typname FROM pg_catalog.pg_type t WHERE t.oid = a.atttypid) AS tn FROM pg_catalog.pg_attribute a");
+        assert!(out.contains("max(t.typname)"), "{out}");
+        // Over an empty catalog table a scalar subquery is NULL; an aggregate (count) is not.
+        let out = normalized("SELECT (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t WHERE c.oid = a.attcollation AND a.attcollation <> t.typcollation) AS coll FROM pg_catalog.pg_attribute a");
+        assert!(out.contains("CAST(NULL AS TEXT) AS coll") && !out.contains("collname"), "{out}");
+        let out = normalized("SELECT (SELECT count(*) FROM pg_catalog.pg_attrdef d WHERE d.adrelid = a.attrelid) FROM pg_catalog.pg_attribute a");
+        assert!(out.contains("count(*)"), "{out}");
+        // A user's subquery (not over catalog tables) is left alone.
+        let out = normalized("SELECT (SELECT v FROM mine WHERE mine.k = t.k) FROM t");
+        assert!(!out.contains("max("), "{out}");
+        // Two unnamed NULLs get distinct names.
+        let out = normalized("SELECT pubname, NULL, NULL FROM pg_catalog.pg_publication");
+        assert!(out.contains("NULL AS \"?column?2\""), "{out}");
+    }
+
+    #[test]
+    fn empty_catalog_tables_empty_every_branch() {
+        let parse = |sql: &str| datafusion::sql::parser::DFParser::parse_sql_with_dialect(sql, &PostgreSqlDialect {}).expect("parse").pop_front().expect("one");
+        let empty = ["pg_inherits", "pg_publication"];
+        let q = parse("SELECT c.oid::pg_catalog.regclass FROM pg_catalog.pg_class c, pg_catalog.pg_inherits i WHERE c.oid = i.inhparent ORDER BY inhseqno");
+        assert_eq!(empty_result_columns(&q, &empty), Some(vec!["?column?".to_string()]));
+        let q = parse("SELECT pubname, NULL FROM pg_catalog.pg_publication p UNION SELECT pubname, NULL FROM pg_catalog.pg_publication p JOIN pg_catalog.pg_class c ON true");
+        assert_eq!(empty_result_columns(&q, &empty), Some(vec!["pubname".to_string(), "?column?".to_string()]));
+        let q = parse("SELECT NULL, NULL AS x, NULL FROM pg_catalog.pg_inherits");
+        assert_eq!(empty_result_columns(&q, &empty), Some(vec!["?column?".to_string(), "x".to_string(), "?column?3".to_string()]));
+        // A left join of an empty table, an aggregate, or a non-empty table: rows may come.
+        assert_eq!(empty_result_columns(&parse("SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_inherits i ON true"), &empty), None);
+        assert_eq!(empty_result_columns(&parse("SELECT count(*) FROM pg_catalog.pg_inherits"), &empty), None);
+        assert_eq!(empty_result_columns(&parse("SELECT relname FROM pg_catalog.pg_class"), &empty), None);
+    }
+}
