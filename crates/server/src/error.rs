@@ -23,6 +23,10 @@ pub enum ServerError {
 
     #[error("{0}")]
     Sql(#[from] flashscan_sql::SqlError),
+
+    /// The group committer's threads could not be started (`writes.rs`).
+    #[error("{0}")]
+    Committer(#[from] crate::writes::CommitterStartError),
 }
 
 impl ServerError {
@@ -32,6 +36,7 @@ impl ServerError {
             ServerError::InvalidArgument(_) | ServerError::DatabaseBusy(_) | ServerError::Listen { .. } => true,
             ServerError::Io { .. } => true,
             ServerError::Sql(e) => e.is_user_input(),
+            ServerError::Committer(_) => false,
         }
     }
 }

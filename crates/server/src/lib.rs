@@ -175,7 +175,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let tables = catalog_tables(&base, &config.db_dir).await?;
     pg_catalog::register_functions(&base);
     pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
-    let committer = write.clone().map(|w| Committer::with_workers(w, config.commit_workers));
+    let committer = write.clone().map(|w| Committer::with_workers(w, config.commit_workers)).transpose()?;
     let database = Database { session: session.clone(), write, committer, ddl: tokio::sync::RwLock::new(()) };
 
     let admission = Admission::new(

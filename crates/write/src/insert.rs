@@ -31,7 +31,7 @@ use crate::write_path::{key_of, meta_of, State, WritePath};
 /// Rows per partition, each in the page's row encoding.
 type PartitionRows = Vec<Vec<Vec<u8>>>;
 
-struct Staged {
+pub(crate) struct Staged {
     key: String,
     /// The id the table had when the rows were staged (`None`: a loaded table that never
     /// took an INSERT; it gets one at commit).
@@ -44,7 +44,7 @@ struct Staged {
 /// (`WritePath::commit_transaction`). Dropping it is a rollback: nothing was logged.
 #[derive(Default)]
 pub struct Transaction {
-    staged: Vec<Staged>,
+    pub(crate) staged: Vec<Staged>,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -178,6 +178,11 @@ impl WritePath {
     }
 
     fn commit_staged(&self, staged: &mut [Staged]) -> Result<u64, WriteError> {
+        self.commit_staged_then(staged, true)
+    }
+
+    /// The commit, then (when `checkpoint`) an automatic checkpoint if one is due.
+    pub(crate) fn commit_staged_then(&self, staged: &mut [Staged], checkpoint: bool) -> Result<u64, WriteError> {
         let row_count: u64 = staged.iter().map(|s| s.rows.iter().map(|p| p.len() as u64).sum::<u64>()).sum();
         if row_count == 0 {
             return Ok(0);
@@ -189,7 +194,9 @@ impl WritePath {
         let committed = self.commit_staged_gated(staged, row_count)?;
         // Committed and visible: whatever an automatic checkpoint does now, the rows stay
         // (its failure is kept in `auto_checkpoint_stats` and the rows stay in the log).
-        let _ = self.checkpoint_if_due();
+        if checkpoint {
+            let _ = self.checkpoint_if_due();
+        }
         Ok(committed)
     }
 

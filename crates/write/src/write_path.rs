@@ -404,6 +404,12 @@ impl WritePath {
         Ok(self.lock_state()?.auto.clone())
     }
 
+    /// Whether an automatic checkpoint is due now (`WriteLimits`' triggers): the state
+    /// mutex alone, no commit drained. For a caller of [`WritePath::insert_without_checkpoint`].
+    pub fn checkpoint_is_due(&self) -> bool {
+        self.lock_state_shared().is_ok_and(|st| st.writer.is_some() && st.limits.auto_checkpoint && st.checkpoint_due().is_some())
+    }
+
     /// Runs a checkpoint now if one is due (`WriteLimits`' triggers); what `insert` calls
     /// after each commit, and what a server may call on a timer.
     pub fn checkpoint_if_due(&self) -> Result<Option<CheckpointReport>, WriteError> {
@@ -666,6 +672,17 @@ impl WritePath {
         let mut txn = crate::insert::Transaction::new();
         self.stage_insert(&mut txn, table_name, batches)?;
         self.commit_transaction(txn)
+    }
+
+    /// [`WritePath::insert`] without the automatic checkpoint a commit may start after it
+    /// (seconds of page writes): for a caller that must not block that long — the server
+    /// commits on a connection's own thread when nobody else is committing — and runs
+    /// [`WritePath::checkpoint_if_due`] elsewhere when [`WritePath::checkpoint_is_due`]
+    /// says so. The commit itself is the same: durable before this returns.
+    pub fn insert_without_checkpoint(&self, table_name: &str, batches: &[RecordBatch]) -> Result<u64, WriteError> {
+        let mut txn = crate::insert::Transaction::new();
+        self.stage_insert(&mut txn, table_name, batches)?;
+        self.commit_staged_then(&mut txn.staged, false)
     }
 
     /// The log, shared (a commit waits for its flush without the state mutex).
