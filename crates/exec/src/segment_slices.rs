@@ -73,7 +73,8 @@ impl IntegerRange {
 
     pub fn contains(&self, value: i64) -> bool {
         // One compare: `value - low` as unsigned is at most `high - low` exactly inside.
-        self.low <= self.high && (value.wrapping_sub(self.low) as u64) <= (self.high.wrapping_sub(self.low) as u64)
+        // `&`, not `&&`: no branch in the loops that call this per value.
+        (self.low <= self.high) & ((value.wrapping_sub(self.low) as u64) <= (self.high.wrapping_sub(self.low) as u64))
     }
 
     /// Values in both ranges.
@@ -419,10 +420,11 @@ fn range_bits_of_array(array: &ArrayRef, range: &IntegerRange) -> Option<Boolean
             BooleanBuffer::collect_bool(values.len(), |i| range.contains(values[i]))
         }
         DataType::Decimal128(_, _) => {
-            // Compared as i128: a wide decimal's values may lie outside i64.
+            // Compared as i128: a wide decimal's values may lie outside i64. `&`, not `&&`:
+            // a branch per value (perf of Q6's l_discount: a quarter of the scan's time).
             let (low, high) = (range.low as i128, range.high as i128);
             let values = array.as_primitive::<Decimal128Type>().values();
-            BooleanBuffer::collect_bool(values.len(), |i| low <= values[i] && values[i] <= high)
+            BooleanBuffer::collect_bool(values.len(), |i| (low <= values[i]) & (values[i] <= high))
         }
         _ => return None,
     };
