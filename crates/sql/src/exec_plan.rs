@@ -443,16 +443,18 @@ impl Drop for UnitRunning {
     }
 }
 
-/// Scans take DataFusion's runtime filters only with `FLASHSCAN_SQL_RUNTIME_FILTERS=1`:
-/// applied row by row they repeat the join's own hash probe, and at TPC-H SF 1 that cost
-/// more CPU than it saved (docs/benchmarks.md, issue 13: geomean CPU 0.97×, Q18 1.34× the
-/// CPU); they pay off once they also skip row groups by their bounds (not built yet).
+/// Scans take DataFusion's runtime filters (hash join build sides, TopK) unless
+/// `FLASHSCAN_SQL_RUNTIME_FILTERS=0`. Until the scan showed them through `apply_expressions`
+/// the joins never filled them (every one stayed `true`); filled, they drop the probe rows
+/// a selective build side rules out before they are repartitioned and probed (TPC-H Q18 at
+/// SF 10: 10.4 s against 30.6 s, docs/benchmarks.md), and one that keeps most rows is set
+/// aside (`RuntimeFilter::judge`), so it costs little where it does not pay.
 pub fn runtime_filters_enabled() -> bool {
     std::env::var("FLASHSCAN_SQL_RUNTIME_FILTERS").map_or(RUNTIME_FILTERS_DEFAULT, |value| value != "0")
 }
 
 /// See `runtime_filters_enabled`.
-const RUNTIME_FILTERS_DEFAULT: bool = false;
+const RUNTIME_FILTERS_DEFAULT: bool = true;
 
 /// Rows a runtime filter is judged on before the scan decides whether it pays.
 const RUNTIME_FILTER_TRIAL_ROWS: u64 = 64 * 1024;
