@@ -1,13 +1,13 @@
 """What the peer benchmarks under bench/ share: running a command, CPU seconds of this
 process or its children, a DuckDB database loaded once from Parquet files, the flags every
-side-by-side run takes (scale factor, rounds, threads, work directory) and the Markdown
-result table.
+side-by-side run takes (scale factor, rounds, threads, work directory), the order of the
+runs in a round and the Markdown result table.
 
 A script imports it with
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import common
 """
-import os, resource, subprocess, time
+import os, random, resource, subprocess, time
 
 
 def sh(cmd, **kw):
@@ -54,3 +54,15 @@ def print_markdown_table(title, header, rows, path=None):
     if path:
         with open(path, "w") as f:
             f.write(table)
+
+
+def round_order(runs, seed):
+    """`runs` in a shuffled order for one round, seeded (by the query and the round, say) so
+    a rerun repeats it. Every side-by-side bench shuffles each round: a process started
+    right after another engine's run pays the kernel's zeroing of the pages that run freed
+    (an A/A run of one flashscan binary against itself in fixed order gave the slot after
+    DataFusion 1.25-1.4x the time, docs/benchmarks.md), and a fixed order or a rotation
+    hands that cost to the same engine every round."""
+    order = list(runs)
+    random.Random(seed).shuffle(order)
+    return order

@@ -7,7 +7,8 @@ lineitem__FORMAT` (kept and reused), and scans it with a built-in query; DuckDB 
 same SQL on its own database of the same rows. Fair by construction: the same thread count
 (`--threads` for flashscan, `SET threads` for DuckDB); both timed in process (flashscan's
 own `elapsed_s`, DuckDB's query around `execute`), CPU seconds beside elapsed; runs
-interleaved (every flashscan format and binary, then DuckDB, round after round); cold = page
+interleaved (every flashscan format and binary and DuckDB once a round, in a seeded shuffled
+order each round: common.round_order); cold = page
 cache dropped before each run of either (O_DIRECT for flashscan, a new connection for
 DuckDB); warm = the files in the page cache for both (one untimed run first), each timed run
 with the engine's own cache empty (flashscan is a new process, DuckDB a new connection).
@@ -24,7 +25,7 @@ import argparse, json, os, resource, statistics, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scan"))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from common import add_run_args, cpu_s  # noqa: E402
+from common import add_run_args, cpu_s, round_order  # noqa: E402
 from run import QUERIES, drop_caches, flashscan_bin, prepare_duckdb, prepare_flashscan, prepare_parquet, print_markdown_table, time_duckdb  # noqa: E402
 
 
@@ -98,9 +99,9 @@ def main():
     if a.flashscan_before:
         series.append((" (before)", a.flashscan_before, None))
     rows = []
-    for mode in a.modes.split(","):
+    for mode_index, mode in enumerate(a.modes.split(",")):
         cold = mode == "cold"
-        for q in a.queries.split(","):
+        for query_index, q in enumerate(a.queries.split(",")):
             runs = {(f, label): [] for f in formats for label, _, _ in series}
             duck_runs = []
             if not cold:
@@ -110,11 +111,12 @@ def main():
                     for _, binary, env in series:
                         time_flashscan(binary, db, tables[f], q, False, a.threads, env)
                 time_duckdb_fair(duck, QUERIES[q], False, a.threads)
-            for _ in range(a.rounds):
-                for f in formats:
-                    for label, binary, env in series:
-                        runs[(f, label)].append(time_flashscan(binary, db, tables[f], q, cold, a.threads, env))
-                duck_runs.append(time_duckdb_fair(duck, QUERIES[q], cold, a.threads))
+            timed = [(runs[(f, label)], lambda f=f, binary=binary, env=env: time_flashscan(binary, db, tables[f], q, cold, a.threads, env))
+                     for f in formats for label, binary, env in series]
+            timed.append((duck_runs, lambda: time_duckdb_fair(duck, QUERIES[q], cold, a.threads)))
+            for r in range(a.rounds):
+                for results, run in round_order(timed, (mode_index * 100 + query_index) * 1000 + r):
+                    results.append(run())
             duck_s = statistics.median(r[0] for r in duck_runs)
             duck_cpu = statistics.median(r[1] for r in duck_runs)
             for (f, label), values in runs.items():

@@ -2,8 +2,9 @@
 """bench/scan: flashscan vs DuckDB vs PostgreSQL scanning TPC-H lineitem, side by side.
 
 Same rows everywhere (tpchgen-cli and flashscan's loader are both bit-identical to dbgen),
-runs interleaved (flashscan, DuckDB, PostgreSQL, flashscan, ...) so drift of the shared
-disk hits all three alike, medians and ratios printed. Cold = page cache dropped
+runs interleaved (each engine once a round, in a seeded shuffled order each round:
+common.round_order) so drift of the shared disk hits all three alike, medians and ratios
+printed. Cold = page cache dropped
 (`sync; echo 3 > /proc/sys/vm/drop_caches`, root) and, for PostgreSQL, the server restarted
 (shared buffers emptied), for DuckDB a new connection. Warm = one untimed run first.
 
@@ -18,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
-from common import print_markdown_table, sh  # noqa: E402,F401 (bench/compression imports them from here)
+from common import print_markdown_table, round_order, sh  # noqa: E402,F401 (bench/compression imports them from here)
 
 # The built-in queries and the SQL the peers run for them. Keep in step with
 # crates/exec/src/queries/ (the same definitions, checked against the same oracle).
@@ -173,9 +174,9 @@ def main():
         pg.prepare(a.work)
     rows = []
     try:
-        for mode in a.modes.split(","):
+        for mode_index, mode in enumerate(a.modes.split(",")):
             cold = mode == "cold"
-            for q in a.queries.split(","):
+            for query_index, q in enumerate(a.queries.split(",")):
                 sql = QUERIES[q]
                 times = {"flashscan": [], "duckdb": [], "postgres": []}
                 state = {}
@@ -183,10 +184,12 @@ def main():
                     time_flashscan(fs, db, q, False)
                     if duck: time_duckdb(duck, sql, False, state)
                     if pg: time_postgres(pg, sql, False)
-                for _ in range(a.rounds):
-                    times["flashscan"].append(time_flashscan(fs, db, q, cold))
-                    if duck: times["duckdb"].append(time_duckdb(duck, sql, cold, state))
-                    if pg: times["postgres"].append(time_postgres(pg, sql, cold))
+                timed = [("flashscan", lambda: time_flashscan(fs, db, q, cold))]
+                if duck: timed.append(("duckdb", lambda: time_duckdb(duck, sql, cold, state)))
+                if pg: timed.append(("postgres", lambda: time_postgres(pg, sql, cold)))
+                for r in range(a.rounds):
+                    for name, run in round_order(timed, (mode_index * 100 + query_index) * 1000 + r):
+                        times[name].append(run())
                 med = {k: statistics.median(v) for k, v in times.items() if v}
                 row = [q, mode, f"{med['flashscan']:.3f}"]
                 for peer in ("duckdb", "postgres"):

@@ -24,14 +24,14 @@ flashscan: the child process's, start-up included); medians of `--rounds` (defau
 Needs: tpchgen-cli, `pip install duckdb datafusion`. Data sets are cached under --work
 (default /root/flashscan-bench) and reused.
 """
-import argparse, json, os, random, resource, statistics, subprocess, sys, time
+import argparse, json, os, resource, statistics, subprocess, sys, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
 QUERY_DIR = os.path.join(ROOT, "crates", "sql", "tests", "tpch")
 TABLES = ["nation", "region", "part", "supplier", "partsupp", "customer", "orders", "lineitem"]
 sys.path.insert(0, os.path.join(HERE, ".."))
-from common import add_run_args, cpu_s, prepare_duckdb as duckdb_from_parquet, sh  # noqa: E402
+from common import add_run_args, cpu_s, prepare_duckdb as duckdb_from_parquet, round_order, sh  # noqa: E402
 
 
 def query_text(n):
@@ -142,14 +142,9 @@ def main():
         if df: runs.append(("datafusion", lambda: time_datafusion(parquet, a.threads, sql)))
         for _, run in runs:
             run()
-        # The order is shuffled every round (seeded, so reruns repeat it): a flashscan process
-        # started right after the DataFusion run pays kernel page zeroing the others do not
-        # (an A/A run of one binary against itself in fixed order: the slot after DataFusion
-        # 1.25-1.4x slower on Q9/Q18, docs/benchmarks.md); a rotation keeps that neighbour.
+        # A seeded shuffle of the order every round (common.round_order says why).
         for r in range(a.rounds):
-            order = list(runs)
-            random.Random(n * 1000 + r).shuffle(order)
-            for name, run in order:
+            for name, run in round_order(runs, n * 1000 + r):
                 times[name].append(run())
         med = {k: statistics.median(e for e, _ in v) for k, v in times.items() if v}
         med_cpu = {k: statistics.median(c for _, c in v) for k, v in times.items() if v}

@@ -20,7 +20,8 @@ use datafusion::common::ScalarValue;
 use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_plan::filter_pushdown::{ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
-use datafusion::physical_plan::stream::RecordBatchReceiverStream;
+use datafusion::physical_plan::stream::{RecordBatchReceiverStream, RecordBatchStreamAdapter};
+use futures::StreamExt;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream, StatisticsArgs,
 };
@@ -35,22 +36,44 @@ use crate::scan_units::ScanUnit;
 /// `properties` field, no children, no expressions of its own): one definition for
 /// `FlashscanExec` and the cluster's `ClusterScanExec` (crates/cluster/src/scan.rs).
 /// Expands inside an `impl ExecutionPlan for T` whose `T` has `properties: Arc<PlanProperties>`.
+///
+/// `leaf_plan_methods!(expressions: field)` also shows DataFusion the expressions in `field`
+/// (a `Vec<Arc<dyn PhysicalExpr>>`) through `apply_expressions`: a hash join computes its
+/// dynamic filter only when it finds the filter's expression in its probe subtree there.
 #[macro_export]
 macro_rules! leaf_plan_methods {
     () => {
-        fn properties(&self) -> &::std::sync::Arc<::datafusion::physical_plan::PlanProperties> {
-            &self.properties
-        }
-
-        fn children(&self) -> Vec<&::std::sync::Arc<dyn ::datafusion::physical_plan::ExecutionPlan>> {
-            vec![]
-        }
+        $crate::leaf_plan_methods!(@leaf);
 
         fn apply_expressions(
             &self,
             _f: &mut dyn FnMut(&::std::sync::Arc<dyn ::datafusion::physical_expr::PhysicalExpr>) -> ::datafusion::common::Result<::datafusion::common::tree_node::TreeNodeRecursion>,
         ) -> ::datafusion::common::Result<::datafusion::common::tree_node::TreeNodeRecursion> {
             Ok(::datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+    };
+    (expressions: $field:ident) => {
+        $crate::leaf_plan_methods!(@leaf);
+
+        fn apply_expressions(
+            &self,
+            f: &mut dyn FnMut(&::std::sync::Arc<dyn ::datafusion::physical_expr::PhysicalExpr>) -> ::datafusion::common::Result<::datafusion::common::tree_node::TreeNodeRecursion>,
+        ) -> ::datafusion::common::Result<::datafusion::common::tree_node::TreeNodeRecursion> {
+            for expression in &self.$field {
+                if f(expression)? == ::datafusion::common::tree_node::TreeNodeRecursion::Stop {
+                    return Ok(::datafusion::common::tree_node::TreeNodeRecursion::Stop);
+                }
+            }
+            Ok(::datafusion::common::tree_node::TreeNodeRecursion::Continue)
+        }
+    };
+    (@leaf) => {
+        fn properties(&self) -> &::std::sync::Arc<::datafusion::physical_plan::PlanProperties> {
+            &self.properties
+        }
+
+        fn children(&self) -> Vec<&::std::sync::Arc<dyn ::datafusion::physical_plan::ExecutionPlan>> {
+            vec![]
         }
 
         fn replace_children(
@@ -118,6 +141,52 @@ pub struct FlashscanExec {
     /// were told nothing was pushed (they still do their own work), so applying them is
     /// only ever a saving.
     runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
+    /// The share of rows the scan's row filter is expected to keep (1 without one): the
+    /// statistics the planner sees are the filtered rows', as they would be with a
+    /// `FilterExec` above the scan (`filter_selectivity`).
+    filter_selectivity: f64,
+}
+
+/// What DataFusion's `FilterExec` assumes a predicate keeps when interval analysis cannot
+/// say (its `FILTER_EXEC_DEFAULT_SELECTIVITY`, 20 %), taken for the scan's filter alike.
+const FILTER_SELECTIVITY_UNKNOWN: f64 = 0.2;
+
+/// The share of rows `spec`'s row filter keeps, estimated as DataFusion's `FilterExec`
+/// estimates it: interval analysis of each conjunct against the table's min/max (ranges on
+/// one column: `l_receiptdate` over one year of seven keeps ~1/7), conjuncts taken as
+/// independent, and 20 % once for whatever the analysis cannot bound (string matches,
+/// IN lists). Without it a filtered scan reported the whole table: the join planner then
+/// built its hash table on the other, larger side (TPC-H Q12 hashed all of orders
+/// instead of the year of lineitem kept; Q10 all of customer instead of a quarter of
+/// orders), where DataFusion over Parquet, with its filter above the scan, did not.
+fn filter_selectivity(spec: &ScanSpec) -> f64 {
+    use datafusion::physical_expr::intervals::utils::check_support;
+    use datafusion::physical_expr::{analyze, AnalysisContext};
+    let Some(filter) = &spec.row_filter else { return 1.0 };
+    let schema = sql_schema(&spec.table);
+    let mut selectivity = 1.0;
+    let mut unbounded = false;
+    for conjunct in &filter.conjuncts {
+        let columns: Option<Vec<usize>> = conjunct.inputs.iter().map(|&i| filter.columns.get(i).copied()).collect();
+        let analysed = (|| {
+            let columns = columns?;
+            let statistics: Vec<ColumnStatistics> = columns.iter().map(|&c| spec.column_statistics.get(c).cloned()).collect::<Option<_>>()?;
+            let own = Arc::new(schema.project(&columns).ok()?);
+            if !check_support(&conjunct.predicate, &own) {
+                return None;
+            }
+            let context = AnalysisContext::try_from_statistics(&own, &statistics).ok()?;
+            analyze(&conjunct.predicate, context, &own).ok()?.selectivity
+        })();
+        match analysed {
+            Some(s) if (0.0..=1.0).contains(&s) => selectivity *= s,
+            _ => unbounded = true,
+        }
+    }
+    if unbounded {
+        selectivity *= FILTER_SELECTIVITY_UNKNOWN;
+    }
+    selectivity
 }
 
 impl FlashscanExec {
@@ -133,7 +202,17 @@ impl FlashscanExec {
             EmissionType::Incremental,
             Boundedness::Bounded,
         );
-        Ok(FlashscanExec { spec, schema, metrics: ExecutionPlanMetricsSet::new(), scan_log, properties: Arc::new(properties), units_running: Arc::default(), runtime_filters: Vec::new() })
+        let filter_selectivity = filter_selectivity(&spec);
+        Ok(FlashscanExec {
+            spec,
+            schema,
+            metrics: ExecutionPlanMetricsSet::new(),
+            scan_log,
+            properties: Arc::new(properties),
+            units_running: Arc::default(),
+            runtime_filters: Vec::new(),
+            filter_selectivity,
+        })
     }
 
     pub fn spec(&self) -> &ScanSpec {
@@ -151,7 +230,13 @@ impl FlashscanExec {
         let rows: u64 = units.iter().map(|u| u.row_count.min(limit)).sum();
         let bytes: u64 = units.iter().map(|u| u.bytes()).sum();
         let num_rows = if exact { Precision::Exact(rows as usize) } else { Precision::Inexact(rows as usize) };
-        let mut statistics = Statistics::new_unknown(&self.schema).with_num_rows(num_rows).with_total_byte_size(Precision::Inexact(bytes as usize));
+        // Rows the scan's own filter drops are not handed on (exact is false with a filter).
+        let (num_rows, bytes) = if self.spec.row_filter.is_some() {
+            (num_rows.with_estimated_selectivity(self.filter_selectivity), Precision::Inexact(bytes as usize).with_estimated_selectivity(self.filter_selectivity))
+        } else {
+            (num_rows, Precision::Inexact(bytes as usize))
+        };
+        let mut statistics = Statistics::new_unknown(&self.schema).with_num_rows(num_rows).with_total_byte_size(bytes);
         let table_columns = &self.spec.column_statistics;
         if !table_columns.is_empty() {
             // Null counts are the table's; a part may hold fewer, so they become inexact too.
@@ -215,7 +300,8 @@ impl ExecutionPlan for FlashscanExec {
         "FlashscanExec"
     }
 
-    crate::leaf_plan_methods!();
+    // The runtime filters: the joins that made them look for them here.
+    crate::leaf_plan_methods!(expressions: runtime_filters);
 
     fn execute(&self, partition: usize, context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
         // Decoders hand on whole pages' or row groups' worth of rows (up to a million);
@@ -227,7 +313,6 @@ impl ExecutionPlan for FlashscanExec {
             // The one partition of an empty scan (or one DataFusion should not ask for).
             return Ok(builder.build());
         };
-        let tx = builder.tx();
         let spec = self.spec.clone();
         let runtime_filters = self.runtime_filters.clone();
         let unit_metrics = UnitMetrics::new(&self.metrics, partition);
@@ -235,40 +320,54 @@ impl ExecutionPlan for FlashscanExec {
         let scan_log = self.scan_log.clone();
         let statement = scan_log.statement();
         let running = UnitRunning::start(&self.units_running);
-        builder.spawn_blocking(move || {
-            let _running = running;
-            let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
-            let deliver = |batch: RecordBatch| -> Flow {
-                let batch = match apply_runtime_filters(&runtime_filters, batch) {
-                    Ok(b) => b,
-                    Err(e) => {
-                        // The stream ends with the error; the scan stops.
-                        let _ = tx.blocking_send(Err(e));
-                        return Flow::Stop;
+        // The unit starts reading when its stream is first polled, not here: a hash join
+        // polls its probe side only once its build side is done, so the join's runtime
+        // filter is complete before the first row is read (started here, a unit filled
+        // its channel with rows no filter had seen yet — at small scales the whole unit).
+        let start = async move {
+            let tx = builder.tx();
+            builder.spawn_blocking(move || {
+                let _running = running;
+                let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
+                // Called on this thread only; a mutex makes the closure Sync (never contended).
+                let runtime_filters = std::sync::Mutex::new(runtime_filters.into_iter().map(RuntimeFilter::new).collect::<Vec<_>>());
+                let deliver = |batch: RecordBatch| -> Flow {
+                    let filtered = match runtime_filters.lock() {
+                        Ok(mut filters) => apply_runtime_filters(&mut filters, batch),
+                        Err(_) => Err(datafusion::error::DataFusionError::Internal("runtime filter state poisoned".into())),
+                    };
+                    let batch = match filtered {
+                        Ok(b) => b,
+                        Err(e) => {
+                            // The stream ends with the error; the scan stops.
+                            let _ = tx.blocking_send(Err(e));
+                            return Flow::Stop;
+                        }
+                    };
+                    let mut offset = 0;
+                    while offset < batch.num_rows() {
+                        let left = rows_left.load(Ordering::Relaxed);
+                        let rows = (batch.num_rows() - offset).min(batch_rows).min(left);
+                        rows_left.store(left - rows, Ordering::Relaxed);
+                        output_rows.add(rows);
+                        // A send fails only when the stream was dropped: nobody wants more rows.
+                        if tx.blocking_send(Ok(batch.slice(offset, rows))).is_err() || left - rows == 0 {
+                            return Flow::Stop;
+                        }
+                        offset += rows;
                     }
+                    Flow::Continue
                 };
-                let mut offset = 0;
-                while offset < batch.num_rows() {
-                    let left = rows_left.load(Ordering::Relaxed);
-                    let rows = (batch.num_rows() - offset).min(batch_rows).min(left);
-                    rows_left.store(left - rows, Ordering::Relaxed);
-                    output_rows.add(rows);
-                    // A send fails only when the stream was dropped: nobody wants more rows.
-                    if tx.blocking_send(Ok(batch.slice(offset, rows))).is_err() || left - rows == 0 {
-                        return Flow::Stop;
-                    }
-                    offset += rows;
-                }
-                Flow::Continue
-            };
-            let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone() };
-            let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &slices, &spec.read_options, &deliver)
-                .map_err(exec_to_datafusion)?;
-            unit_metrics.record(&figures);
-            scan_log.record_unit(statement, &spec.table.name, &figures);
-            Ok(())
-        });
-        Ok(builder.build())
+                let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone() };
+                let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &slices, &spec.read_options, &deliver)
+                    .map_err(exec_to_datafusion)?;
+                unit_metrics.record(&figures);
+                scan_log.record_unit(statement, &spec.table.name, &figures);
+                Ok(())
+            });
+            builder.build()
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), futures::stream::once(start).flatten())))
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -344,35 +443,131 @@ impl Drop for UnitRunning {
     }
 }
 
-/// Scans take DataFusion's runtime filters only with `FLASHSCAN_SQL_RUNTIME_FILTERS=1`:
-/// applied row by row they repeat the join's own hash probe, and at TPC-H SF 1 that cost
-/// more CPU than it saved (docs/benchmarks.md, issue 13: geomean CPU 0.97×, Q18 1.34× the
-/// CPU); they pay off once they also skip row groups by their bounds (not built yet).
+/// Scans take DataFusion's runtime filters (hash join build sides, TopK) unless
+/// `FLASHSCAN_SQL_RUNTIME_FILTERS=0`. Until the scan showed them through `apply_expressions`
+/// the joins never filled them (every one stayed `true`); filled, they drop the probe rows
+/// a selective build side rules out before they are repartitioned and probed (TPC-H Q18 at
+/// SF 10: 10.4 s against 30.6 s, docs/benchmarks.md), and one that keeps most rows is set
+/// aside (`RuntimeFilter::judge`), so it costs little where it does not pay.
 pub fn runtime_filters_enabled() -> bool {
     std::env::var("FLASHSCAN_SQL_RUNTIME_FILTERS").map_or(RUNTIME_FILTERS_DEFAULT, |value| value != "0")
 }
 
 /// See `runtime_filters_enabled`.
-const RUNTIME_FILTERS_DEFAULT: bool = false;
+const RUNTIME_FILTERS_DEFAULT: bool = true;
+
+/// Rows a runtime filter is judged on before the scan decides whether it pays.
+const RUNTIME_FILTER_TRIAL_ROWS: u64 = 64 * 1024;
+/// A runtime filter that keeps more than this share of the rows it is judged on is set
+/// aside: evaluating it (a hash and a lookup per row, as the join's own probe) costs more
+/// than the rows it drops save downstream.
+const RUNTIME_FILTER_KEEP_MAX: f64 = 0.8;
+/// Rows a set-aside filter skips before it is judged again (a TopK's threshold tightens
+/// as the query runs; a join's filter is final once its build side is done).
+const RUNTIME_FILTER_RETRY_ROWS: u64 = 4 * 1024 * 1024;
+
+/// One runtime filter in one scan unit, with what it has done so far.
+struct RuntimeFilter {
+    expr: Arc<dyn PhysicalExpr>,
+    /// Rows evaluated (while the filter was live) and rows kept, in the current trial.
+    judged_rows: u64,
+    kept_rows: u64,
+    /// Rows still to hand on unfiltered before the next trial (0: the filter is applied).
+    skip_rows: u64,
+}
+
+impl RuntimeFilter {
+    fn new(expr: Arc<dyn PhysicalExpr>) -> RuntimeFilter {
+        RuntimeFilter { expr, judged_rows: 0, kept_rows: 0, skip_rows: 0 }
+    }
+
+    /// Records that `kept` of `rows` passed; sets the filter aside once a trial shows it
+    /// keeps most rows.
+    fn judge(&mut self, rows: usize, kept: usize) {
+        self.judged_rows += rows as u64;
+        self.kept_rows += kept as u64;
+        if self.judged_rows >= RUNTIME_FILTER_TRIAL_ROWS {
+            if self.kept_rows as f64 > RUNTIME_FILTER_KEEP_MAX * self.judged_rows as f64 {
+                self.skip_rows = RUNTIME_FILTER_RETRY_ROWS;
+            }
+            self.judged_rows = 0;
+            self.kept_rows = 0;
+        }
+    }
+}
 
 /// `batch` without the rows that fail any of `filters` (a null fails). A filter still `true`
-/// (a hash join whose build side is not finished) costs one evaluation of a literal.
-fn apply_runtime_filters(filters: &[Arc<dyn PhysicalExpr>], batch: RecordBatch) -> Result<RecordBatch> {
+/// (a hash join whose build side is not finished) costs one evaluation of a literal. A
+/// filter that keeps most rows is set aside for a while (`RuntimeFilter::judge`): the
+/// operators above apply it anyway, so skipping it changes no answer.
+fn apply_runtime_filters(filters: &mut [RuntimeFilter], batch: RecordBatch) -> Result<RecordBatch> {
     let mut batch = batch;
     for filter in filters {
         if batch.num_rows() == 0 {
             break;
         }
-        match filter.evaluate(&batch)? {
+        if filter.skip_rows > 0 {
+            filter.skip_rows = filter.skip_rows.saturating_sub(batch.num_rows() as u64);
+            continue;
+        }
+        match filter.expr.evaluate(&batch)? {
             ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))) => {}
             // false or null for every row: nothing passes.
             ColumnarValue::Scalar(ScalarValue::Boolean(_)) => return Ok(batch.slice(0, 0)),
             value => {
                 let array = value.into_array(batch.num_rows())?;
                 let passing = datafusion::common::cast::as_boolean_array(&array)?;
+                let rows = batch.num_rows();
                 batch = arrow::compute::filter_record_batch(&batch, passing)?;
+                filter.judge(rows, batch.num_rows());
             }
         }
     }
     Ok(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
+
+    use super::*;
+
+    /// A batch of 8,192 values 0..8191 in column `a`, and the filter `a < below`.
+    fn batch_and_filter(below: i64) -> (RecordBatch, RuntimeFilter) {
+        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
+        let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(0..8192))]).unwrap_or_else(|e| panic!("{e}"));
+        let expr: Arc<dyn PhysicalExpr> =
+            Arc::new(BinaryExpr::new(Arc::new(Column::new("a", 0)), Operator::Lt, Arc::new(Literal::new(ScalarValue::Int64(Some(below))))));
+        (batch, RuntimeFilter::new(expr))
+    }
+
+    #[test]
+    fn a_selective_runtime_filter_stays_applied() {
+        let (batch, filter) = batch_and_filter(819);
+        let mut filters = [filter];
+        for _ in 0..64 {
+            let out = apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(out.num_rows(), 819);
+        }
+    }
+
+    #[test]
+    fn a_runtime_filter_keeping_most_rows_is_set_aside_then_tried_again() {
+        let (batch, filter) = batch_and_filter(8000);
+        let mut filters = [filter];
+        let trial_batches = (RUNTIME_FILTER_TRIAL_ROWS / 8192) as usize;
+        for _ in 0..trial_batches {
+            assert_eq!(apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}")).num_rows(), 8000);
+        }
+        // Set aside: batches go on whole (the operators above still filter them).
+        let aside_batches = (RUNTIME_FILTER_RETRY_ROWS / 8192) as usize;
+        for _ in 0..aside_batches {
+            assert_eq!(apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}")).num_rows(), 8192);
+        }
+        // Then judged again.
+        assert_eq!(apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}")).num_rows(), 8000);
+    }
 }

@@ -17,7 +17,7 @@ use arrow::datatypes::{DataType, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::physical_expr::PhysicalExpr;
 use flashscan_exec::scan::ReadConfig;
-use flashscan_exec::segment_slices::{SliceConjunct, SliceDecoder, SliceFilter};
+use flashscan_exec::segment_slices::{IntegerRange, SliceConjunct, SliceDecoder, SliceFilter};
 use flashscan_exec::segments::{RowGroupSegments, SegmentSink};
 use flashscan_exec::{scan_batches, BatchSink, ColumnStoreTable, ExecError, PageDecoder, RunSpec, ScanFilter, TableSource};
 use flashscan_storage::columnstore::VecPool;
@@ -161,6 +161,59 @@ impl RowConjunct {
     }
 }
 
+impl RowConjunct {
+    /// The conjunct as an integer range on its one column (`IntegerRange`), when it is
+    /// exactly that: comparisons (`<`, `<=`, `=`, `>=`, `>`) of the column with a constant of
+    /// the column's own type (so no rounding: the compare is the integers'), ANDed.
+    /// `column_type` is the type of the conjunct's one input. None for anything else.
+    pub fn integer_range(&self, column_type: &DataType) -> Option<IntegerRange> {
+        if self.inputs.len() != 1 {
+            return None;
+        }
+        integer_range_of(&self.predicate, column_type)
+    }
+}
+
+/// See `RowConjunct::integer_range`: `predicate` over a batch whose column 0 has `column_type`.
+fn integer_range_of(predicate: &Arc<dyn PhysicalExpr>, column_type: &DataType) -> Option<IntegerRange> {
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
+    let binary = predicate.downcast_ref::<BinaryExpr>()?;
+    if *binary.op() == Operator::And {
+        let left = integer_range_of(binary.left(), column_type)?;
+        return Some(left.intersect(&integer_range_of(binary.right(), column_type)?));
+    }
+    let is_column = |e: &Arc<dyn PhysicalExpr>| e.downcast_ref::<Column>().is_some_and(|c| c.index() == 0);
+    let literal = |e: &Arc<dyn PhysicalExpr>| e.downcast_ref::<Literal>().map(|l| l.value().clone());
+    let (op, value) = if is_column(binary.left()) {
+        (*binary.op(), literal(binary.right())?)
+    } else if is_column(binary.right()) {
+        (binary.op().swap()?, literal(binary.left())?)
+    } else {
+        return None;
+    };
+    if &value.data_type() != column_type {
+        return None;
+    }
+    use datafusion::common::ScalarValue;
+    let v: i64 = match value {
+        ScalarValue::Int32(Some(v)) | ScalarValue::Date32(Some(v)) => v as i64,
+        ScalarValue::Int64(Some(v)) => v,
+        ScalarValue::Decimal128(Some(v), _, _) => i64::try_from(v).ok()?,
+        // NULL compares to nothing true; other types are not integers the store keeps.
+        _ => return None,
+    };
+    let empty = IntegerRange { low: 1, high: 0 };
+    Some(match op {
+        Operator::Eq => IntegerRange { low: v, high: v },
+        Operator::Lt => v.checked_sub(1).map_or(empty, |high| IntegerRange { low: i64::MIN, high }),
+        Operator::LtEq => IntegerRange { low: i64::MIN, high: v },
+        Operator::Gt => v.checked_add(1).map_or(empty, |low| IntegerRange { low, high: i64::MAX }),
+        Operator::GtEq => IntegerRange { low: v, high: i64::MAX },
+        _ => return None,
+    })
+}
+
 impl std::fmt::Display for RowFilter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let parts: Vec<String> = self.conjuncts.iter().map(|c| c.predicate.to_string()).collect();
@@ -253,6 +306,19 @@ pub fn read_unit(
             filter_slots.push(slot);
         }
     }
+    // Conjuncts that are integer ranges on one column, compared by the slice decoder itself.
+    let schema = sql_schema(table);
+    let ranges: Vec<Option<IntegerRange>> = row_filter
+        .map(|f| {
+            f.conjuncts
+                .iter()
+                .map(|c| {
+                    let column = f.columns.get(*c.inputs.first()?)?;
+                    c.integer_range(schema.fields().get(*column)?.data_type())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let deliver_ns = AtomicU64::new(0);
     let make_sink = |_worker: u32| -> Result<DeliverSink, ExecError> {
         Ok(DeliverSink {
@@ -261,6 +327,7 @@ pub fn read_unit(
             projected: projection.len(),
             batch_rows: slices.batch_rows,
             row_filter: row_filter.map(|f| (f, filter_slots.clone())),
+            ranges: ranges.clone(),
             pool: VecPool::default(),
             deliver_ns: &deliver_ns,
             views: table.is_column_store() && string_views_enabled(),
@@ -311,6 +378,8 @@ struct DeliverSink<'a> {
     batch_rows: usize,
     /// The filter and where its columns are among the decoded ones.
     row_filter: Option<(&'a RowFilter, Vec<usize>)>,
+    /// Per conjunct of the filter: the integer range it is, if it is one.
+    ranges: Vec<Option<IntegerRange>>,
     pool: VecPool,
     deliver_ns: &'a AtomicU64,
     /// Strings go on as Utf8View (the schema `sql_schema` declares).
@@ -417,7 +486,8 @@ pub fn batch_as(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch, 
 
 impl SegmentSink for DeliverSink<'_> {
     fn consume_segments(&mut self, group: &RowGroupSegments<'_>) -> Result<(), ExecError> {
-        let mut slices = SliceDecoder::open(group, self.batch_rows, self.views, &mut self.pool)?;
+        // The columns past the projection are read by the filter only: never built.
+        let mut slices = SliceDecoder::open(group, self.batch_rows, self.views, &mut self.pool)?.with_output_columns(self.projected);
         // The filter outlives this borrow of the sink (hand_on needs the sink mutably).
         let row_filter: Option<(&RowFilter, Vec<usize>)> = self.row_filter.as_ref().map(|(f, s)| (*f, s.clone()));
         type Evaluate<'e> = Box<dyn Fn(&RecordBatch) -> Result<BooleanArray, ExecError> + Sync + 'e>;
@@ -430,7 +500,12 @@ impl SegmentSink for DeliverSink<'_> {
                 .conjuncts
                 .iter()
                 .zip(&evaluators)
-                .map(|(c, evaluate)| SliceConjunct { columns: c.inputs.iter().map(|&i| slots[i]).collect(), evaluate: evaluate.as_ref() })
+                .enumerate()
+                .map(|(k, (c, evaluate))| SliceConjunct {
+                    columns: c.inputs.iter().map(|&i| slots[i]).collect(),
+                    evaluate: evaluate.as_ref(),
+                    range: self.ranges.get(k).copied().flatten(),
+                })
                 .collect(),
         });
         loop {
@@ -509,5 +584,72 @@ impl PageDecoder for HeapPageDecoder {
 
     fn finish_batch(&mut self) -> Result<RecordBatch, ExecError> {
         Ok(self.decoder.finish())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::common::ScalarValue;
+    use datafusion::logical_expr::Operator;
+    use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
+
+    use super::*;
+
+    fn compare(left: Arc<dyn PhysicalExpr>, op: Operator, right: Arc<dyn PhysicalExpr>) -> Arc<dyn PhysicalExpr> {
+        Arc::new(BinaryExpr::new(left, op, right))
+    }
+
+    fn column(index: usize) -> Arc<dyn PhysicalExpr> {
+        Arc::new(Column::new("c", index))
+    }
+
+    fn day(v: i32) -> Arc<dyn PhysicalExpr> {
+        Arc::new(Literal::new(ScalarValue::Date32(Some(v))))
+    }
+
+    fn range(predicate: Arc<dyn PhysicalExpr>, column_type: &DataType) -> Option<IntegerRange> {
+        RowConjunct { inputs: vec![0], predicate }.integer_range(column_type)
+    }
+
+    #[test]
+    fn comparisons_with_constants_of_the_column_type_are_ranges() {
+        let date = DataType::Date32;
+        let r = |low, high| Some(IntegerRange { low, high });
+        assert_eq!(range(compare(column(0), Operator::GtEq, day(10)), &date), r(10, i64::MAX));
+        assert_eq!(range(compare(column(0), Operator::Gt, day(10)), &date), r(11, i64::MAX));
+        assert_eq!(range(compare(column(0), Operator::Lt, day(10)), &date), r(i64::MIN, 9));
+        assert_eq!(range(compare(column(0), Operator::LtEq, day(10)), &date), r(i64::MIN, 10));
+        assert_eq!(range(compare(column(0), Operator::Eq, day(10)), &date), r(10, 10));
+        // The constant on the left: the comparison turned round.
+        assert_eq!(range(compare(day(10), Operator::Lt, column(0)), &date), r(11, i64::MAX));
+        // ANDed (what merged conjuncts on one column are): the intersection.
+        let both = compare(compare(column(0), Operator::GtEq, day(10)), Operator::And, compare(column(0), Operator::Lt, day(20)));
+        assert_eq!(range(both, &date), r(10, 19));
+        // Decimals compare unscaled, at the column's own precision and scale.
+        let price = Arc::new(Literal::new(ScalarValue::Decimal128(Some(2400), 15, 2)));
+        assert_eq!(range(compare(column(0), Operator::Lt, price.clone()), &DataType::Decimal128(15, 2)), r(i64::MIN, 2399));
+        // At the ends of i64: nothing is below MIN.
+        let min = Arc::new(Literal::new(ScalarValue::Int64(Some(i64::MIN))));
+        let empty = range(compare(column(0), Operator::Lt, min), &DataType::Int64).unwrap_or(IntegerRange::ALL);
+        assert!(!empty.contains(i64::MIN) && !empty.contains(0));
+    }
+
+    #[test]
+    fn anything_else_is_left_to_the_predicate() {
+        let date = DataType::Date32;
+        let price = Arc::new(Literal::new(ScalarValue::Decimal128(Some(2400), 15, 2)));
+        // Another type (a cast would round): no range.
+        assert_eq!(range(compare(column(0), Operator::Lt, price), &DataType::Decimal128(15, 3)), None);
+        assert_eq!(range(compare(column(0), Operator::Lt, day(1)), &DataType::Int32), None);
+        assert_eq!(range(compare(column(0), Operator::NotEq, day(1)), &date), None);
+        assert_eq!(range(compare(column(0), Operator::Lt, Arc::new(Literal::new(ScalarValue::Date32(None)))), &date), None);
+        assert_eq!(range(compare(column(0), Operator::Lt, column(0)), &date), None);
+        // An OR is no range; an AND with a part that is none is none.
+        let or = compare(compare(column(0), Operator::Lt, day(1)), Operator::Or, compare(column(0), Operator::Gt, day(5)));
+        assert_eq!(range(or.clone(), &date), None);
+        assert_eq!(range(compare(compare(column(0), Operator::Lt, day(9)), Operator::And, or), &date), None);
+        // Two inputs: no range.
+        let two = RowConjunct { inputs: vec![0, 1], predicate: compare(column(0), Operator::Lt, day(1)) };
+        assert_eq!(two.integer_range(&date), None);
     }
 }

@@ -193,7 +193,7 @@ impl FlashscanTable {
         }
         let mut columns: Vec<usize> = Vec::new();
         let mut conjuncts = Vec::with_capacity(conjuncts_exprs.len());
-        for expr in conjuncts_exprs {
+        for expr in self.merge_column_comparisons(conjuncts_exprs) {
             // Columns by name, unqualified: the predicate runs on a batch of just its columns.
             let mut own: Vec<usize> = Vec::new();
             let expr = expr
@@ -227,6 +227,35 @@ impl FlashscanTable {
             conjuncts.push(RowConjunct { inputs, predicate });
         }
         Ok(Some(RowFilter { columns, conjuncts }))
+    }
+
+    /// `conjuncts` with the comparisons of one column with constants ANDed into one
+    /// conjunct per column, in the place of the first (`l_shipdate >= d1`, `l_shipdate < d2`
+    /// become one): the scan then reads the column once for them and, on an integer column,
+    /// compares the values with one range (`RowConjunct::integer_range`).
+    fn merge_column_comparisons(&self, conjuncts: Vec<Expr>) -> Vec<Expr> {
+        let mut out: Vec<Expr> = Vec::with_capacity(conjuncts.len());
+        // Per column, where its merged comparisons are in `out`.
+        let mut at: Vec<(usize, usize)> = Vec::new();
+        for expr in conjuncts {
+            let column = match predicates_of(&expr, &|n| self.column_index(n)).as_deref() {
+                Some([p @ (ColumnPredicate::Compare { .. } | ColumnPredicate::Between { .. })]) => Some(p.column()),
+                _ => None,
+            };
+            match column.and_then(|c| at.iter().find(|(d, _)| *d == c)) {
+                Some(&(_, position)) => {
+                    let first = std::mem::replace(&mut out[position], Expr::Literal(ScalarValue::Null, None));
+                    out[position] = first.and(expr);
+                }
+                None => {
+                    if let Some(c) = column {
+                        at.push((c, out.len()));
+                    }
+                    out.push(expr);
+                }
+            }
+        }
+        out
     }
 
     fn partition_may_match(&self, partition_position: usize, predicates: &[ColumnPredicate]) -> bool {
