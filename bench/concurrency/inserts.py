@@ -124,7 +124,7 @@ def main():
                     port, user, pid = (run.FS_PORT, "bench", flash.pid) if system == "flashscan" else (run.PG_PORT, "postgres", pg.pid)
                     before = count(port, user)
                     totals0 = commit_totals() if system == "flashscan" else None
-                    cpu0 = run.cpu_seconds_of_tree(pid())
+                    cpu0 = run.process_figures(pid())["cpu_s"]
                     last = rnd == a.rounds - 1 and n == clients[-1] and system == "flashscan"
                     shooter = None
                     if last:
@@ -136,7 +136,7 @@ def main():
                     r = pgbench(port, user, n, a.duration, script.name)
                     if shooter:
                         shooter.join()
-                    cpu = run.cpu_seconds_of_tree(pid()) - cpu0
+                    cpu = run.process_figures(pid())["cpu_s"] - cpu0
                     rows = count(port, user) - before
                     if rows != r["transactions"]:
                         raise RuntimeError(f"{system}: pgbench counted {r['transactions']} transactions, the table gained {rows} rows")
