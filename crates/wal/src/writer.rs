@@ -5,7 +5,8 @@
 //! flush is in flight, the committer flushes itself (the *leader*, as a PostgreSQL backend
 //! does in `XLogFlush`): it takes *everything* appended so far (sealing the last, partial
 //! block: padding), writes it in one sequential write and makes it durable with one
-//! fdatasync, then publishes the new durable LSN and wakes the waiters. While it writes,
+//! fdatasync (or none: segments opened O_DSYNC, `SyncMethod::OpenDatasync`), then publishes
+//! the new durable LSN and wakes the waiters. While it writes,
 //! new commits pile up for the next flush, led by one of them once this one ends: that is
 //! group commit, and the batch grows by itself with the load. The leader runs on the
 //! committer's own thread because a hand-off to a writer thread and back costs two thread
@@ -28,7 +29,7 @@ use flashscan_io::{FileSet, IoCompletion, IoEngine, IoError, IoOp, IoRequest, Op
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::block::{init_fresh, note_record_start, seal};
-use crate::config::{EngineFactory, WalConfig};
+use crate::config::{EngineFactory, SyncMethod, WalConfig};
 use crate::error::{file_err, WalError};
 use crate::files::{
     create_excl, create_segment, inspect_segment_header, list_segments, lock_dir, open_existing, read_control, recycle_segment,
@@ -229,6 +230,7 @@ struct SegmentWriter {
     segment_size_bytes: u64,
     database_id: u128,
     direct_io: bool,
+    sync_method: SyncMethod,
     factory: EngineFactory,
     current: Option<OpenSegment>,
     completions: Vec<IoCompletion>,
@@ -287,9 +289,14 @@ impl SegmentWriter {
 
     fn open_files(&mut self, shared: &Shared, path: &Path) -> Result<FileSet, WalError> {
         let stats = Arc::new(flashscan_io::FileStats::default());
+        // O_DSYNC keeps its meaning with or without O_DIRECT: each write durable on return.
+        let sync_flags = match self.sync_method {
+            SyncMethod::Fdatasync => 0,
+            SyncMethod::OpenDatasync => libc::O_DSYNC,
+        };
         if self.direct_io {
             let mut set = FileSet::new();
-            match set.add(path, OpenMode { direct: true, write: true }, stats.clone()) {
+            match set.add_with_flags(path, OpenMode { direct: true, write: true }, sync_flags, stats.clone()) {
                 Ok(_) if set.get(0).offset_align_bytes as usize <= BLOCK_SIZE_BYTES => return Ok(set),
                 Ok(_) | Err(IoError::DirectUnsupported { .. }) => {
                     shared.notices.lock().push(format!(
@@ -302,7 +309,7 @@ impl SegmentWriter {
             }
         }
         let mut set = FileSet::new();
-        set.add(path, OpenMode { direct: false, write: true }, stats)?;
+        set.add_with_flags(path, OpenMode { direct: false, write: true }, sync_flags, stats)?;
         Ok(set)
     }
 
@@ -336,7 +343,12 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// Makes the writes so far durable: an fdatasync, or nothing where the segment is
+    /// open O_DSYNC (each write was durable when it returned).
     fn flush(&mut self) -> Result<(), WalError> {
+        if self.sync_method == SyncMethod::OpenDatasync {
+            return Ok(());
+        }
         if let Some(c) = self.current.as_mut() {
             c.engine.flush(0)?;
         }
@@ -418,6 +430,7 @@ impl Wal {
             segment_size_bytes: seg,
             database_id: identity.id,
             direct_io: config.direct_io,
+            sync_method: config.sync_method.clone().map_err(WalError::Config)?,
             factory: config.engine_factory.clone(),
             current: None,
             completions: Vec::with_capacity(1),

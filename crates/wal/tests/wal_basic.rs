@@ -243,3 +243,25 @@ fn the_log_writes_through_io_uring_too() {
     let committed = committed_txns(&scan);
     assert_eq!(committed, txns);
 }
+
+/// `FLASHSCAN_WAL_SYNC=open_datasync`: segments opened O_DSYNC (on a real disk, with
+/// O_DIRECT where it is accepted), no fdatasync; commits read back after reopening. A
+/// value the variable cannot have keeps the log from opening, with the variable named.
+#[test]
+fn open_datasync_commits_survive_reopen_and_an_unknown_method_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), 64 * 1024, psync_engine_factory());
+    cfg.sync_method = Ok(SyncMethod::OpenDatasync);
+    let wal = Wal::create(cfg.clone(), identity(21)).unwrap();
+    let txns = commit_one_row_each(&wal, 0..50);
+    assert_eq!(wal.stats().commits_count, 50);
+    wal.close().unwrap();
+    let (_wal, scan) = Wal::open(cfg.clone(), &identity(21)).unwrap();
+    assert_eq!(scan.end, LogEnd::Clean);
+    assert_eq!(committed_txns(&scan), txns);
+    drop(_wal);
+
+    cfg.sync_method = Err("FLASHSCAN_WAL_SYNC=\"sometimes\": expected fdatasync or open_datasync".into());
+    let err = Wal::open(cfg, &identity(21)).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("FLASHSCAN_WAL_SYNC"), "{err}");
+}
