@@ -132,6 +132,10 @@ struct Shared {
     epoch: u32,
     log_buffer_bytes_max: usize,
     next_txn: AtomicU64,
+    /// Transactions begun and not yet durably committed or aborted (the commit delay's
+    /// siblings; an estimate: a failed commit followed by an abort counts once too few).
+    open_txns: AtomicU64,
+    commit_delay: std::time::Duration,
     /// Segment files below the last checkpoint's redo point, free for reuse.
     recyclable: Mutex<Vec<PathBuf>>,
     notices: Mutex<Vec<String>>,
@@ -461,6 +465,8 @@ impl Wal {
             epoch: control.epoch,
             log_buffer_bytes_max: config.log_buffer_bytes_max,
             next_txn: AtomicU64::new(((control.epoch as u64) & 0xFF_FFFF) << 40 | 1),
+            open_txns: AtomicU64::new(0),
+            commit_delay: std::time::Duration::from_micros(config.commit_delay_us.clone().map_err(WalError::Config)?),
             recyclable: Mutex::new(recyclable),
             notices: Mutex::new(Vec::new()),
             segment_creation: Mutex::new(()),
@@ -488,6 +494,7 @@ impl Wal {
 
     /// A new transaction id (unique across restarts: see `TxnId`).
     pub fn begin(&self) -> TxnId {
+        self.shared.open_txns.fetch_add(1, Ordering::Relaxed);
         TxnId(self.shared.next_txn.fetch_add(1, Ordering::Relaxed))
     }
 
@@ -520,6 +527,7 @@ impl Wal {
         if matches!(record, Record::Commit { .. }) {
             self.shared.counters.commits.fetch_add(1, Ordering::Relaxed);
         }
+
         debug_assert!(end.0 >= lsn.0 + needed as u64);
         Ok(Appended { lsn, end })
     }
@@ -542,6 +550,14 @@ impl Wal {
                 return Err(WalError::Stopped { cause: cause.clone() });
             }
             if !st.flushing {
+                if !self.shared.commit_delay.is_zero() && self.shared.open_txns.load(Ordering::Relaxed) >= crate::config::COMMIT_SIBLINGS {
+                    // The commit delay: hold the lead (`flushing`, so nobody else starts a
+                    // flush; the waiters meanwhile wait on the next flush's parity, which is
+                    // this one) while commits arriving now append, then take them all.
+                    st.flushing = true;
+                    MutexGuard::unlocked(&mut st, || std::thread::sleep(self.shared.commit_delay));
+                    st.flushing = false;
+                }
                 // Nobody flushes: lead a flush of everything appended, `lsn` included.
                 if !flush_as_leader(&self.shared, &mut st) && st.durable < lsn && st.failed.is_none() {
                     // Unreachable: everything appended is either taken by a flush (none in
@@ -559,14 +575,23 @@ impl Wal {
 
     /// Appends `txn`'s commit record and waits until it is durable.
     pub fn commit(&self, txn: TxnId) -> Result<Appended, WalError> {
-        let a = self.append(&Record::Commit { txn })?;
-        self.wait_durable(a.end)?;
-        Ok(a)
+        let committed = self.append(&Record::Commit { txn }).and_then(|a| self.wait_durable(a.end).map(|()| a));
+        self.end_txn();
+        committed
     }
 
     /// Appends `txn`'s abort record (not waited for: an abort needs no durability).
     pub fn abort(&self, txn: TxnId) -> Result<Appended, WalError> {
-        self.append(&Record::Abort { txn })
+        let aborted = self.append(&Record::Abort { txn });
+        self.end_txn();
+        aborted
+    }
+
+    /// A transaction ended (committed and durable, failed, or aborted): one fewer open, as
+    /// PostgreSQL's backends count until their commit is flushed. Saturating: a transaction
+    /// ended twice (commit failed, then abort) or never begun here ends nothing more.
+    fn end_txn(&self) {
+        let _ = self.shared.open_txns.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 
     /// Everything below this LSN is durable.
