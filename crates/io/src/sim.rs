@@ -195,7 +195,9 @@ impl SimDisk {
     }
 
     /// A write on `fd` (of `path`): remembers what it replaces, then does it.
-    fn write(&self, path: &std::path::Path, fd: i32, ptr: *mut u8, length_bytes: u32, offset_bytes: u64) -> Result<u32, i32> {
+    /// `durable_on_completion` (a file opened O_DSYNC/O_SYNC): a write that completes is
+    /// durable at once, so a later power loss keeps it; the one the cut meets is not.
+    fn write(&self, path: &std::path::Path, fd: i32, ptr: *mut u8, length_bytes: u32, offset_bytes: u64, durable_on_completion: bool) -> Result<u32, i32> {
         let mut st = self.lock();
         let was_cut = st.power_cut;
         let allowed = self.io_allowed(&mut st);
@@ -209,7 +211,7 @@ impl SimDisk {
         let n = transfer(fd, IoOp::Read, before.as_mut_ptr(), length_bytes, offset_bytes)?;
         before[n as usize..].fill(0);
         let result = transfer(fd, IoOp::Write, ptr, length_bytes, offset_bytes);
-        if result.is_ok() {
+        if result.is_ok() && !(allowed && durable_on_completion) {
             st.unflushed.push(UnflushedWrite { path: path.to_path_buf(), offset_bytes, before });
         }
         if allowed {
@@ -316,6 +318,7 @@ impl IoEngine for SimEngine {
                         self.core.arena.slot_ptr(r.slot),
                         r.length_bytes,
                         r.offset_bytes,
+                        self.flushes_each_write[r.file_index as usize],
                     ),
                     (Some(disk), IoOp::Read) if disk.is_power_cut() => Err(libc::EIO),
                     _ => transfer(fd, r.op, self.core.arena.slot_ptr(r.slot), r.length_bytes, r.offset_bytes),

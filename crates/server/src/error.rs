@@ -61,6 +61,8 @@ pub mod sqlstate {
     pub const IN_FAILED_TRANSACTION: &str = "25P02";
     pub const BAD_COPY_FORMAT: &str = "22P04";
     pub const UNDEFINED_COLUMN: &str = "42703";
+    pub const UNDEFINED_OBJECT: &str = "42704";
+    pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
 }
 
@@ -87,7 +89,8 @@ pub fn sql_error_to_pg(error: &flashscan_sql::SqlError) -> PgWireError {
         E::Plan(m) if m.contains("not supported") => sqlstate::FEATURE_NOT_SUPPORTED,
         E::Plan(_) => sqlstate::SYNTAX_ERROR,
         E::Execution(m) if m.contains("Resources exhausted") || m.contains("memory") => sqlstate::OUT_OF_MEMORY,
-        E::Execution(_) => sqlstate::DATA_EXCEPTION,
+        // A name a catalog lookup did not find (`'x'::regtype`): PostgreSQL's code for it.
+        E::Execution(m) => crate::pg_catalog::undefined_object_sqlstate(m).unwrap_or(sqlstate::DATA_EXCEPTION),
         E::Storage(_) | E::Exec(_) | E::ReadFile { .. } => sqlstate::IO_ERROR,
         E::InvalidArgument(_) => sqlstate::INVALID_PARAMETER_VALUE,
         _ => sqlstate::INTERNAL_ERROR,

@@ -546,13 +546,28 @@ enum OidLookup {
     Namespaces,
 }
 
+/// The lookups' kinds, with the SQLSTATE PostgreSQL gives when a name is not found:
+/// `'x'::regtype` → 42704 undefined_object, `'x'::regclass` → 42P01 undefined_table,
+/// `'x'::regnamespace` → 3F000 invalid_schema_name.
+const OID_LOOKUP_KINDS: [(&str, &str); 3] =
+    [("type", crate::error::sqlstate::UNDEFINED_OBJECT), ("relation", crate::error::sqlstate::UNDEFINED_TABLE), ("schema", crate::error::sqlstate::INVALID_SCHEMA_NAME)];
+
+/// The SQLSTATE of a lookup's "<kind> "<name>" does not exist" error (`oid_alias_udf`),
+/// found in a DataFusion execution error's text; None for any other error.
+pub fn undefined_object_sqlstate(message: &str) -> Option<&'static str> {
+    let at = message.find(" does not exist")?;
+    let head = &message[..at];
+    OID_LOOKUP_KINDS.iter().find(|(kind, _)| head.rfind(&format!("{kind} \"")).is_some_and(|i| head[i..].ends_with('"'))).map(|(_, code)| *code)
+}
+
 impl OidLookup {
     fn kind(&self) -> &'static str {
-        match self {
-            OidLookup::Types => "type",
-            OidLookup::Classes(_) => "relation",
-            OidLookup::Namespaces => "schema",
-        }
+        let i = match self {
+            OidLookup::Types => 0,
+            OidLookup::Classes(_) => 1,
+            OidLookup::Namespaces => 2,
+        };
+        OID_LOOKUP_KINDS[i].0
     }
 
     /// (oid, name as PostgreSQL prints it) of a name or of an oid written as a number.
@@ -827,6 +842,16 @@ mod tests {
     use super::*;
     use arrow::util::pretty::pretty_format_batches;
 
+    #[test]
+    fn a_name_not_found_gets_postgresqls_sqlstate() {
+        use crate::error::sqlstate;
+        assert_eq!(undefined_object_sqlstate("Execution error: type \"no_such\" does not exist"), Some(sqlstate::UNDEFINED_OBJECT));
+        assert_eq!(undefined_object_sqlstate("relation \"nope\" does not exist"), Some(sqlstate::UNDEFINED_TABLE));
+        assert_eq!(undefined_object_sqlstate("schema \"s\" does not exist"), Some(sqlstate::INVALID_SCHEMA_NAME));
+        assert_eq!(undefined_object_sqlstate("division by zero"), None);
+        assert_eq!(undefined_object_sqlstate("file does not exist"), None);
+    }
+
     fn tables() -> Vec<CatalogTable> {
         let schema = Arc::new(Schema::new(vec![
             Field::new("k", DataType::Int64, false),
@@ -1021,7 +1046,10 @@ mod tests {
         let none = info.replace("to_regtype('int4')", "to_regtype('no_such_type')");
         assert!(rows_of(&run_normalized(&ctx, &none).await).is_empty());
         let casts = "SELECT 'numeric'::regtype AS n, 'double precision'::regtype::text AS d, 'pg_catalog.int8'::regtype AS i, 20::regtype::text AS by_oid, 'items'::regclass AS t, 'public'::regnamespace AS ns";
-        assert_eq!(rows_of(&run_normalized(&ctx, casts).await), vec![vec!["1700", "double precision", "20", "bigint", "16384", "2200"]]);
+        // In a result the object's name, as PostgreSQL prints it; inside an expression its oid.
+        assert_eq!(rows_of(&run_normalized(&ctx, casts).await), vec![vec!["numeric", "double precision", "bigint", "bigint", "items", "public"]]);
+        let oids = "SELECT 'numeric'::regtype = 1700, 'pg_catalog.int8'::regtype = 20, 'items'::regclass = 16384, 'public'::regnamespace = 2200";
+        assert_eq!(rows_of(&run_normalized(&ctx, oids).await), vec![vec!["true", "true", "true", "true"]]);
         let state = ctx.state();
         let bad = state.sql_to_statement("SELECT 'no_such_type'::regtype", &datafusion::config::Dialect::PostgreSQL).expect("parse");
         let plan = statement_to_plan(&state, bad).await.expect("plans");

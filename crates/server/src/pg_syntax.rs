@@ -244,6 +244,11 @@ struct Rewriter<'a> {
 impl VisitorMut for Rewriter<'_> {
     type Break = ();
 
+    fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
+        name_oid_alias_results(q.body.as_mut());
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         distinct_unnamed_columns(q.body.as_mut());
         ControlFlow::Continue(())
@@ -306,6 +311,41 @@ impl VisitorMut for Rewriter<'_> {
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// A result column that is a cast to an object-identifier type (`'t'::regclass`,
+/// `c.oid::regclass`, `x::regtype`) prints the object's name in PostgreSQL (the type's
+/// output function), while the same cast inside an expression is the oid (compared,
+/// joined). So a select item that is such a cast becomes `CAST(item AS TEXT)` before the
+/// expressions are rewritten (then `…_name(…)`, the name, as `::regclass::text` is), named
+/// as PostgreSQL names it: the cast column's own name, else the type's.
+fn name_oid_alias_results(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(select) => {
+            for item in select.projection.iter_mut() {
+                let (expr, alias) = match item {
+                    SelectItem::UnnamedExpr(e) => (e, None),
+                    SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias.clone())),
+                    _ => continue,
+                };
+                let Expr::Cast { expr: inner, data_type, .. } = &*expr else { continue };
+                let Some(type_name) = oid_alias(data_type) else { continue };
+                let column = match inner.as_ref() {
+                    Expr::Identifier(i) => i.value.clone(),
+                    Expr::CompoundIdentifier(parts) => parts.last().map_or_else(|| type_name.to_string(), |i| i.value.clone()),
+                    _ => type_name.to_string(),
+                };
+                let Some(as_text) = parse_expr(&format!("CAST({expr} AS TEXT)")) else { continue };
+                *item = SelectItem::ExprWithAlias { expr: as_text, alias: alias.unwrap_or_else(|| Ident::new(column)) };
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            name_oid_alias_results(left);
+            name_oid_alias_results(right);
+        }
+        SetExpr::Query(q) => name_oid_alias_results(q.body.as_mut()),
+        _ => {}
     }
 }
 
@@ -434,8 +474,21 @@ mod tests {
         let out = normalized("SELECT t.oid::regtype::text FROM pg_type t WHERE t.oid = $1::regtype");
         assert!(out.contains("pg_catalog.regtype_name(CAST(t.oid AS TEXT))"), "{out}");
         assert!(out.contains("pg_catalog.regtype_oid(CAST($1 AS TEXT))"), "{out}");
-        let out = normalized("SELECT stxnamespace::pg_catalog.regnamespace::pg_catalog.text, c.oid::pg_catalog.regclass FROM x");
+        let out = normalized("SELECT stxnamespace::pg_catalog.regnamespace::pg_catalog.text FROM x WHERE c.oid::pg_catalog.regclass = 5");
         assert!(out.contains("pg_catalog.regnamespace_name(") && out.contains("pg_catalog.regclass_oid("), "{out}");
+    }
+
+    /// A result column that is a cast to regclass/regtype/regnamespace is the object's name,
+    /// named as PostgreSQL names it; the same cast inside an expression stays the oid.
+    #[test]
+    fn oid_alias_casts_in_results_print_names() {
+        let out = normalized("SELECT 't'::regclass, c.oid::pg_catalog.regclass, 'int8'::regtype AS ty, c.oid::regclass = 5 FROM pg_class c");
+        assert!(out.contains("pg_catalog.regclass_name(CAST('t' AS TEXT)) AS regclass"), "{out}");
+        assert!(out.contains("pg_catalog.regclass_name(CAST(c.oid AS TEXT)) AS oid"), "{out}");
+        assert!(out.contains("pg_catalog.regtype_name(CAST('int8' AS TEXT)) AS ty"), "{out}");
+        assert!(out.contains("pg_catalog.regclass_oid(CAST(c.oid AS TEXT)) = 5"), "{out}");
+        let out = normalized("SELECT x::regnamespace FROM a UNION ALL SELECT (SELECT y::regtype) FROM b");
+        assert!(out.contains("pg_catalog.regnamespace_name(CAST(x AS TEXT)) AS x"), "{out}");
     }
 
     #[test]

@@ -487,6 +487,27 @@ async fn http_get(addr: std::net::SocketAddr, path: &str) -> String {
 
 /// psql's own describe queries (`\dt`, `\d TABLE`) against the server. Skipped, with the
 /// reason printed, where psql is not installed (.ci/run installs postgresql-client).
+/// A name a catalog cast does not find gets PostgreSQL's SQLSTATE (42704 for a type, 42P01
+/// for a relation, 3F000 for a schema), and a found one prints its name in a result.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_casts_print_names_and_unknown_names_get_postgresqls_codes() {
+    let Served { _guard, db: _db, server, client } = serve(fresh_db()).await;
+    use tokio_postgres::error::SqlState;
+    for (sql, code) in [
+        ("select 'no_such_type'::regtype", SqlState::UNDEFINED_OBJECT),
+        ("select 'no_such_table'::regclass", SqlState::UNDEFINED_TABLE),
+        ("select 'no_such_schema'::regnamespace", SqlState::INVALID_SCHEMA_NAME),
+    ] {
+        let e = client.simple_query(sql).await.expect_err(sql);
+        assert_eq!(e.code(), Some(&code), "{sql}: {e:?}");
+    }
+    assert_eq!(wire_rows(&client, "select 'lineitem'::regclass, 'int4'::regtype::text").await, vec![vec![Some("lineitem".to_string()), Some("integer".to_string())]]);
+    // Inside an expression the cast is the oid: a join by it finds the table.
+    let n = wire_rows(&client, "select count(*) from pg_attribute where attrelid = 'lineitem'::regclass and attnum > 0").await;
+    assert_eq!(n, vec![vec![Some("16".to_string())]]);
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn psql_lists_and_describes_tables() {
     if std::process::Command::new("psql").arg("--version").output().is_err() {
@@ -498,7 +519,7 @@ async fn psql_lists_and_describes_tables() {
     let port = server.listen.port().to_string();
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new("psql")
-            .args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "anydb", "-c", "\\dt", "-c", "\\d lineitem", "-c", "select count(*) from part", "-c", "\\l", "-c", PG_CATALOG_COLUMNS, "-c", INFORMATION_SCHEMA_COLUMNS, "-c", "\\dt line*", "-c", "select 'unqualified:' || relname from pg_class where relname = 'part'"])
+            .args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "anydb", "-c", "\\dt", "-c", "\\d lineitem", "-c", "select count(*) from part", "-c", "\\l", "-c", PG_CATALOG_COLUMNS, "-c", INFORMATION_SCHEMA_COLUMNS, "-c", "\\dt line*", "-c", "select 'unqualified:' || relname from pg_class where relname = 'part'", "-c", "select 'part'::regclass, 'int8'::regtype, c.oid::regclass from pg_class c where c.relname = 'lineitem'"])
             .env_remove("PGPASSWORD")
             .output()
     })
@@ -533,6 +554,10 @@ async fn psql_lists_and_describes_tables() {
     // time, part not; pg_class found without `pg_catalog.` (the search path).
     assert_eq!(stdout.matches(" public | lineitem ").count(), 2, "{stdout}");
     assert_eq!(stdout.matches(" public | part ").count(), 1, "{stdout}");
+    // A regclass/regtype result prints the name, under PostgreSQL's column names.
+    let header = stdout.lines().position(|l| l.split('|').map(str::trim).collect::<Vec<_>>() == ["regclass", "regtype", "oid"]);
+    let row = header.and_then(|h| stdout.lines().nth(h + 2)).map(|l| l.split('|').map(str::trim).collect::<Vec<_>>());
+    assert_eq!(row, Some(vec!["part", "bigint", "lineitem"]), "{stdout}");
     assert!(stdout.contains("unqualified:part"), "{stdout}");
     server.shutdown().await;
 }
@@ -571,7 +596,7 @@ async fn psycopg_queries_parameters_and_types() {
     let by_size = as_text(oracle_rows(&db, "select count(*) from part where p_size between 1 and 6 group by p_size order by p_size").await);
     assert_eq!(lines("prepared"), vec![by_size.into_iter().map(|r| r[0].clone()).collect::<Vec<_>>()], "{stdout}");
     // ::regtype by parameter and literal; an oid's name; psycopg's TypeInfo.
-    assert_eq!(lines("regtype"), vec![vec!["integer", "numeric", "20", "integer"]], "{stdout}");
+    assert_eq!(lines("regtype"), vec![vec!["integer", "numeric", "bigint", "integer"]], "{stdout}");
     assert_eq!(lines("typeinfo"), vec![vec!["numeric", "1700", "1231", "numeric"]], "{stdout}");
     assert_eq!(lines("typeinfo_missing"), vec![vec!["NULL"]], "{stdout}");
     // The catalog's columns of part are flashscan's, in order, with PostgreSQL's types.
@@ -585,6 +610,7 @@ async fn psycopg_queries_parameters_and_types() {
     assert_eq!(lines("regclass_columns"), vec![names], "{stdout}");
     let bad = lines("bad_cast");
     assert!(bad.len() == 1 && bad[0].len() == 2 && bad[0][1].contains("type \"no_such_type\" does not exist"), "{stdout}");
+    assert_eq!(bad[0][0], "UndefinedObject", "SQLSTATE 42704, as PostgreSQL: {stdout}");
     assert_eq!(lines("after_rollback"), vec![vec!["42"]], "{stdout}");
     server.shutdown().await;
 }

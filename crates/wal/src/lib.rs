@@ -33,7 +33,7 @@ pub mod reader;
 pub mod record;
 pub mod writer;
 
-pub use config::{psync_engine_factory, EngineFactory, WalConfig};
+pub use config::{psync_engine_factory, EngineFactory, SyncMethod, WalConfig};
 pub use error::WalError;
 pub use files::DatabaseIdentity;
 pub use lsn::{Lsn, SegmentPosition, TxnId};

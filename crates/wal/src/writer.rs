@@ -5,7 +5,8 @@
 //! flush is in flight, the committer flushes itself (the *leader*, as a PostgreSQL backend
 //! does in `XLogFlush`): it takes *everything* appended so far (sealing the last, partial
 //! block: padding), writes it in one sequential write and makes it durable with one
-//! fdatasync, then publishes the new durable LSN and wakes the waiters. While it writes,
+//! fdatasync (or none: segments opened O_DSYNC, `SyncMethod::OpenDatasync`), then publishes
+//! the new durable LSN and wakes the waiters. While it writes,
 //! new commits pile up for the next flush, led by one of them once this one ends: that is
 //! group commit, and the batch grows by itself with the load. The leader runs on the
 //! committer's own thread because a hand-off to a writer thread and back costs two thread
@@ -28,7 +29,7 @@ use flashscan_io::{FileSet, IoCompletion, IoEngine, IoError, IoOp, IoRequest, Op
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::block::{init_fresh, note_record_start, seal};
-use crate::config::{EngineFactory, WalConfig};
+use crate::config::{EngineFactory, SyncMethod, WalConfig};
 use crate::error::{file_err, WalError};
 use crate::files::{
     create_excl, create_segment, inspect_segment_header, list_segments, lock_dir, open_existing, read_control, recycle_segment,
@@ -131,6 +132,10 @@ struct Shared {
     epoch: u32,
     log_buffer_bytes_max: usize,
     next_txn: AtomicU64,
+    /// Transactions begun and not yet durably committed or aborted (the commit delay's
+    /// siblings; an estimate: a failed commit followed by an abort counts once too few).
+    open_txns: AtomicU64,
+    commit_delay: std::time::Duration,
     /// Segment files below the last checkpoint's redo point, free for reuse.
     recyclable: Mutex<Vec<PathBuf>>,
     notices: Mutex<Vec<String>>,
@@ -229,6 +234,7 @@ struct SegmentWriter {
     segment_size_bytes: u64,
     database_id: u128,
     direct_io: bool,
+    sync_method: SyncMethod,
     factory: EngineFactory,
     current: Option<OpenSegment>,
     completions: Vec<IoCompletion>,
@@ -287,9 +293,14 @@ impl SegmentWriter {
 
     fn open_files(&mut self, shared: &Shared, path: &Path) -> Result<FileSet, WalError> {
         let stats = Arc::new(flashscan_io::FileStats::default());
+        // O_DSYNC keeps its meaning with or without O_DIRECT: each write durable on return.
+        let sync_flags = match self.sync_method {
+            SyncMethod::Fdatasync => 0,
+            SyncMethod::OpenDatasync => libc::O_DSYNC,
+        };
         if self.direct_io {
             let mut set = FileSet::new();
-            match set.add(path, OpenMode { direct: true, write: true }, stats.clone()) {
+            match set.add_with_flags(path, OpenMode { direct: true, write: true }, sync_flags, stats.clone()) {
                 Ok(_) if set.get(0).offset_align_bytes as usize <= BLOCK_SIZE_BYTES => return Ok(set),
                 Ok(_) | Err(IoError::DirectUnsupported { .. }) => {
                     shared.notices.lock().push(format!(
@@ -302,7 +313,7 @@ impl SegmentWriter {
             }
         }
         let mut set = FileSet::new();
-        set.add(path, OpenMode { direct: false, write: true }, stats)?;
+        set.add_with_flags(path, OpenMode { direct: false, write: true }, sync_flags, stats)?;
         Ok(set)
     }
 
@@ -336,7 +347,12 @@ impl SegmentWriter {
         Ok(())
     }
 
+    /// Makes the writes so far durable: an fdatasync, or nothing where the segment is
+    /// open O_DSYNC (each write was durable when it returned).
     fn flush(&mut self) -> Result<(), WalError> {
+        if self.sync_method == SyncMethod::OpenDatasync {
+            return Ok(());
+        }
         if let Some(c) = self.current.as_mut() {
             c.engine.flush(0)?;
         }
@@ -418,6 +434,7 @@ impl Wal {
             segment_size_bytes: seg,
             database_id: identity.id,
             direct_io: config.direct_io,
+            sync_method: config.sync_method.clone().map_err(WalError::Config)?,
             factory: config.engine_factory.clone(),
             current: None,
             completions: Vec::with_capacity(1),
@@ -448,6 +465,8 @@ impl Wal {
             epoch: control.epoch,
             log_buffer_bytes_max: config.log_buffer_bytes_max,
             next_txn: AtomicU64::new(((control.epoch as u64) & 0xFF_FFFF) << 40 | 1),
+            open_txns: AtomicU64::new(0),
+            commit_delay: std::time::Duration::from_micros(config.commit_delay_us.clone().map_err(WalError::Config)?),
             recyclable: Mutex::new(recyclable),
             notices: Mutex::new(Vec::new()),
             segment_creation: Mutex::new(()),
@@ -475,6 +494,7 @@ impl Wal {
 
     /// A new transaction id (unique across restarts: see `TxnId`).
     pub fn begin(&self) -> TxnId {
+        self.shared.open_txns.fetch_add(1, Ordering::Relaxed);
         TxnId(self.shared.next_txn.fetch_add(1, Ordering::Relaxed))
     }
 
@@ -507,6 +527,7 @@ impl Wal {
         if matches!(record, Record::Commit { .. }) {
             self.shared.counters.commits.fetch_add(1, Ordering::Relaxed);
         }
+
         debug_assert!(end.0 >= lsn.0 + needed as u64);
         Ok(Appended { lsn, end })
     }
@@ -529,6 +550,14 @@ impl Wal {
                 return Err(WalError::Stopped { cause: cause.clone() });
             }
             if !st.flushing {
+                if !self.shared.commit_delay.is_zero() && self.shared.open_txns.load(Ordering::Relaxed) >= crate::config::COMMIT_SIBLINGS {
+                    // The commit delay: hold the lead (`flushing`, so nobody else starts a
+                    // flush; the waiters meanwhile wait on the next flush's parity, which is
+                    // this one) while commits arriving now append, then take them all.
+                    st.flushing = true;
+                    MutexGuard::unlocked(&mut st, || std::thread::sleep(self.shared.commit_delay));
+                    st.flushing = false;
+                }
                 // Nobody flushes: lead a flush of everything appended, `lsn` included.
                 if !flush_as_leader(&self.shared, &mut st) && st.durable < lsn && st.failed.is_none() {
                     // Unreachable: everything appended is either taken by a flush (none in
@@ -546,14 +575,23 @@ impl Wal {
 
     /// Appends `txn`'s commit record and waits until it is durable.
     pub fn commit(&self, txn: TxnId) -> Result<Appended, WalError> {
-        let a = self.append(&Record::Commit { txn })?;
-        self.wait_durable(a.end)?;
-        Ok(a)
+        let committed = self.append(&Record::Commit { txn }).and_then(|a| self.wait_durable(a.end).map(|()| a));
+        self.end_txn();
+        committed
     }
 
     /// Appends `txn`'s abort record (not waited for: an abort needs no durability).
     pub fn abort(&self, txn: TxnId) -> Result<Appended, WalError> {
-        self.append(&Record::Abort { txn })
+        let aborted = self.append(&Record::Abort { txn });
+        self.end_txn();
+        aborted
+    }
+
+    /// A transaction ended (committed and durable, failed, or aborted): one fewer open, as
+    /// PostgreSQL's backends count until their commit is flushed. Saturating: a transaction
+    /// ended twice (commit failed, then abort) or never begun here ends nothing more.
+    fn end_txn(&self) {
+        let _ = self.shared.open_txns.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
     }
 
     /// Everything below this LSN is durable.

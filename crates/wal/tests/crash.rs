@@ -34,6 +34,8 @@ struct Coverage {
     segment_switches: u64,
     /// Crashes recovered from a checkpoint's redo point.
     checkpointed: u64,
+    /// fdatasyncs the simulated disk saw.
+    flushes: u64,
 }
 
 #[derive(Default)]
@@ -42,7 +44,7 @@ struct Acked {
     txns: BTreeMap<TxnId, (u32, Lsn)>,
 }
 
-fn one_crash(seed: u64, cov: &mut Coverage) {
+fn one_crash(seed: u64, sync: SyncMethod, cov: &mut Coverage) {
     let mut rng = rand::rngs::SmallRng::seed_from_u64(seed);
     let dir = temp_dir();
     let id = 0xC0FFEE_u128 << 64 | seed as u128;
@@ -54,7 +56,8 @@ fn one_crash(seed: u64, cov: &mut Coverage) {
     });
     // Small segments: crashes land on segment switches too.
     let seg = [16u64, 32, 64][rng.gen_range(0..3)] * 1024;
-    let cfg = config(dir.path(), seg, sim_factory(disk.clone()));
+    let mut cfg = config(dir.path(), seg, sim_factory(disk.clone()));
+    cfg.sync_method = Ok(sync);
     let wal = Arc::new(Wal::create(cfg.clone(), identity(id)).unwrap());
     let acked = Arc::new(Mutex::new(Acked::default()));
     let threads: Vec<_> = (0..THREADS)
@@ -98,6 +101,11 @@ fn one_crash(seed: u64, cov: &mut Coverage) {
     }
     let Ok(wal) = Arc::try_unwrap(wal) else { panic!("wal still shared") };
     drop(wal);
+    if sync == SyncMethod::OpenDatasync {
+        // Nothing was fdatasynced: what survives below survives by the O_DSYNC writes.
+        assert_eq!(disk.flush_count(), 0, "seed {seed}: an fdatasync on an O_DSYNC log");
+    }
+    cov.flushes += disk.flush_count();
     let report = disk.power_loss(rng.gen()).unwrap();
     cov.writes_lost += report.writes_lost_count;
     cov.writes_torn += report.writes_torn_count;
@@ -170,12 +178,26 @@ fn check(seed: u64, scan: &Scan, acked: &BTreeMap<TxnId, (u32, Lsn)>, from_check
 
 #[test]
 fn a_thousand_power_losses_lose_no_acknowledged_commit() {
+    power_losses(SyncMethod::Fdatasync);
+}
+
+/// The same with segments opened O_DSYNC (`FLASHSCAN_WAL_SYNC=open_datasync`): no
+/// fdatasync at all, every acknowledged commit still there.
+#[test]
+fn a_thousand_power_losses_with_open_datasync_lose_no_acknowledged_commit() {
+    power_losses(SyncMethod::OpenDatasync);
+}
+
+fn power_losses(sync: SyncMethod) {
     let seeds: u64 = std::env::var("FLASHSCAN_WAL_CRASHES").ok().and_then(|s| s.parse().ok()).unwrap_or(CRASH_COUNT);
     let mut cov = Coverage::default();
     for seed in 0..seeds {
-        one_crash(seed, &mut cov);
+        one_crash(seed, sync, &mut cov);
     }
-    eprintln!("{seeds} crashes: {cov:?}");
+    eprintln!("{seeds} crashes, {sync:?}: {cov:?}");
+    if sync == SyncMethod::Fdatasync {
+        assert!(cov.flushes > 0, "{cov:?}");
+    }
     // The crashes must reach the cases that matter, not only clean shutdowns.
     if seeds >= 100 {
         assert!(cov.acked_commits >= seeds, "{cov:?}");

@@ -243,3 +243,58 @@ fn the_log_writes_through_io_uring_too() {
     let committed = committed_txns(&scan);
     assert_eq!(committed, txns);
 }
+
+/// `FLASHSCAN_WAL_SYNC=open_datasync`: segments opened O_DSYNC (on a real disk, with
+/// O_DIRECT where it is accepted), no fdatasync; commits read back after reopening. A
+/// value the variable cannot have keeps the log from opening, with the variable named.
+#[test]
+fn open_datasync_commits_survive_reopen_and_an_unknown_method_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), 64 * 1024, psync_engine_factory());
+    cfg.sync_method = Ok(SyncMethod::OpenDatasync);
+    let wal = Wal::create(cfg.clone(), identity(21)).unwrap();
+    let txns = commit_one_row_each(&wal, 0..50);
+    assert_eq!(wal.stats().commits_count, 50);
+    wal.close().unwrap();
+    let (_wal, scan) = Wal::open(cfg.clone(), &identity(21)).unwrap();
+    assert_eq!(scan.end, LogEnd::Clean);
+    assert_eq!(committed_txns(&scan), txns);
+    drop(_wal);
+
+    cfg.sync_method = Err("FLASHSCAN_WAL_SYNC=\"sometimes\": expected fdatasync or open_datasync".into());
+    let err = Wal::open(cfg, &identity(21)).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("FLASHSCAN_WAL_SYNC"), "{err}");
+}
+
+/// `FLASHSCAN_WAL_COMMIT_DELAY_US`: committers from 8 threads with a leader that waits
+/// 300 µs before its flush when others are open — every commit durable and read back, and
+/// flushes shared (more than one commit per flush). An unreadable value is refused.
+#[test]
+fn a_commit_delay_shares_flushes_and_loses_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(dir.path(), 1 << 20, psync_engine_factory());
+    cfg.commit_delay_us = Ok(300);
+    let wal = Arc::new(Wal::create(cfg.clone(), identity(22)).unwrap());
+    let threads: Vec<_> = (0..8u32)
+        .map(|t| {
+            let wal = wal.clone();
+            std::thread::spawn(move || commit_one_row_each(&wal, t * 100..t * 100 + 40))
+        })
+        .collect();
+    let mut txns: Vec<TxnId> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    let stats = wal.stats();
+    assert_eq!(stats.commits_count, 320);
+    assert!(stats.commits_per_flush() > 1.0, "{stats:?}");
+    eprintln!("commit delay 300 µs, 8 threads: {:.2} commits per flush", stats.commits_per_flush());
+    let Ok(wal) = Arc::try_unwrap(wal) else { panic!("wal still shared") };
+    wal.close().unwrap();
+    let (_wal, scan) = Wal::open(cfg.clone(), &identity(22)).unwrap();
+    let mut found = committed_txns(&scan);
+    txns.sort();
+    found.sort();
+    assert_eq!(found, txns);
+    drop(_wal);
+    cfg.commit_delay_us = Err("FLASHSCAN_WAL_COMMIT_DELAY_US=\"soon\": expected microseconds".into());
+    let err = Wal::open(cfg, &identity(22)).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("FLASHSCAN_WAL_COMMIT_DELAY_US"), "{err}");
+}
