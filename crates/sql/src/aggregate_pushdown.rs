@@ -41,7 +41,7 @@ use flashscan_exec::segments::{RowGroupSegments, SegmentSink};
 use flashscan_exec::{scan_batches, BatchSink, ColumnStoreTable, ExecError};
 use flashscan_storage::columnstore::VecPool;
 
-use crate::aggregate_kernel::{state_type_supported, AggregateKernel, AggregateKind, AggregateSpec, KernelError, KernelSpec, ValueExpr};
+use crate::aggregate_kernel::{state_type_supported, GROUPS_MAX, AggregateKernel, AggregateKind, AggregateSpec, KernelError, KernelSpec, ValueExpr};
 use crate::error::exec_to_datafusion;
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::{ScanLog, UnitMetrics};
@@ -138,6 +138,20 @@ fn pushdown_plan(aggregate: &AggregateExec, node: &Arc<dyn ExecutionPlan>) -> Op
         let data_type = scan_schema.field(column.index()).data_type().clone();
         if !matches!(data_type, DataType::Utf8 | DataType::Utf8View | DataType::Int32 | DataType::Int64 | DataType::Date32 | DataType::Decimal128(_, _)) {
             return None;
+        }
+        // An integer key whose table-wide range is wider than the kernel's group limit is
+        // taken as a large domain (the kernel would give up after its first groups).
+        if let Some(s) = spec.projection.get(column.index()).and_then(|&c| spec.column_statistics.get(c)) {
+            let as_i64 = |v: Option<&ScalarValue>| match v {
+                Some(ScalarValue::Int64(Some(x))) => Some(*x as i128),
+                Some(ScalarValue::Int32(Some(x)) | ScalarValue::Date32(Some(x))) => Some(*x as i128),
+                _ => None,
+            };
+            if let (Some(lo), Some(hi)) = (as_i64(s.min_value.get_value()), as_i64(s.max_value.get_value())) {
+                if hi - lo >= GROUPS_MAX as i128 {
+                    return None;
+                }
+            }
         }
         let output_type = output_schema.fields().get(k)?.data_type().clone();
         if output_type != data_type {
