@@ -914,6 +914,7 @@ mod tests {
             int_as_range in any::<bool>(),
             date_max in prop::option::of(-20_000i32..20_000),
             output_columns in 1usize..=6,
+            kernel in any::<bool>(),
         ) {
             let codecs = [None, Some(CodecId::Constant), Some(CodecId::Plain), Some(CodecId::Bitpack), Some(CodecId::FastLanes), Some(CodecId::Rle), Some(CodecId::Dictionary)];
             let arrays = columns(&values);
@@ -985,11 +986,16 @@ mod tests {
             }
             let want = arrow::compute::filter_record_batch(&whole, &BooleanArray::from(selection)).unwrap();
             let mut pool = VecPool::default();
-            let mut slices = SliceDecoder::open(&group, slice_rows, as_views, &mut pool).unwrap().with_output_columns(output_columns);
+            // Kernel columns (decimals as unscaled i64, dictionary strings as codes) where no
+            // filter reads them.
+            let kernel_mask = [kernel, false, false, kernel && string_filter.is_none(), false, false];
+            let mut slices = SliceDecoder::open(&group, slice_rows, as_views, &mut pool).unwrap().with_output_columns(output_columns).with_kernel_columns(&kernel_mask);
             let out_schema = slices.schema().clone();
             prop_assert_eq!(out_schema.fields().len(), output_columns);
             for c in [3, 5].into_iter().filter(|&c| c < output_columns) {
-                prop_assert_eq!(out_schema.field(c).data_type(), if as_views { &DataType::Utf8View } else { &DataType::Utf8 });
+                let string_type = if as_views { DataType::Utf8View } else { DataType::Utf8 };
+                let want_type = if kernel_mask[c] { DataType::Dictionary(Box::new(DataType::UInt32), Box::new(string_type)) } else { string_type };
+                prop_assert_eq!(out_schema.field(c).data_type(), &want_type);
             }
             let filter = SliceFilter { conjuncts };
             let mut got = Vec::new();
@@ -1004,7 +1010,15 @@ mod tests {
             let got = concat_batches(&out_schema, &got).unwrap();
             prop_assert_eq!(got.num_rows(), want.num_rows());
             for c in [0usize, 1, 2, 4].into_iter().filter(|&c| c < output_columns) {
-                prop_assert_eq!(got.column(c), want.column(c));
+                if got.column(c).data_type() == &DataType::Int64 && want.column(c).data_type() != &DataType::Int64 {
+                    // A kernel column: the decimal's unscaled values, the same nulls.
+                    prop_assert!(kernel_mask[c]);
+                    let ints = got.column(c).as_any().downcast_ref::<Int64Array>().unwrap();
+                    let decimals = want.column(c).as_any().downcast_ref::<Decimal128Array>().unwrap();
+                    prop_assert_eq!(ints.iter().map(|v| v.map(i128::from)).collect::<Vec<_>>(), decimals.iter().collect::<Vec<_>>());
+                } else {
+                    prop_assert_eq!(got.column(c), want.column(c));
+                }
             }
             for c in [3usize, 5].into_iter().filter(|&c| c < output_columns) {
                 prop_assert_eq!(strings(got.column(c)), strings(want.column(c)));

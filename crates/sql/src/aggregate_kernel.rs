@@ -419,8 +419,9 @@ impl AggregateKernel {
             }
             values[i] = integers(array)?;
             // Over every slot, null ones too (whatever they hold): wider, never wrong.
-            let (lo, hi) = values[i].iter().fold((i64::MAX, i64::MIN), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-            bounds[i] = Some((lo, hi));
+            // Two plain reductions: vectorized (a fold of a pair is not).
+            let (lo, hi) = (values[i].iter().copied().min(), values[i].iter().copied().max());
+            bounds[i] = lo.zip(hi);
             nulls[i] = array.nulls().filter(|n| n.null_count() > 0).cloned();
         }
         // Rows per group in this slice (COUNT(*), and the count of any argument without nulls).
@@ -593,31 +594,42 @@ fn fused_sums(groups: &[u32], columns: &[(usize, Cow<'_, [i64]>)], group_count: 
     if group_count == 1 {
         return columns.iter().map(|(_, v)| vec![v.iter().fold(0i64, |s, &x| s.wrapping_add(x))]).collect();
     }
-    let mut partial = vec![0i64; group_count * width];
-    let rows = groups.len();
+    let column = |k: usize| columns.get(k).map_or(&[][..], |(_, v)| v.as_ref());
     match width {
-        // Q1's shape (and a few around it) unrolled: the adds of a row in one go.
-        1..=6 => {
-            let column = |k: usize| columns.get(k).map_or(&[][..], |(_, v)| &v[..rows]);
-            let c: [&[i64]; 6] = [column(0), column(1), column(2), column(3), column(4), column(5)];
-            for (i, &g) in groups.iter().enumerate() {
-                let base = g as usize * width;
-                let p = &mut partial[base..base + width];
-                for (k, slot) in p.iter_mut().enumerate() {
-                    *slot += c[k][i];
-                }
-            }
-        }
+        1 => fused_sums_of::<1>(groups, [column(0)], group_count),
+        2 => fused_sums_of::<2>(groups, [column(0), column(1)], group_count),
+        3 => fused_sums_of::<3>(groups, [column(0), column(1), column(2)], group_count),
+        4 => fused_sums_of::<4>(groups, [column(0), column(1), column(2), column(3)], group_count),
+        5 => fused_sums_of::<5>(groups, [column(0), column(1), column(2), column(3), column(4)], group_count),
+        6 => fused_sums_of::<6>(groups, [column(0), column(1), column(2), column(3), column(4), column(5)], group_count),
         _ => {
+            let mut partial = vec![0i64; group_count * width];
             for (i, &g) in groups.iter().enumerate() {
                 let base = g as usize * width;
                 for (k, (_, v)) in columns.iter().enumerate() {
                     partial[base + k] += v[i];
                 }
             }
+            (0..width).map(|k| (0..group_count).map(|g| partial[g * width + k]).collect()).collect()
         }
     }
-    (0..width).map(|k| (0..group_count).map(|g| partial[g * width + k]).collect()).collect()
+}
+
+/// `fused_sums` for `W` columns: a row's `W` adds unrolled into one group's `[i64; W]`.
+fn fused_sums_of<const W: usize>(groups: &[u32], columns: [&[i64]; W], group_count: usize) -> Vec<Vec<i64>> {
+    let rows = groups.len();
+    // Every column has a value per row (`add_slice` checked the inputs' lengths; an
+    // expression keeps its inputs'): cut to `rows`, the compiler drops the bounds checks.
+    debug_assert!(columns.iter().all(|c| c.len() == rows));
+    let columns: [&[i64]; W] = columns.map(|c| &c[..rows]);
+    let mut partial = vec![[0i64; W]; group_count];
+    for (i, &g) in groups.iter().enumerate() {
+        let p = &mut partial[g as usize];
+        for k in 0..W {
+            p[k] += columns[k][i];
+        }
+    }
+    (0..W).map(|k| partial.iter().map(|p| p[k]).collect()).collect()
 }
 
 /// An input column's values as i64: decimals unscaled (the scan's kernel columns are
