@@ -369,18 +369,25 @@ impl AggregateKernel {
                 // One lookup per row in a table over the code combinations, filled as new
                 // combinations appear.
                 let mut table = vec![u32::MAX; entries];
-                for i in 0..rows {
-                    let mut index = 0usize;
-                    for (c, count) in &codes {
-                        index = index * count + c[i] as usize;
+                // The combination of each row first (one pass per key, vectorized), then
+                // the lookups: no row waits on another's.
+                let mut index: Vec<u32> = vec![0; rows];
+                for (c, count) in &codes {
+                    let count = *count as u32;
+                    for (x, &code) in index.iter_mut().zip(c.iter()) {
+                        *x = *x * count + code;
                     }
-                    let mut g = table[index];
+                }
+                out.resize(rows, 0);
+                for (i, (&x, g_out)) in index.iter().zip(out.iter_mut()).enumerate() {
+                    let x = x as usize;
+                    let mut g = table[x];
                     if g == u32::MAX {
                         let ids = (0..codes.len()).map(|k| self.keys[k].id_of_code(codes[k].0[i])).collect::<Result<Vec<u32>, _>>()?;
                         g = self.group_of(ids)?;
-                        table[index] = g;
+                        table[x] = g;
                     }
-                    out.push(g);
+                    *g_out = g;
                 }
             }
             None => {
@@ -425,10 +432,7 @@ impl AggregateKernel {
             nulls[i] = array.nulls().filter(|n| n.null_count() > 0).cloned();
         }
         // Rows per group in this slice (COUNT(*), and the count of any argument without nulls).
-        let mut row_counts = vec![0u64; group_count];
-        for &g in &groups {
-            row_counts[g as usize] += 1;
-        }
+        let row_counts = group_counts(&groups, group_count);
         // What the aggregates need of each expression: sums, min/max, counts.
         let expression_count = self.spec.expressions.len();
         let mut need_sum = vec![false; expression_count];
@@ -575,6 +579,23 @@ impl Summary {
     }
 }
 
+/// Rows per group, counted into four sets of counters (row i into set i % 4) so that rows
+/// of one group in a row do not wait on each other's store, then added up.
+fn group_counts(groups: &[u32], group_count: usize) -> Vec<u64> {
+    let mut sets = vec![[0u64; 4]; group_count];
+    let mut chunks = groups.chunks_exact(4);
+    for c in &mut chunks {
+        sets[c[0] as usize][0] += 1;
+        sets[c[1] as usize][1] += 1;
+        sets[c[2] as usize][2] += 1;
+        sets[c[3] as usize][3] += 1;
+    }
+    for &g in chunks.remainder() {
+        sets[g as usize][0] += 1;
+    }
+    sets.iter().map(|s| s.iter().sum()).collect()
+}
+
 /// Per group, the min and max of `v`.
 fn extremes(groups: &[u32], v: &[i64], group_count: usize) -> (Vec<i64>, Vec<i64>) {
     let mut mins = vec![i64::MAX; group_count];
@@ -622,11 +643,32 @@ fn fused_sums_of<const W: usize>(groups: &[u32], columns: [&[i64]; W], group_cou
     // expression keeps its inputs'): cut to `rows`, the compiler drops the bounds checks.
     debug_assert!(columns.iter().all(|c| c.len() == rows));
     let columns: [&[i64]; W] = columns.map(|c| &c[..rows]);
+    // Two sets of partial sums, even rows into one and odd rows into the other: two rows
+    // in a row of one group do not wait on each other's store.
     let mut partial = vec![[0i64; W]; group_count];
-    for (i, &g) in groups.iter().enumerate() {
-        let p = &mut partial[g as usize];
+    let mut odd = vec![[0i64; W]; group_count];
+    let pairs = rows / 2;
+    for j in 0..pairs {
+        let (i0, i1) = (2 * j, 2 * j + 1);
+        let p = &mut partial[groups[i0] as usize];
+        for k in 0..W {
+            p[k] += columns[k][i0];
+        }
+        let q = &mut odd[groups[i1] as usize];
+        for k in 0..W {
+            q[k] += columns[k][i1];
+        }
+    }
+    if rows % 2 == 1 {
+        let i = rows - 1;
+        let p = &mut partial[groups[i] as usize];
         for k in 0..W {
             p[k] += columns[k][i];
+        }
+    }
+    for (p, q) in partial.iter_mut().zip(&odd) {
+        for k in 0..W {
+            p[k] += q[k];
         }
     }
     (0..W).map(|k| partial.iter().map(|p| p[k]).collect()).collect()
