@@ -768,18 +768,19 @@ mod tests {
     /// first appearance, the cells as Option<i128>.
     fn oracle(rows: &[Row], grouped: bool) -> Vec<(Option<u8>, Vec<Option<i128>>)> {
         let mut order: Vec<Option<u8>> = Vec::new();
-        let mut state: HashMap<Option<u8>, [(i128, u64, i128, i128); 8]> = HashMap::new();
+        // Per aggregate input: (sum, count, min, max).
+        type Cells = [(i128, u64, i128, i128); 8];
+        let mut state: HashMap<Option<u8>, Cells> = HashMap::new();
         if !grouped {
             order.push(None);
             state.insert(None, [(0, 0, i128::MAX, i128::MIN); 8]);
         }
         for &(k, x, y) in rows {
             let k = if grouped { k } else { None };
-            if !state.contains_key(&k) {
+            let s = state.entry(k).or_insert_with(|| {
                 order.push(k);
-                state.insert(k, [(0, 0, i128::MAX, i128::MIN); 8]);
-            }
-            let s = state.get_mut(&k).unwrap_or_else(|| unreachable!());
+                [(0, 0, i128::MAX, i128::MIN); 8]
+            });
             let (x, y) = (x.map(i128::from), y.map(i128::from));
             let values = [x, x, Some(1), y, y, x, x.zip(y).map(|(x, y)| x * (100 - y)), x.zip(y).map(|(x, y)| (x - 7) * y * 3)];
             for (cell, v) in s.iter_mut().zip(values) {
