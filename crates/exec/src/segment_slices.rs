@@ -32,7 +32,8 @@ use std::sync::Arc;
 use arrow::array::builder::make_view;
 use arrow::array::{Array, ArrayRef, BooleanArray, Date32Array, Decimal128Array, Int32Array, Int64Array, StringArray, StringViewArray};
 use arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow::datatypes::{ArrowPrimitiveType, DataType, Field, Schema, SchemaRef};
+use arrow::array::DictionaryArray;
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Field, Schema, SchemaRef, UInt32Type};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use flashscan_storage::columnstore::{ColumnType, SegmentView, VecPool};
 use flashscan_storage::compression::string_dictionary::StringCodes;
@@ -135,7 +136,8 @@ impl Entries {
 
 /// One column's cursor over its segment.
 enum SliceColumn<'a> {
-    Integer { vectors: IntegerVectors<'a>, column_type: ColumnType, nulls: Option<NullBuffer>, scratch: Box<Vector> },
+    /// `raw`: a decimal goes out as its unscaled i64 values (`SliceDecoder::with_kernel_columns`).
+    Integer { vectors: IntegerVectors<'a>, column_type: ColumnType, nulls: Option<NullBuffer>, scratch: Box<Vector>, raw: bool },
     Strings {
         codes: StringCodes<'a>,
         nulls: Option<NullBuffer>,
@@ -144,6 +146,8 @@ enum SliceColumn<'a> {
         slice_codes: Vec<u32>,
         entries: Option<Entries>,
         as_views: bool,
+        /// The slice goes out as its codes over the entries (a `DictionaryArray`).
+        raw: bool,
     },
     /// Plain (not dictionary-coded) strings: each slice's strings built from the
     /// segment's bytes, copied once into the slice's own buffer (views or offsets over it).
@@ -216,6 +220,44 @@ impl<'a> SliceDecoder<'a> {
         self
     }
 
+    /// Columns handed to a kernel rather than to SQL operators (`kernel[slot]` true): a
+    /// decimal goes out as an `Int64Array` of its unscaled values (the column keeps its
+    /// scale; 8 bytes a value, never widened to i128), a dictionary-coded string column as
+    /// a `DictionaryArray<UInt32>` of its codes over the row group's entries (one null
+    /// entry after them; the same values array for every slice of the row group). Other
+    /// columns go out as before. A filter must not read a kernel column (its conjuncts
+    /// evaluate the declared types): `next_slice` refuses such a filter.
+    pub fn with_kernel_columns(mut self, kernel: &[bool]) -> SliceDecoder<'a> {
+        let mut fields: Vec<Field> = self.schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        for (slot, column) in self.columns.iter_mut().enumerate() {
+            if !kernel.get(slot).copied().unwrap_or(false) {
+                continue;
+            }
+            match column {
+                SliceColumn::Integer { column_type: ColumnType::Decimal { .. }, raw, .. } => {
+                    *raw = true;
+                    if let Some(f) = fields.get_mut(slot) {
+                        *f = f.clone().with_data_type(DataType::Int64);
+                    }
+                }
+                SliceColumn::Strings { raw, as_views, .. } => {
+                    *raw = true;
+                    let values = if *as_views { DataType::Utf8View } else { DataType::Utf8 };
+                    if let Some(f) = fields.get_mut(slot) {
+                        *f = f.clone().with_data_type(DataType::Dictionary(Box::new(DataType::UInt32), Box::new(values)));
+                    }
+                }
+                _ => {}
+            }
+        }
+        self.schema = Arc::new(Schema::new_with_metadata(fields, self.schema.metadata().clone()));
+        self
+    }
+
+    fn is_kernel_column(&self, slot: usize) -> bool {
+        matches!(self.columns.get(slot), Some(SliceColumn::Integer { raw: true, .. } | SliceColumn::Strings { raw: true, .. }))
+    }
+
     /// The schema of the slices handed out.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -244,6 +286,9 @@ impl<'a> SliceDecoder<'a> {
             }
             return Ok(Some(RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?));
         };
+        if let Some(slot) = filter.conjuncts.iter().flat_map(|c| c.columns.iter()).find(|&&slot| self.is_kernel_column(slot)) {
+            return Err(ExecError::Internal(format!("the scan filter reads kernel column {slot}")));
+        }
         let n = self.columns.len();
         let mut decoded: Vec<Option<ArrayRef>> = vec![None; n];
         let mut advanced = vec![Advanced::No; n];
@@ -438,7 +483,7 @@ fn range_bits_of_array(array: &ArrayRef, range: &IntegerRange) -> Option<Boolean
 /// (a null is not inside), moving its cursor past them; None (cursor unmoved) for other
 /// columns.
 fn range_bits_of_vectors(column: &mut SliceColumn<'_>, start: usize, rows: usize, range: &IntegerRange, group: &RowGroupSegments<'_>, slot: usize) -> Result<Option<BooleanBuffer>, ExecError> {
-    let SliceColumn::Integer { vectors, column_type, nulls, scratch } = column else { return Ok(None) };
+    let SliceColumn::Integer { vectors, column_type, nulls, scratch, .. } = column else { return Ok(None) };
     // Values as Arrow holds them: an i32 column's are narrowed as `next_array` does.
     let narrow = matches!(column_type, ColumnType::Int32 | ColumnType::Date32);
     let mut words: Vec<u64> = vec![0; rows.div_ceil(64)];
@@ -536,10 +581,10 @@ fn open_column<'a>(group: &RowGroupSegments<'_>, slot: usize, view: &'a SegmentV
     };
     if vector_type {
         let vectors = view.integer_vectors().map_err(|e| group.codec_error(slot, e))?;
-        return Ok(SliceColumn::Integer { vectors, column_type: header.column_type, nulls: nulls()?, scratch: Box::new([0i64; VECTOR_VALUES]) });
+        return Ok(SliceColumn::Integer { vectors, column_type: header.column_type, nulls: nulls()?, scratch: Box::new([0i64; VECTOR_VALUES]), raw: false });
     }
     if let Some(codes) = view.string_codes().map_err(|e| group.codec_error(slot, e))? {
-        return Ok(SliceColumn::Strings { codes, nulls: nulls()?, scratch: Box::new([0u32; VECTOR_VALUES]), slice_codes: Vec::new(), entries: None, as_views });
+        return Ok(SliceColumn::Strings { codes, nulls: nulls()?, scratch: Box::new([0u32; VECTOR_VALUES]), slice_codes: Vec::new(), entries: None, as_views, raw: false });
     }
     if let Some(strings) = view.plain_strings().map_err(|e| group.codec_error(slot, e))? {
         if strings.value_count() != group.row_count {
@@ -736,9 +781,11 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, keep: &Ke
             let (offsets, values, _) = array.into_parts();
             Ok(Arc::new(StringArray::try_new(offsets, values, nulls)?))
         }
-        SliceColumn::Integer { vectors, column_type, nulls, scratch } => {
+        SliceColumn::Integer { vectors, column_type, nulls, scratch, raw } => {
             let nulls = keep.nulls(nulls.as_ref().map(|n| n.slice(start, rows)));
             let array: ArrayRef = match *column_type {
+                // A kernel's column: the unscaled values as stored, never widened to i128.
+                ColumnType::Decimal { .. } if *raw => Arc::new(Int64Array::new(integer_values::<arrow::datatypes::Int64Type>(vectors, scratch, rows, keep, |v| v, group, slot)?, nulls)),
                 // Narrowing: values of an i32 column were i32 when encoded; a corrupt payload
                 // that passes its checksum must still not panic (truncation, as the codecs do).
                 ColumnType::Int32 => Arc::new(Int32Array::new(integer_values::<arrow::datatypes::Int32Type>(vectors, scratch, rows, keep, |v| v as i32, group, slot)?, nulls)),
@@ -756,7 +803,7 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, keep: &Ke
             if advanced == Advanced::No {
                 read_codes(column, rows, group, slot)?;
             }
-            let SliceColumn::Strings { codes, nulls, slice_codes, entries, as_views, .. } = column else {
+            let SliceColumn::Strings { codes, nulls, slice_codes, entries, as_views, raw, .. } = column else {
                 return Err(ExecError::Internal(format!("column {slot} has no codes")));
             };
             let e = match entries {
@@ -766,6 +813,12 @@ fn next_array(column: &mut SliceColumn<'_>, start: usize, rows: usize, keep: &Ke
             let nulls = keep.nulls(nulls.as_ref().map(|n| n.slice(start, rows)));
             debug_assert_eq!(slice_codes.len(), rows);
             let kept_codes = keep.runs.iter().flat_map(|&(from, to)| slice_codes[from..to].iter().copied());
+            if *raw {
+                // The codes themselves over the row group's entries (the same array for
+                // every slice of it): a kernel groups by code, no string touched per row.
+                let keys = arrow::array::UInt32Array::new(kept_codes.collect::<Vec<u32>>().into(), nulls);
+                return Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(keys, e.array.clone())?));
+            }
             if *as_views {
                 // Checked below the entry count by next_codes.
                 let views: Vec<u128> = kept_codes.map(|c| e.views[c as usize]).collect();
@@ -861,6 +914,7 @@ mod tests {
             int_as_range in any::<bool>(),
             date_max in prop::option::of(-20_000i32..20_000),
             output_columns in 1usize..=6,
+            kernel in any::<bool>(),
         ) {
             let codecs = [None, Some(CodecId::Constant), Some(CodecId::Plain), Some(CodecId::Bitpack), Some(CodecId::FastLanes), Some(CodecId::Rle), Some(CodecId::Dictionary)];
             let arrays = columns(&values);
@@ -932,11 +986,16 @@ mod tests {
             }
             let want = arrow::compute::filter_record_batch(&whole, &BooleanArray::from(selection)).unwrap();
             let mut pool = VecPool::default();
-            let mut slices = SliceDecoder::open(&group, slice_rows, as_views, &mut pool).unwrap().with_output_columns(output_columns);
+            // Kernel columns (decimals as unscaled i64, dictionary strings as codes) where no
+            // filter reads them.
+            let kernel_mask = [kernel, false, false, kernel && string_filter.is_none(), false, false];
+            let mut slices = SliceDecoder::open(&group, slice_rows, as_views, &mut pool).unwrap().with_output_columns(output_columns).with_kernel_columns(&kernel_mask);
             let out_schema = slices.schema().clone();
             prop_assert_eq!(out_schema.fields().len(), output_columns);
             for c in [3, 5].into_iter().filter(|&c| c < output_columns) {
-                prop_assert_eq!(out_schema.field(c).data_type(), if as_views { &DataType::Utf8View } else { &DataType::Utf8 });
+                let string_type = if as_views { DataType::Utf8View } else { DataType::Utf8 };
+                let want_type = if kernel_mask[c] { DataType::Dictionary(Box::new(DataType::UInt32), Box::new(string_type)) } else { string_type };
+                prop_assert_eq!(out_schema.field(c).data_type(), &want_type);
             }
             let filter = SliceFilter { conjuncts };
             let mut got = Vec::new();
@@ -951,7 +1010,15 @@ mod tests {
             let got = concat_batches(&out_schema, &got).unwrap();
             prop_assert_eq!(got.num_rows(), want.num_rows());
             for c in [0usize, 1, 2, 4].into_iter().filter(|&c| c < output_columns) {
-                prop_assert_eq!(got.column(c), want.column(c));
+                if got.column(c).data_type() == &DataType::Int64 && want.column(c).data_type() != &DataType::Int64 {
+                    // A kernel column: the decimal's unscaled values, the same nulls.
+                    prop_assert!(kernel_mask[c]);
+                    let ints = got.column(c).as_any().downcast_ref::<Int64Array>().unwrap();
+                    let decimals = want.column(c).as_any().downcast_ref::<Decimal128Array>().unwrap();
+                    prop_assert_eq!(ints.iter().map(|v| v.map(i128::from)).collect::<Vec<_>>(), decimals.iter().collect::<Vec<_>>());
+                } else {
+                    prop_assert_eq!(got.column(c), want.column(c));
+                }
             }
             for c in [3usize, 5].into_iter().filter(|&c| c < output_columns) {
                 prop_assert_eq!(strings(got.column(c)), strings(want.column(c)));

@@ -219,6 +219,16 @@ impl FlashscanExec {
         &self.spec
     }
 
+    /// Where the scan's figures go (the aggregate pushdown's node reports there too).
+    pub fn scan_log(&self) -> &Arc<ScanLog> {
+        &self.scan_log
+    }
+
+    /// The runtime filters DataFusion pushed into this scan (none until the plan is final).
+    pub fn runtime_filter_exprs(&self) -> &[Arc<dyn PhysicalExpr>] {
+        &self.runtime_filters
+    }
+
     /// Units of this node that started and have not yet recorded their figures.
     pub fn units_running(&self) -> usize {
         self.units_running.load(Ordering::Acquire)

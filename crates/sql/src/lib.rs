@@ -6,12 +6,16 @@
 //! - [`pruning`]: which filters skip partitions (min/max ranges, where the format has them);
 //! - [`scan_units`]: partitions (or slices of them) dealt out to execution partitions;
 //! - [`exec_plan`]: the scan node, one blocking reader per execution partition;
+//! - [`aggregate_pushdown`]: small-domain GROUP BY + SUM/AVG/COUNT/MIN/MAX answered in the
+//!   scan by [`aggregate_kernel`] (the partial aggregate's state, exactly);
 //! - [`reader`]: the one function that reads pages through flashscan's I/O layer;
 //! - [`metrics`]: where the scan time went, for EXPLAIN ANALYZE and `--json`;
 //! - [`format`]: table, JSON and CSV printers; [`shell`]: the interactive shell;
 //! - [`dml`]: CREATE/DROP TABLE and INSERT through flashscan's write path;
 //! - [`error`]: one-line errors.
 
+pub mod aggregate_kernel;
+pub mod aggregate_pushdown;
 pub mod column_statistics;
 pub mod copy_from;
 pub mod dml;

@@ -147,7 +147,7 @@ pub struct RowConjunct {
 }
 
 impl RowConjunct {
-    fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ExecError> {
+    pub(crate) fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ExecError> {
         let result = self
             .predicate
             .evaluate(batch)

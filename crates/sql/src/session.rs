@@ -84,7 +84,8 @@ impl FlashscanSession {
             }
             config = config.with_target_partitions(n);
         }
-        let ctx = SessionContext::new_with_config(config);
+        // Small-domain partial aggregates over column stores answered in the scan.
+        let ctx = crate::aggregate_pushdown::register(SessionContext::new_with_config(config));
         let scan_log = ScanLog::new();
         let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         let catalog = match &session.write {
