@@ -242,15 +242,32 @@ impl FlashscanExec {
         if !table_columns.is_empty() {
             // Null counts are the table's; a part may hold fewer, so they become inexact too.
             let whole = exact && units.len() == self.spec.units.len() && self.spec.limit.is_none();
+            // Column sizes are the whole table's: scaled to the rows handed on (these
+            // units, the limit, the filter), as the row count is.
+            let share = if self.spec.table.row_count == 0 { 0.0 } else { rows as f64 / self.spec.table.row_count as f64 }
+                * if self.spec.row_filter.is_some() { self.filter_selectivity } else { 1.0 };
+            let column_bytes = column_bytes_enabled();
             statistics.column_statistics = self
                 .spec
                 .projection
                 .iter()
                 .map(|&c| {
-                    let s = table_columns.get(c).cloned().unwrap_or_else(ColumnStatistics::new_unknown);
+                    let mut s = table_columns.get(c).cloned().unwrap_or_else(ColumnStatistics::new_unknown);
+                    s.byte_size = match s.byte_size {
+                        _ if !column_bytes => Precision::Absent,
+                        b if whole => b,
+                        Precision::Exact(b) | Precision::Inexact(b) => Precision::Inexact((b as f64 * share) as usize),
+                        Precision::Absent => Precision::Absent,
+                    };
                     if whole { s } else { s.to_inexact() }
                 })
                 .collect();
+            // The bytes of the columns handed on, when every one is known (as DataFusion's
+            // Parquet source reports them): the join planner hashes the smaller input.
+            let projected: Option<usize> = statistics.column_statistics.iter().map(|s| s.byte_size.get_value().copied()).sum();
+            if let Some(projected) = projected {
+                statistics.total_byte_size = if whole { Precision::Exact(projected) } else { Precision::Inexact(projected) };
+            }
         }
         statistics
     }
@@ -443,6 +460,14 @@ impl Drop for UnitRunning {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
+}
+
+/// A column store scan reports the Arrow size of the columns it hands on (`ColumnStatistics::
+/// byte_size`, from the row groups' directories: column_statistics.rs) as its size, as
+/// DataFusion's Parquet source does, unless `FLASHSCAN_SQL_COLUMN_BYTES=0` (then the pages
+/// of all its table's columns, as before: for timing the two side by side).
+pub fn column_bytes_enabled() -> bool {
+    std::env::var("FLASHSCAN_SQL_COLUMN_BYTES").map_or(true, |value| value != "0")
 }
 
 /// Scans take DataFusion's runtime filters (hash join build sides, TopK) unless
