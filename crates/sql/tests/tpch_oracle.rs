@@ -465,4 +465,11 @@ fn a_selective_runtime_filter_drops_rows_and_an_unselective_one_is_set_aside() {
     let unselective = "SELECT COUNT(*), SUM(l_quantity) FROM lineitem JOIN orders ON l_orderkey = o_orderkey WHERE o_totalprice > 1000";
     let (set_aside, scan) = metric(unselective, "runtime_filter_set_aside");
     assert_ne!(set_aside, "0", "an unselective filter is set aside: {scan}");
+    // Q4's EXISTS: the lineitem scan hands on l_orderkey alone, the filter's key. The join
+    // would hash and probe the same rows again, so the filter is set aside before use.
+    let q4 = query_text(4);
+    let (set_aside, scan) = metric(&q4, "runtime_filter_set_aside");
+    assert_ne!(set_aside, "0", "Q4's filter over its key alone is set aside: {scan}");
+    let (dropped, scan) = metric(&q4, "runtime_filter_dropped_rows");
+    assert_eq!(dropped, "0", "Q4's filter drops nothing in the scan: {scan}");
 }

@@ -150,6 +150,14 @@ pub fn apply_runtime_filters(filters: &mut [RuntimeFilter], batch: RecordBatch, 
             // Not filled yet (or no longer filtering): nothing to judge.
             continue;
         }
+        if matches!(compiled, Compiled::KeysOnly) {
+            // Set aside for good (its generation is final: a join's filter once filled).
+            filter.skip_rows = u64::MAX;
+            if let Some(m) = metrics {
+                m.set_aside.add(1);
+            }
+            continue;
+        }
         let selection = compiled.selection(&batch)?;
         let kept = match selection {
             Selection::All => rows,
@@ -200,10 +208,20 @@ enum Compiled {
     Routed(Routed),
     /// Any other expression, evaluated as it is.
     Expr(Arc<dyn PhysicalExpr>),
+    /// A join's membership test (hash table or IN list) over every column of the batch:
+    /// not applied. The join it came from (here or through the repartition on the same
+    /// keys) does the same hash and probe on the same rows, so dropping a row early saves
+    /// nothing but the copy of its other columns — and it has none. Measured on TPC-H Q4
+    /// (`EXISTS` on l_orderkey, the lineitem scan hands on l_orderkey alone): applied, the
+    /// filter dropped 96 % of 38 M rows and still cost more CPU than it saved.
+    KeysOnly,
 }
 
 impl Compiled {
     fn of(expr: &Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> Compiled {
+        if is_membership_over_every_column(expr, schema) {
+            return Compiled::KeysOnly;
+        }
         if let Some(literal) = expr.downcast_ref::<Literal>() {
             return match literal.value() {
                 ScalarValue::Boolean(value) => Compiled::Constant(value == &Some(true)),
@@ -223,8 +241,24 @@ impl Compiled {
             Compiled::Conjuncts(c) => c.selection(batch, &mut Extents::of(batch)),
             Compiled::Routed(r) => r.selection(batch),
             Compiled::Expr(e) => selection_of(e, batch),
+            Compiled::KeysOnly => Ok(Selection::All),
         }
     }
+}
+
+/// True when `expr` tests membership in a join's build side (a hash table lookup or an IN
+/// list) and reads every column of `schema`.
+fn is_membership_over_every_column(expr: &Arc<dyn PhysicalExpr>, schema: &SchemaRef) -> bool {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    use datafusion::physical_expr::expressions::InListExpr;
+    use datafusion::physical_plan::joins::HashTableLookupExpr;
+    let mut membership = false;
+    let _ = expr.apply(|e| {
+        membership |= e.downcast_ref::<HashTableLookupExpr>().is_some() || e.downcast_ref::<InListExpr>().is_some_and(|l| !l.negated());
+        Ok(if membership { TreeNodeRecursion::Stop } else { TreeNodeRecursion::Continue })
+    });
+    let read = collect_columns(expr);
+    membership && (0..schema.fields().len()).all(|i| read.iter().any(|c| c.index() == i))
 }
 
 /// The rows for which `expr` is true.
@@ -683,6 +717,28 @@ mod tests {
                 prop_assert_eq!(got, oracle_mask(&then, &batch));
             }
         }
+    }
+
+    /// A join's membership filter over a batch of its key columns alone is set aside (the
+    /// join repeats the same work); over a batch with other columns it is applied.
+    #[test]
+    fn a_membership_filter_over_its_keys_alone_is_set_aside() {
+        let filter = routed_filter(2, &[vec![1, 2, 3], vec![4, 5]], false);
+        let full = test_schema();
+        let keys_only = Arc::new(full.project(&[0, 1]).unwrap_or_else(|e| panic!("{e}")));
+        let rows = 8192i64;
+        let key = Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef;
+        let route = Arc::new(UInt64Array::from_iter_values((0..rows as u64).map(|k| k * 7))) as ArrayRef;
+        let other = Arc::new(Int64Array::from_iter_values(0..rows)) as ArrayRef;
+        let narrow = RecordBatch::try_new(keys_only, vec![key.clone(), route.clone()]).unwrap_or_else(|e| panic!("{e}"));
+        let wide = RecordBatch::try_new(full, vec![key, route, other]).unwrap_or_else(|e| panic!("{e}"));
+        let mut filters = [RuntimeFilter::new(filter.clone())];
+        assert_eq!(apply(&mut filters, &narrow), rows as usize, "set aside: every row goes on");
+        assert_eq!(filters[0].skip_rows, u64::MAX);
+        let mut filters = [RuntimeFilter::new(filter.clone())];
+        let want = oracle_mask(&filter, &wide).iter().filter(|&&k| k).count();
+        assert!(want < 10);
+        assert_eq!(apply(&mut filters, &wide), want, "applied: only the keys in the build side go on");
     }
 
     #[test]
