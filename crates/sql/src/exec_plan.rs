@@ -16,8 +16,6 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::common::config::ConfigOptions;
-use datafusion::common::ScalarValue;
-use datafusion::logical_expr::ColumnarValue;
 use datafusion::physical_plan::filter_pushdown::{ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown};
 use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
 use datafusion::physical_plan::stream::{RecordBatchReceiverStream, RecordBatchStreamAdapter};
@@ -31,6 +29,9 @@ use crate::error::exec_to_datafusion;
 use crate::metrics::{ScanLog, UnitMetrics};
 use crate::reader::{read_unit, sql_schema, Flow, ReadOptions, RowFilter, SliceOptions};
 use crate::scan_units::ScanUnit;
+
+mod runtime_filter;
+use runtime_filter::{apply_runtime_filters, RuntimeFilter, RuntimeFilterMetrics};
 
 /// The `ExecutionPlan` methods every leaf scan node of flashscan writes the same way (its
 /// `properties` field, no children, no expressions of its own): one definition for
@@ -251,12 +252,34 @@ impl FlashscanExec {
         if !table_columns.is_empty() {
             // Null counts are the table's; a part may hold fewer, so they become inexact too.
             let whole = exact && units.len() == self.spec.units.len() && self.spec.limit.is_none();
+            // Column sizes are the whole table's: scaled to the rows handed on (these
+            // units, the limit, the filter), as the row count is.
+            let share = if self.spec.table.row_count == 0 { 0.0 } else { rows as f64 / self.spec.table.row_count as f64 }
+                * if self.spec.row_filter.is_some() { self.filter_selectivity } else { 1.0 };
+            // The bytes of the columns handed on, when every one is known (as DataFusion's
+            // Parquet source reports them): the join planner hashes the smaller input.
+            let projected: Option<f64> = self
+                .spec
+                .projection
+                .iter()
+                .map(|&c| table_columns.get(c).and_then(|s| s.byte_size.get_value().copied()).map(|b| b as f64 * share))
+                .sum();
+            if let Some(projected) = projected.filter(|_| column_bytes_enabled()) {
+                statistics.total_byte_size = if whole { Precision::Exact(projected as usize) } else { Precision::Inexact(projected as usize) };
+            }
+            // Per column sizes stay unknown to the operators above: with them DataFusion
+            // sums sizes through projections and joins too (Statistics::project), and its
+            // join outputs' sizes (inputs' columns, unscaled by the join's selectivity)
+            // then outweighed scans: TPC-H Q21 hashed 38 M lineitem rows for its anti join
+            // (1.6× the CPU at SF 10) instead of the semi join's output. Scan against scan
+            // is what the scan's size decides (Q13: customer's keys, not orders).
             statistics.column_statistics = self
                 .spec
                 .projection
                 .iter()
                 .map(|&c| {
-                    let s = table_columns.get(c).cloned().unwrap_or_else(ColumnStatistics::new_unknown);
+                    let mut s = table_columns.get(c).cloned().unwrap_or_else(ColumnStatistics::new_unknown);
+                    s.byte_size = Precision::Absent;
                     if whole { s } else { s.to_inexact() }
                 })
                 .collect();
@@ -327,6 +350,7 @@ impl ExecutionPlan for FlashscanExec {
         let runtime_filters = self.runtime_filters.clone();
         let unit_metrics = UnitMetrics::new(&self.metrics, partition);
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
+        let filter_metrics = (!runtime_filters.is_empty()).then(|| RuntimeFilterMetrics::new(&self.metrics, partition));
         let scan_log = self.scan_log.clone();
         let statement = scan_log.statement();
         let running = UnitRunning::start(&self.units_running);
@@ -343,7 +367,7 @@ impl ExecutionPlan for FlashscanExec {
                 let runtime_filters = std::sync::Mutex::new(runtime_filters.into_iter().map(RuntimeFilter::new).collect::<Vec<_>>());
                 let deliver = |batch: RecordBatch| -> Flow {
                     let filtered = match runtime_filters.lock() {
-                        Ok(mut filters) => apply_runtime_filters(&mut filters, batch),
+                        Ok(mut filters) => apply_runtime_filters(&mut filters, batch, filter_metrics.as_ref()),
                         Err(_) => Err(datafusion::error::DataFusionError::Internal("runtime filter state poisoned".into())),
                     };
                     let batch = match filtered {
@@ -453,131 +477,24 @@ impl Drop for UnitRunning {
     }
 }
 
+/// A column store scan reports the Arrow size of the columns it hands on (`ColumnStatistics::
+/// byte_size`, from the row groups' directories: column_statistics.rs) as its size, as
+/// DataFusion's Parquet source does, unless `FLASHSCAN_SQL_COLUMN_BYTES=0` (then the pages
+/// of all its table's columns, as before: for timing the two side by side).
+pub fn column_bytes_enabled() -> bool {
+    std::env::var("FLASHSCAN_SQL_COLUMN_BYTES").map_or(true, |value| value != "0")
+}
+
 /// Scans take DataFusion's runtime filters (hash join build sides, TopK) unless
 /// `FLASHSCAN_SQL_RUNTIME_FILTERS=0`. Until the scan showed them through `apply_expressions`
 /// the joins never filled them (every one stayed `true`); filled, they drop the probe rows
 /// a selective build side rules out before they are repartitioned and probed (TPC-H Q18 at
-/// SF 10: 10.4 s against 30.6 s, docs/benchmarks.md), and one that keeps most rows is set
-/// aside (`RuntimeFilter::judge`), so it costs little where it does not pay.
+/// SF 10: 10.4 s against 30.6 s, docs/benchmarks.md); the scan evaluates them in cheaper
+/// forms and sets aside one that keeps most rows (`runtime_filter`), so it costs little
+/// where it does not pay.
 pub fn runtime_filters_enabled() -> bool {
     std::env::var("FLASHSCAN_SQL_RUNTIME_FILTERS").map_or(RUNTIME_FILTERS_DEFAULT, |value| value != "0")
 }
 
 /// See `runtime_filters_enabled`.
 const RUNTIME_FILTERS_DEFAULT: bool = true;
-
-/// Rows a runtime filter is judged on before the scan decides whether it pays.
-const RUNTIME_FILTER_TRIAL_ROWS: u64 = 64 * 1024;
-/// A runtime filter that keeps more than this share of the rows it is judged on is set
-/// aside: evaluating it (a hash and a lookup per row, as the join's own probe) costs more
-/// than the rows it drops save downstream.
-const RUNTIME_FILTER_KEEP_MAX: f64 = 0.8;
-/// Rows a set-aside filter skips before it is judged again (a TopK's threshold tightens
-/// as the query runs; a join's filter is final once its build side is done).
-const RUNTIME_FILTER_RETRY_ROWS: u64 = 4 * 1024 * 1024;
-
-/// One runtime filter in one scan unit, with what it has done so far.
-struct RuntimeFilter {
-    expr: Arc<dyn PhysicalExpr>,
-    /// Rows evaluated (while the filter was live) and rows kept, in the current trial.
-    judged_rows: u64,
-    kept_rows: u64,
-    /// Rows still to hand on unfiltered before the next trial (0: the filter is applied).
-    skip_rows: u64,
-}
-
-impl RuntimeFilter {
-    fn new(expr: Arc<dyn PhysicalExpr>) -> RuntimeFilter {
-        RuntimeFilter { expr, judged_rows: 0, kept_rows: 0, skip_rows: 0 }
-    }
-
-    /// Records that `kept` of `rows` passed; sets the filter aside once a trial shows it
-    /// keeps most rows.
-    fn judge(&mut self, rows: usize, kept: usize) {
-        self.judged_rows += rows as u64;
-        self.kept_rows += kept as u64;
-        if self.judged_rows >= RUNTIME_FILTER_TRIAL_ROWS {
-            if self.kept_rows as f64 > RUNTIME_FILTER_KEEP_MAX * self.judged_rows as f64 {
-                self.skip_rows = RUNTIME_FILTER_RETRY_ROWS;
-            }
-            self.judged_rows = 0;
-            self.kept_rows = 0;
-        }
-    }
-}
-
-/// `batch` without the rows that fail any of `filters` (a null fails). A filter still `true`
-/// (a hash join whose build side is not finished) costs one evaluation of a literal. A
-/// filter that keeps most rows is set aside for a while (`RuntimeFilter::judge`): the
-/// operators above apply it anyway, so skipping it changes no answer.
-fn apply_runtime_filters(filters: &mut [RuntimeFilter], batch: RecordBatch) -> Result<RecordBatch> {
-    let mut batch = batch;
-    for filter in filters {
-        if batch.num_rows() == 0 {
-            break;
-        }
-        if filter.skip_rows > 0 {
-            filter.skip_rows = filter.skip_rows.saturating_sub(batch.num_rows() as u64);
-            continue;
-        }
-        match filter.expr.evaluate(&batch)? {
-            ColumnarValue::Scalar(ScalarValue::Boolean(Some(true))) => {}
-            // false or null for every row: nothing passes.
-            ColumnarValue::Scalar(ScalarValue::Boolean(_)) => return Ok(batch.slice(0, 0)),
-            value => {
-                let array = value.into_array(batch.num_rows())?;
-                let passing = datafusion::common::cast::as_boolean_array(&array)?;
-                let rows = batch.num_rows();
-                batch = arrow::compute::filter_record_batch(&batch, passing)?;
-                filter.judge(rows, batch.num_rows());
-            }
-        }
-    }
-    Ok(batch)
-}
-
-#[cfg(test)]
-mod tests {
-    use arrow::array::Int64Array;
-    use arrow::datatypes::{DataType, Field, Schema};
-    use datafusion::logical_expr::Operator;
-    use datafusion::physical_expr::expressions::{BinaryExpr, Column, Literal};
-
-    use super::*;
-
-    /// A batch of 8,192 values 0..8191 in column `a`, and the filter `a < below`.
-    fn batch_and_filter(below: i64) -> (RecordBatch, RuntimeFilter) {
-        let schema = Arc::new(Schema::new(vec![Field::new("a", DataType::Int64, false)]));
-        let batch = RecordBatch::try_new(schema, vec![Arc::new(Int64Array::from_iter_values(0..8192))]).unwrap_or_else(|e| panic!("{e}"));
-        let expr: Arc<dyn PhysicalExpr> =
-            Arc::new(BinaryExpr::new(Arc::new(Column::new("a", 0)), Operator::Lt, Arc::new(Literal::new(ScalarValue::Int64(Some(below))))));
-        (batch, RuntimeFilter::new(expr))
-    }
-
-    #[test]
-    fn a_selective_runtime_filter_stays_applied() {
-        let (batch, filter) = batch_and_filter(819);
-        let mut filters = [filter];
-        for _ in 0..64 {
-            let out = apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}"));
-            assert_eq!(out.num_rows(), 819);
-        }
-    }
-
-    #[test]
-    fn a_runtime_filter_keeping_most_rows_is_set_aside_then_tried_again() {
-        let (batch, filter) = batch_and_filter(8000);
-        let mut filters = [filter];
-        let trial_batches = (RUNTIME_FILTER_TRIAL_ROWS / 8192) as usize;
-        for _ in 0..trial_batches {
-            assert_eq!(apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}")).num_rows(), 8000);
-        }
-        // Set aside: batches go on whole (the operators above still filter them).
-        let aside_batches = (RUNTIME_FILTER_RETRY_ROWS / 8192) as usize;
-        for _ in 0..aside_batches {
-            assert_eq!(apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}")).num_rows(), 8192);
-        }
-        // Then judged again.
-        assert_eq!(apply_runtime_filters(&mut filters, batch.clone()).unwrap_or_else(|e| panic!("{e}")).num_rows(), 8000);
-    }
-}
