@@ -36,7 +36,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, PlanProperties, SendableRecordBatchStream};
 use futures::StreamExt;
 use flashscan_exec::scan::ReadConfig;
-use flashscan_exec::segment_slices::{IntegerRange, SliceConjunct, SliceDecoder, SliceFilter};
+use flashscan_exec::segment_slices::{IntegerRange, SliceDecoder};
 use flashscan_exec::segments::{RowGroupSegments, SegmentSink};
 use flashscan_exec::{scan_batches, BatchSink, ColumnStoreTable, ExecError};
 use flashscan_storage::columnstore::VecPool;
@@ -45,7 +45,7 @@ use crate::aggregate_kernel::{state_type_supported, GROUPS_MAX, AggregateKernel,
 use crate::error::exec_to_datafusion;
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::{ScanLog, UnitMetrics};
-use crate::reader::{slices_enabled, sql_schema, string_views_enabled, RowFilter, UnitFigures};
+use crate::reader::{slices_enabled, sql_schema, string_views_enabled, FilterDecodePlan, RowFilter, UnitFigures};
 use crate::scan_units::ScanUnit;
 
 /// Partial aggregates over column store scans go to flashscan's kernel unless
@@ -515,25 +515,8 @@ impl UnitJob {
         let options = &spec.read_options;
         let config = ReadConfig { io_size_bytes: options.io_size_bytes, queue_depth: options.queue_depth, thread_count: 1, direct: options.direct, engine_kind: options.engine_kind };
         // The kernel's inputs, then the filter's columns it does not read.
-        let mut decode_columns = self.table_columns.clone();
-        let mut filter_slots = Vec::new();
         let row_filter = spec.row_filter.as_ref();
-        if let Some(f) = row_filter {
-            for &c in &f.columns {
-                let slot = match decode_columns.iter().position(|&d| d == c) {
-                    Some(slot) => slot,
-                    None => {
-                        decode_columns.push(c);
-                        decode_columns.len() - 1
-                    }
-                };
-                filter_slots.push(slot);
-            }
-        }
-        let schema = sql_schema(&spec.table);
-        let ranges: Vec<Option<IntegerRange>> = row_filter
-            .map(|f| f.conjuncts.iter().map(|c| c.integer_range(schema.fields().get(*f.columns.get(*c.inputs.first()?)?)?.data_type())).collect())
-            .unwrap_or_default();
+        let FilterDecodePlan { decode_columns, filter_slots, ranges } = FilterDecodePlan::new(&self.table_columns, row_filter, &sql_schema(&spec.table));
         let mut kernel_mask = self.kernel_columns.clone();
         kernel_mask.resize(decode_columns.len(), false);
         let gave_up = AtomicBool::new(false);
@@ -663,20 +646,8 @@ impl SegmentSink for KernelSink<'_> {
         }
         let mut slices = SliceDecoder::open(group, self.batch_rows, self.views, &mut self.pool)?.with_output_columns(self.inputs).with_kernel_columns(&self.kernel_mask);
         let row_filter: Option<(&RowFilter, Vec<usize>)> = self.row_filter.as_ref().map(|(f, s)| (*f, s.clone()));
-        type Evaluate<'e> = Box<dyn Fn(&RecordBatch) -> Result<BooleanArray, ExecError> + Sync + 'e>;
-        let evaluators: Vec<Evaluate<'_>> = match &row_filter {
-            Some((filter, _)) => filter.conjuncts.iter().map(|c| Box::new(move |b: &RecordBatch| c.evaluate(b)) as Evaluate<'_>).collect(),
-            None => Vec::new(),
-        };
-        let slice_filter = row_filter.as_ref().map(|(filter, slots)| SliceFilter {
-            conjuncts: filter
-                .conjuncts
-                .iter()
-                .zip(&evaluators)
-                .enumerate()
-                .map(|(k, (c, evaluate))| SliceConjunct { columns: c.inputs.iter().map(|&i| slots[i]).collect(), evaluate: evaluate.as_ref(), range: self.ranges.get(k).copied().flatten() })
-                .collect(),
-        });
+        let evaluators = row_filter.as_ref().map(|(f, _)| f.evaluators()).unwrap_or_default();
+        let slice_filter = row_filter.as_ref().map(|(f, slots)| f.slice_filter(slots, &evaluators, &self.ranges));
         while let Some(batch) = slices.next_slice(group, slice_filter.as_ref())? {
             if batch.num_rows() > 0 {
                 let rows = batch.num_rows();

@@ -221,7 +221,74 @@ impl std::fmt::Display for RowFilter {
     }
 }
 
+/// A conjunct as the slice decoder calls it (`SliceConjunct::evaluate`).
+pub(crate) type ConjunctEvaluator<'e> = Box<dyn Fn(&RecordBatch) -> Result<BooleanArray, ExecError> + Sync + 'e>;
+
+/// What a column store unit decodes for a row filter, shared by every reader of slices
+/// (`read_unit` for `FlashscanExec`, the aggregate kernel's reader): the `outputs` columns
+/// first, then the filter's columns not among them (decoded for the filter only); where
+/// each of the filter's columns sits in that list; and, per conjunct, the integer range it
+/// is, if it is one (compared by the slice decoder itself, without Arrow).
+pub(crate) struct FilterDecodePlan {
+    pub decode_columns: Vec<usize>,
+    pub filter_slots: Vec<usize>,
+    pub ranges: Vec<Option<IntegerRange>>,
+}
+
+impl FilterDecodePlan {
+    pub(crate) fn new(outputs: &[usize], row_filter: Option<&RowFilter>, schema: &arrow::datatypes::Schema) -> FilterDecodePlan {
+        let mut decode_columns: Vec<usize> = outputs.to_vec();
+        let mut filter_slots = Vec::new();
+        let mut ranges = Vec::new();
+        if let Some(f) = row_filter {
+            for &c in &f.columns {
+                let slot = match decode_columns.iter().position(|&d| d == c) {
+                    Some(slot) => slot,
+                    None => {
+                        decode_columns.push(c);
+                        decode_columns.len() - 1
+                    }
+                };
+                filter_slots.push(slot);
+            }
+            ranges = f
+                .conjuncts
+                .iter()
+                .map(|c| {
+                    let column = f.columns.get(*c.inputs.first()?)?;
+                    c.integer_range(schema.fields().get(*column)?.data_type())
+                })
+                .collect();
+        }
+        FilterDecodePlan { decode_columns, filter_slots, ranges }
+    }
+}
+
 impl RowFilter {
+    /// One evaluator per conjunct, for `slice_filter` (kept by the caller: the filter
+    /// borrows them).
+    pub(crate) fn evaluators(&self) -> Vec<ConjunctEvaluator<'_>> {
+        self.conjuncts.iter().map(|c| Box::new(move |b: &RecordBatch| c.evaluate(b)) as ConjunctEvaluator<'_>).collect()
+    }
+
+    /// The filter as the slice decoder takes it: its columns at `slots` among the decoded
+    /// ones, conjunct k evaluated by `evaluators[k]` or compared as `ranges[k]`.
+    pub(crate) fn slice_filter<'f>(&self, slots: &[usize], evaluators: &'f [ConjunctEvaluator<'_>], ranges: &[Option<IntegerRange>]) -> SliceFilter<'f> {
+        SliceFilter {
+            conjuncts: self
+                .conjuncts
+                .iter()
+                .zip(evaluators)
+                .enumerate()
+                .map(|(k, (c, evaluate))| SliceConjunct {
+                    columns: c.inputs.iter().map(|&i| slots[i]).collect(),
+                    evaluate: evaluate.as_ref(),
+                    range: ranges.get(k).copied().flatten(),
+                })
+                .collect(),
+        }
+    }
+
     /// Rows of `batch` (the filter's `columns` at `slots`) that pass every conjunct; a null
     /// does not pass.
     fn selection(&self, batch: &RecordBatch, slots: &[usize]) -> Result<BooleanArray, ExecError> {
@@ -292,33 +359,7 @@ pub fn read_unit(
     // The filter's columns not projected are decoded after the projected ones, for the
     // filter only.
     let row_filter = slices.row_filter.as_ref().filter(|_| table.is_column_store());
-    let mut decode_columns: Vec<usize> = projection.to_vec();
-    let mut filter_slots = Vec::new();
-    if let Some(f) = row_filter {
-        for &c in &f.columns {
-            let slot = match decode_columns.iter().position(|&d| d == c) {
-                Some(slot) => slot,
-                None => {
-                    decode_columns.push(c);
-                    decode_columns.len() - 1
-                }
-            };
-            filter_slots.push(slot);
-        }
-    }
-    // Conjuncts that are integer ranges on one column, compared by the slice decoder itself.
-    let schema = sql_schema(table);
-    let ranges: Vec<Option<IntegerRange>> = row_filter
-        .map(|f| {
-            f.conjuncts
-                .iter()
-                .map(|c| {
-                    let column = f.columns.get(*c.inputs.first()?)?;
-                    c.integer_range(schema.fields().get(*column)?.data_type())
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let FilterDecodePlan { decode_columns, filter_slots, ranges } = FilterDecodePlan::new(projection, row_filter, &sql_schema(table));
     let deliver_ns = AtomicU64::new(0);
     let make_sink = |_worker: u32| -> Result<DeliverSink, ExecError> {
         Ok(DeliverSink {
@@ -490,24 +531,8 @@ impl SegmentSink for DeliverSink<'_> {
         let mut slices = SliceDecoder::open(group, self.batch_rows, self.views, &mut self.pool)?.with_output_columns(self.projected);
         // The filter outlives this borrow of the sink (hand_on needs the sink mutably).
         let row_filter: Option<(&RowFilter, Vec<usize>)> = self.row_filter.as_ref().map(|(f, s)| (*f, s.clone()));
-        type Evaluate<'e> = Box<dyn Fn(&RecordBatch) -> Result<BooleanArray, ExecError> + Sync + 'e>;
-        let evaluators: Vec<Evaluate<'_>> = match &row_filter {
-            Some((filter, _)) => filter.conjuncts.iter().map(|c| Box::new(move |b: &RecordBatch| c.evaluate(b)) as Evaluate<'_>).collect(),
-            None => Vec::new(),
-        };
-        let slice_filter = row_filter.as_ref().map(|(filter, slots)| SliceFilter {
-            conjuncts: filter
-                .conjuncts
-                .iter()
-                .zip(&evaluators)
-                .enumerate()
-                .map(|(k, (c, evaluate))| SliceConjunct {
-                    columns: c.inputs.iter().map(|&i| slots[i]).collect(),
-                    evaluate: evaluate.as_ref(),
-                    range: self.ranges.get(k).copied().flatten(),
-                })
-                .collect(),
-        });
+        let evaluators = row_filter.as_ref().map(|(f, _)| f.evaluators()).unwrap_or_default();
+        let slice_filter = row_filter.as_ref().map(|(f, slots)| f.slice_filter(slots, &evaluators, &self.ranges));
         loop {
             match slices.next_slice(group, slice_filter.as_ref())? {
                 Some(batch) => self.hand_on(batch)?,
