@@ -8,7 +8,11 @@ use std::process::Command;
 
 #[test]
 fn every_fuzz_target_type_checks() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    // The run's own package directory (cargo sets it when it runs a test), not only the one
+    // compiled in: clones sharing one target directory reuse each other's test binaries,
+    // and a binary built in a clone since deleted would look for fuzz/ there.
+    let package_dir = std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let root = package_dir.join("../..");
     let manifest = root.join("fuzz/Cargo.toml");
     // A target directory of its own: the outer `cargo test` may hold the lock of the shared
     // one, and the fuzz crate has its own lock file and dependency versions.
