@@ -1,6 +1,7 @@
 //! Any bytes → the heap page readers return Ok or Err, never panic: `verify_page`,
 //! `decode_page_count_only`, `HeapDecoder::push_page` (+ `finish`), `decode_page_rows`,
-//! and the key lookup's row by slot (`HeapPageRows`) + `decode_row`.
+//! the key lookup's row by slot (`HeapPageRows`) + `decode_row`, and the page kernels'
+//! `HeapPageLayout::view` (accepts exactly what `push_page` accepts, same null counts).
 //!
 //! Byte 0 picks the mode (see common.rs): raw page, header patched and resealed, or a
 //! page built by `HeapPageBuilder` from input values, mutated and resealed. The table
@@ -15,7 +16,8 @@ use common::{mutate, table, value, Cursor};
 use flashscan_storage::heap::header::{self, PAGE_FORMAT_VERSION, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
 use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder, HeapPageRows};
 use flashscan_storage::heap::row_codec::{decode_row, encode_row, RowLayout};
-use flashscan_storage::{PageId, PAGE_SIZE_BYTES};
+use arrow::array::Array;
+use flashscan_storage::{HeapDecoder, HeapPageLayout, PageId, PAGE_SIZE_BYTES};
 use libfuzzer_sys::fuzz_target;
 
 const PAGE_ID: u64 = (7u64 << 32) | 3;
@@ -91,6 +93,32 @@ fuzz_target!(|data: &[u8]| {
     let path = Path::new("fuzz.dat");
 
     let _ = decode_page_rows(&page, &layout, PageId(PAGE_ID), path, 0);
+
+    // The scan's page kernels' view (`HeapPageView`): it takes exactly the uncompressed
+    // pages the decoder takes, and reads what the decoder reads.
+    let view_layout = HeapPageLayout::try_new(&table, &projection).expect("projection in range");
+    let mut row_starts = Vec::new();
+    let mut decoder = HeapDecoder::try_new(&table, &projection).expect("projection in range");
+    let decoded = decoder.push_page(&page, PAGE_ID, path, 0);
+    match view_layout.view(&page, PAGE_ID, path, 0, &mut row_starts) {
+        Ok(Some(view)) => {
+            let rows = decoded.expect("the decoder takes every page the view takes");
+            assert_eq!(view.row_count(), rows as usize);
+            let batch = decoder.finish();
+            for k in 0..projection.len() {
+                let column = batch.column(k);
+                assert_eq!(view.non_null_count(k), column.len() - column.null_count());
+                for row in 0..view.row_count() {
+                    assert_eq!(view.is_null(k, row), column.is_null(row));
+                    let _ = view.integer(k, row);
+                    let _ = view.var_bytes(k, row);
+                }
+                let _ = view.for_each_integer(k, |_, _| {});
+            }
+        }
+        Ok(None) => {}
+        Err(_) => assert!(decoded.is_err(), "the view refused a page the decoder takes"),
+    }
 
     // The key lookup path: one row by slot out of a verified page.
     if let (Ok(h), Ok(rows)) = (&verified, HeapPageRows::new(&page, PageId(PAGE_ID), path, 0)) {

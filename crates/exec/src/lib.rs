@@ -5,7 +5,9 @@
 //!   [`storage_source`] adapts heap tables to it, [`columnstore_source`] column stores;
 //! - [`chunk`]: runs cut into I/O-sized chunks, handed out to workers;
 //! - [`read_ahead`]: one engine per worker keeping `depth` large reads in flight;
-//! - [`scan`]: workers on all cores, decode of the projected columns, batches to a sink;
+//! - [`scan`]: workers on all cores, decode of the projected columns, batches to a sink
+//!   (or verified heap pages read in place, [`heap_pages`], and column store segments,
+//!   [`segments`], to kernels that take them);
 //! - [`queries`]: the built-in queries, one file each, as kernels over Arrow arrays;
 //! - [`run`]: cache preparation, the scan, the check, assembled into a [`ScanReport`];
 //! - [`check`]: the same files read raw, beside the scan, for the efficiency verdict;
@@ -16,6 +18,7 @@ pub mod check;
 pub mod chunk;
 pub mod columnstore_source;
 pub mod error;
+pub mod heap_pages;
 pub mod limits;
 pub mod queries;
 pub mod read_ahead;

@@ -18,6 +18,7 @@ use flashscan_measure::CpuTime;
 
 use crate::chunk::{Chunk, ChunkCursor};
 use crate::error::ExecError;
+use crate::heap_pages::HeapPageSink;
 use crate::limits::{SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX};
 use crate::read_ahead::{ReadAhead, ReadAheadStats};
 use crate::segments::SegmentSink;
@@ -34,6 +35,13 @@ pub trait BatchSink: Send {
     /// itself here (see `segments.rs`); the decoder then hands it verified segments
     /// instead of batches. None (the default): batches only.
     fn segment_sink(&mut self) -> Option<&mut dyn SegmentSink> {
+        None
+    }
+
+    /// A kernel that reads heap pages in place returns itself here (see `heap_pages.rs`);
+    /// the heap decoder then hands it verified pages instead of batches. None (the
+    /// default): batches only.
+    fn heap_page_sink(&mut self) -> Option<&mut dyn HeapPageSink> {
         None
     }
 }
@@ -205,6 +213,20 @@ impl<S: BatchSink> ChunkWork for DecodeWork<S> {
                 return Ok(());
             }
         }
+        if let Some(page_sink) = self.sink.heap_page_sink() {
+            let mut timed = TimedHeapPageSink { inner: page_sink, query_ns: 0 };
+            if let Some(rows) = self.decoder.decode_chunk_pages(chunk, bytes, path, &mut timed) {
+                // Decode = verifying pages (checksums, slots, bounds) and decoding the pages
+                // the kernel did not take; query = the kernel's reads of the pages in place.
+                let rows = rows?;
+                let total_ns = decode_start.elapsed().as_nanos() as u64;
+                stats.rows_scanned += rows;
+                stats.decode_ns += total_ns.saturating_sub(timed.query_ns);
+                stats.query_ns += timed.query_ns;
+                stats.pages_read += chunk.page_count as u64;
+                return Ok(());
+            }
+        }
         let mut query_ns = 0u64;
         let sink = &mut self.sink;
         let mut emit = |batch: &RecordBatch| -> Result<(), ExecError> {
@@ -237,6 +259,28 @@ impl SegmentSink for TimedSegmentSink<'_> {
     fn consume_segments(&mut self, group: &crate::segments::RowGroupSegments<'_>) -> Result<(), ExecError> {
         let start = Instant::now();
         let consumed = self.inner.consume_segments(group);
+        self.query_ns += start.elapsed().as_nanos() as u64;
+        consumed
+    }
+}
+
+/// Times a heap page sink's share of a chunk: its reads of the pages in place.
+struct TimedHeapPageSink<'a> {
+    inner: &'a mut dyn HeapPageSink,
+    query_ns: u64,
+}
+
+impl HeapPageSink for TimedHeapPageSink<'_> {
+    fn consume_page(&mut self, page: &flashscan_storage::HeapPageView<'_>) -> Result<bool, ExecError> {
+        let start = Instant::now();
+        let consumed = self.inner.consume_page(page);
+        self.query_ns += start.elapsed().as_nanos() as u64;
+        consumed
+    }
+
+    fn consume_batch(&mut self, batch: &RecordBatch) -> Result<(), ExecError> {
+        let start = Instant::now();
+        let consumed = self.inner.consume_batch(batch);
         self.query_ns += start.elapsed().as_nanos() as u64;
         consumed
     }

@@ -16,6 +16,7 @@ use arrow::record_batch::RecordBatch;
 
 use crate::chunk::{chunks_of_runs, units_every, Chunk};
 use crate::error::ExecError;
+use crate::heap_pages::HeapPageSink;
 use crate::limits::CHUNKS_PER_GRAB;
 use crate::segments::SegmentSink;
 
@@ -53,6 +54,13 @@ pub trait ChunkDecoder: Send {
     /// it each row group's verified segments once all have arrived. None: this decoder
     /// makes batches only (the caller then uses `decode_chunk`).
     fn decode_chunk_segments(&mut self, _chunk: &Chunk, _bytes: &[u8], _path: &Path, _sink: &mut dyn SegmentSink) -> Option<Result<u64, ExecError>> {
+        None
+    }
+
+    /// Like `decode_chunk`, for a sink that reads heap pages in place (`heap_pages.rs`):
+    /// hands it each verified uncompressed page, and a batch of the pages it does not take.
+    /// None: this decoder makes batches only (the caller then uses `decode_chunk`).
+    fn decode_chunk_pages(&mut self, _chunk: &Chunk, _bytes: &[u8], _path: &Path, _sink: &mut dyn HeapPageSink) -> Option<Result<u64, ExecError>> {
         None
     }
 

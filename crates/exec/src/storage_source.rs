@@ -6,11 +6,13 @@ use std::path::Path;
 
 use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use flashscan_storage::{decode_page_count_only, Database, HeapDecoder, TableMeta};
+use flashscan_storage::{decode_page_count_only, Database, HeapDecoder, HeapPageLayout, TableMeta, PAGE_SIZE_BYTES};
 use std::sync::Arc;
 
+use crate::chunk::Chunk;
 use crate::error::ExecError;
-use crate::source::{PageDecoder, RunSpec, TableSource};
+use crate::heap_pages::HeapPageSink;
+use crate::source::{ChunkDecoder, Emit, PageDecoder, PagesChunkDecoder, ReadPlan, RunSpec, TableSource};
 
 /// The scan source for any stored table: heap pages or column store row groups.
 pub fn open_source<'a>(db: &'a Database, table: &str) -> Result<Box<dyn TableSource + 'a>, ExecError> {
@@ -77,6 +79,71 @@ impl TableSource for StorageTable<'_> {
             return Ok(Box::new(CountOnlyDecoder { rows: 0, schema: Arc::new(Schema::empty()) }));
         }
         Ok(Box::new(HeapPageDecoder(HeapDecoder::try_new(self.meta, projection)?)))
+    }
+
+    fn new_chunk_decoder(&self, projection: &[usize], plan: &ReadPlan) -> Result<Box<dyn ChunkDecoder>, ExecError> {
+        let _ = plan;
+        if projection.is_empty() {
+            // COUNT(*): page headers only, nothing for a kernel to read in place.
+            return Ok(Box::new(PagesChunkDecoder::new(self.new_decoder(projection)?, PAGE_SIZE_BYTES)));
+        }
+        Ok(Box::new(HeapChunkDecoder {
+            decoder: HeapDecoder::try_new(self.meta, projection)?,
+            layout: HeapPageLayout::try_new(self.meta, projection)?,
+            row_starts: Vec::new(),
+        }))
+    }
+}
+
+/// The heap's chunk decoder: a batch per chunk for batch sinks (`decode_chunk`), or each
+/// page verified once and read in place by a page sink (`decode_chunk_pages`).
+struct HeapChunkDecoder {
+    decoder: HeapDecoder,
+    layout: HeapPageLayout,
+    /// The current page's row starts, reused across pages.
+    row_starts: Vec<u16>,
+}
+
+impl ChunkDecoder for HeapChunkDecoder {
+    fn decode_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, emit: &mut Emit<'_>) -> Result<u64, ExecError> {
+        let mut rows = 0u64;
+        for (i, page) in bytes.chunks_exact(PAGE_SIZE_BYTES).enumerate() {
+            let offset_bytes = chunk.offset_bytes + (i * PAGE_SIZE_BYTES) as u64;
+            rows += self.decoder.push_page(page, chunk.first_page_id + i as u64, path, offset_bytes)? as u64;
+        }
+        emit(&self.decoder.finish())?;
+        Ok(rows)
+    }
+
+    fn decode_chunk_pages(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, sink: &mut dyn HeapPageSink) -> Option<Result<u64, ExecError>> {
+        Some(self.pages_to_sink(chunk, bytes, path, sink))
+    }
+}
+
+impl HeapChunkDecoder {
+    fn pages_to_sink(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, sink: &mut dyn HeapPageSink) -> Result<u64, ExecError> {
+        if self.decoder.rows_buffered() > 0 {
+            // Left by a chunk that failed halfway: its rows were never counted; drop them.
+            drop(self.decoder.finish());
+        }
+        let mut rows = 0u64;
+        for (i, page) in bytes.chunks_exact(PAGE_SIZE_BYTES).enumerate() {
+            let offset_bytes = chunk.offset_bytes + (i * PAGE_SIZE_BYTES) as u64;
+            let page_id = chunk.first_page_id + i as u64;
+            let taken = match self.layout.view(page, page_id, path, offset_bytes, &mut self.row_starts)? {
+                Some(view) if sink.consume_page(&view)? => Some(view.row_count() as u64),
+                _ => None,
+            };
+            rows += match taken {
+                Some(page_rows) => page_rows,
+                // Compressed, or a column the kernel does not read in place: decoded.
+                None => self.decoder.push_page(page, page_id, path, offset_bytes)? as u64,
+            };
+        }
+        if self.decoder.rows_buffered() > 0 {
+            sink.consume_batch(&self.decoder.finish())?;
+        }
+        Ok(rows)
     }
 }
 

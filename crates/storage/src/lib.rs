@@ -42,6 +42,7 @@ pub use drop::{drop_table, DropReport};
 pub use error::StorageError;
 pub use heap::decoder::{decode_page_count_only, HeapDecoder};
 pub use heap::heap_page::verify_page;
+pub use heap::page_view::{HeapPageLayout, HeapPageView};
 pub use heap::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 pub use table_format::TableFormat;
 pub use table_meta::{DataFileMeta, FilegroupMeta, PageRun, PartitionMeta, RowGroupMeta, TableMeta};

@@ -29,13 +29,18 @@ fn wrong_type(query: &str, name: &str, data_type: &DataType, wanted: &str) -> Ex
 /// Fails when a column the kernel reads without validity checks has nulls.
 pub fn require_no_nulls(array: &dyn Array, query: &str, name: &str) -> Result<(), ExecError> {
     if array.null_count() > 0 {
-        return Err(ExecError::QueryColumns {
-            query: query.to_string(),
-            table: String::new(),
-            what: format!("column {name} has nulls; this query reads it as NOT NULL (as TPC-H declares it)"),
-        });
+        return Err(null_in_not_null_column(query, name));
     }
     Ok(())
+}
+
+/// The error of a column read as NOT NULL that holds a NULL (batch and heap page paths).
+pub fn null_in_not_null_column(query: &str, name: &str) -> ExecError {
+    ExecError::QueryColumns {
+        query: query.to_string(),
+        table: String::new(),
+        what: format!("column {name} has nulls; this query reads it as NOT NULL (as TPC-H declares it)"),
+    }
 }
 
 /// Whether a type can be read as an exact scaled integer.

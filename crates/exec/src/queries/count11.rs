@@ -4,7 +4,10 @@
 
 use arrow::record_batch::RecordBatch;
 
+use flashscan_storage::HeapPageView;
+
 use crate::error::ExecError;
+use crate::heap_pages::HeapPageSink;
 use crate::queries::columns::column;
 use crate::queries::Kernel;
 use crate::scan::BatchSink;
@@ -37,6 +40,24 @@ impl BatchSink for Count11Kernel {
             *count += (array.len() - array.null_count()) as u64;
         }
         Ok(())
+    }
+}
+
+impl HeapPageSink for Count11Kernel {
+    /// COUNT(col) needs no value: the non-null rows of each column, from the null bitmaps
+    /// of the verified page (every row of a NOT NULL column), no value decoded or copied.
+    fn consume_page(&mut self, page: &HeapPageView<'_>) -> Result<bool, ExecError> {
+        if !page.has_columns(COLUMNS) {
+            return Ok(false);
+        }
+        for (k, count) in self.non_null_counts.iter_mut().enumerate() {
+            *count += page.non_null_count(k) as u64;
+        }
+        Ok(true)
+    }
+
+    fn consume_batch(&mut self, batch: &RecordBatch) -> Result<(), ExecError> {
+        self.consume(batch)
     }
 }
 

@@ -12,6 +12,7 @@ pub mod sum4;
 use arrow::record_batch::RecordBatch;
 
 use crate::error::ExecError;
+use crate::heap_pages::HeapPageSink;
 use crate::scan::BatchSink;
 use crate::segments::{vector_kernels_enabled, SegmentSink};
 use crate::source::{projection_of, ColumnRange, ScanFilter, TableSource};
@@ -149,6 +150,20 @@ impl BatchSink for AnyKernel {
             AnyKernel::Sum4(k) => Some(k),
             AnyKernel::Q1(k) => Some(k.as_mut()),
             AnyKernel::Count(_) | AnyKernel::Count11(_) | AnyKernel::Needle(_) => None,
+        }
+    }
+
+    fn heap_page_sink(&mut self) -> Option<&mut dyn HeapPageSink> {
+        if !vector_kernels_enabled() {
+            return None;
+        }
+        match self {
+            AnyKernel::Count11(k) => Some(k),
+            AnyKernel::Sum4(k) => Some(k),
+            AnyKernel::Needle(k) => Some(k.as_mut()),
+            AnyKernel::Q1(k) => Some(k.as_mut()),
+            // COUNT(*) reads page headers only (no projected column, no page to view).
+            AnyKernel::Count(_) => None,
         }
     }
 }

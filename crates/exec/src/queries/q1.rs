@@ -6,7 +6,9 @@
 use arrow::record_batch::RecordBatch;
 
 use crate::error::ExecError;
-use crate::queries::columns::{column, date_values, decimal_values, require_no_nulls, same_scale, single_bytes};
+use crate::heap_pages::HeapPageSink;
+use crate::queries::columns::{column, date_values, decimal_values, null_in_not_null_column, require_no_nulls, same_scale, single_bytes};
+use flashscan_storage::HeapPageView;
 use crate::queries::Kernel;
 use crate::scan::BatchSink;
 use crate::segments::{RowGroupSegments, SegmentSink};
@@ -67,6 +69,9 @@ pub struct Q1Kernel {
     /// before they could overflow.
     partials: Vec<[i64; 6]>,
     pool: VecPool,
+    /// Heap page path: one page's l_quantity, l_extendedprice, l_discount, l_tax and
+    /// l_shipdate, reused page after page.
+    page_vectors: [Vec<i64>; 5],
 }
 
 impl Default for Q1Kernel {
@@ -80,6 +85,7 @@ impl Default for Q1Kernel {
             scratch: Default::default(),
             partials: vec![[0; 6]; 256],
             pool: VecPool::default(),
+            page_vectors: Default::default(),
         }
     }
 }
@@ -101,30 +107,110 @@ impl BatchSink for Q1Kernel {
         let scales = Scales { qty: qty_scale, price: price_scale, disc: disc_scale, tax: tax_scale };
         check_scales(&mut self.scales, scales)?;
 
-        // 1 at the scale of discount and of tax: (1 - disc) and (1 + tax) stay exact.
-        let one_disc = 10i128.pow(disc_scale as u32);
-        let one_tax = 10i128.pow(tax_scale as u32);
         let n = batch.num_rows();
-        let (flags, statuses) = (&self.flags[..n], &self.statuses[..n]);
-        let (shipdate, qty, price, disc, tax) = (&shipdate[..n], &qty[..n], &price[..n], &disc[..n], &tax[..n]);
-        for i in 0..n {
-            if shipdate[i] > SHIPDATE_DAYS_MAX {
-                continue;
-            }
-            let key = (flags[i] as usize) << 8 | statuses[i] as usize;
-            let g = match self.group_of_key[key] {
-                0 => group_for_new_key(&mut self.group_of_key, &mut self.groups, key)?,
-                slot => &mut self.groups[slot as usize - 1].1,
-            };
-            let disc_price = price[i] * (one_disc - disc[i]);
-            g.sum_qty += qty[i];
-            g.sum_base_price += price[i];
-            g.sum_disc_price += disc_price;
-            g.sum_charge += disc_price * (one_tax + tax[i]);
-            g.sum_disc += disc[i];
-            g.count += 1;
+        let rows = Q1Rows { flags: &self.flags[..n], statuses: &self.statuses[..n], shipdate: &shipdate[..n], decimals: [&qty[..n], &price[..n], &disc[..n], &tax[..n]] };
+        add_rows(&mut self.group_of_key, &mut self.groups, scales, &rows)
+    }
+}
+
+/// One batch's or one page's inputs of Q1, row `i` in every slice: the flags' bytes, the
+/// ship dates in days, and the unscaled l_quantity, l_extendedprice, l_discount, l_tax.
+struct Q1Rows<'a, D, S> {
+    flags: &'a [u8],
+    statuses: &'a [u8],
+    shipdate: &'a [S],
+    decimals: [&'a [D]; 4],
+}
+
+/// Q1's filter, grouping and exact sums over `rows`: the loop the batch path (i128
+/// decimals from Arrow) and the heap page path (i64 read from the page) share.
+fn add_rows<D: Copy + Into<i128>, S: Copy + Into<i64>>(
+    group_of_key: &mut [u8],
+    groups: &mut Vec<(u16, Group)>,
+    scales: Scales,
+    rows: &Q1Rows<'_, D, S>,
+) -> Result<(), ExecError> {
+    // 1 at the scale of discount and of tax: (1 - disc) and (1 + tax) stay exact.
+    let one_disc = 10i128.pow(scales.disc as u32);
+    let one_tax = 10i128.pow(scales.tax as u32);
+    let n = rows.flags.len();
+    let (flags, statuses, shipdate) = (rows.flags, &rows.statuses[..n], &rows.shipdate[..n]);
+    let [qty, price, disc, tax] = rows.decimals;
+    let (qty, price, disc, tax) = (&qty[..n], &price[..n], &disc[..n], &tax[..n]);
+    for i in 0..n {
+        let day: i64 = shipdate[i].into();
+        if day > i64::from(SHIPDATE_DAYS_MAX) {
+            continue;
         }
-        Ok(())
+        let key = (flags[i] as usize) << 8 | statuses[i] as usize;
+        let g = match group_of_key[key] {
+            0 => group_for_new_key(group_of_key, groups, key)?,
+            slot => &mut groups[slot as usize - 1].1,
+        };
+        let (qty, price, disc, tax): (i128, i128, i128, i128) = (qty[i].into(), price[i].into(), disc[i].into(), tax[i].into());
+        let disc_price = price * (one_disc - disc);
+        g.sum_qty += qty;
+        g.sum_base_price += price;
+        g.sum_disc_price += disc_price;
+        g.sum_charge += disc_price * (one_tax + tax);
+        g.sum_disc += disc;
+        g.count += 1;
+    }
+    Ok(())
+}
+
+/// Positions of Q1's columns in `COLUMNS` (the projection), for the heap page path.
+const POSITION_FLAG: usize = 0;
+const POSITION_STATUS: usize = 1;
+const POSITIONS_DECIMAL: [usize; 4] = [2, 3, 4, 5];
+const POSITION_SHIPDATE: usize = 6;
+
+impl HeapPageSink for Q1Kernel {
+    /// Q1 over a verified heap page in place: the fixed-width fields (decimals as their
+    /// unscaled i64, the ship date) into small reused vectors, the flags' single bytes
+    /// straight from the rows, then the shared loop (`add_rows`). NULLs and flags that are
+    /// not one character are refused as the batch path refuses them.
+    fn consume_page(&mut self, page: &HeapPageView<'_>) -> Result<bool, ExecError> {
+        if !page.has_columns(COLUMNS)
+            || page.column_type(POSITION_SHIPDATE) != ColumnType::Date32
+            || page.column_type(POSITION_FLAG) != ColumnType::Utf8
+            || page.column_type(POSITION_STATUS) != ColumnType::Utf8
+        {
+            return Ok(false);
+        }
+        let [Some(qty), Some(price), Some(disc), Some(tax)] = POSITIONS_DECIMAL.map(|k| decimal_scale(page.column_type(k))) else {
+            return Ok(false);
+        };
+        let n = page.row_count();
+        for (k, name) in COLUMNS.iter().enumerate() {
+            if page.non_null_count(k) != n {
+                return Err(null_in_not_null_column(NAME, name));
+            }
+        }
+        let scales = Scales { qty, price, disc, tax };
+        check_scales(&mut self.scales, scales)?;
+        for (out, k) in [(&mut self.flags, POSITION_FLAG), (&mut self.statuses, POSITION_STATUS)] {
+            out.clear();
+            for row in 0..n {
+                match page.var_bytes(k, row) {
+                    Some([byte]) => out.push(*byte),
+                    _ => return Err(not_one_character(COLUMNS[k])),
+                }
+            }
+        }
+        let [v_qty, v_price, v_disc, v_tax, v_ship] = &mut self.page_vectors;
+        for (out, k) in [(&mut *v_qty, 2), (&mut *v_price, 3), (&mut *v_disc, 4), (&mut *v_tax, 5), (&mut *v_ship, POSITION_SHIPDATE)] {
+            out.clear();
+            let read = page.for_each_integer(k, |_, value| out.push(value));
+            debug_assert!(read, "decimal_scale and Date32 admit only 4- and 8-byte columns");
+        }
+        let rows = Q1Rows { flags: &self.flags, statuses: &self.statuses, shipdate: v_ship.as_slice(), decimals: [v_qty.as_slice(), v_price.as_slice(), v_disc.as_slice(), v_tax.as_slice()] };
+        add_rows(&mut self.group_of_key, &mut self.groups, scales, &rows)?;
+        Ok(true)
+    }
+
+    fn consume_batch(&mut self, batch: &RecordBatch) -> Result<(), ExecError> {
+        self.consume(batch)
     }
 }
 

@@ -5,6 +5,8 @@ use arrow::array::Array;
 use arrow::record_batch::RecordBatch;
 
 use crate::error::ExecError;
+use crate::heap_pages::HeapPageSink;
+use flashscan_storage::HeapPageView;
 use crate::queries::columns::{column, decimal_values, same_scale};
 use crate::queries::Kernel;
 use crate::scan::BatchSink;
@@ -86,6 +88,44 @@ impl SegmentSink for Sum4Kernel {
             acc.non_null_count += (view.header.value_count - view.header.null_count) as u64;
         }
         Ok(())
+    }
+}
+
+impl HeapPageSink for Sum4Kernel {
+    /// Each column's fixed-width fields summed where they lie in the verified page (8-byte
+    /// decimals and integers, 4-byte integers), NULLs skipped by their bit.
+    fn consume_page(&mut self, page: &HeapPageView<'_>) -> Result<bool, ExecError> {
+        if !page.has_columns(COLUMNS) {
+            return Ok(false);
+        }
+        let mut scales = [0u8; COLUMNS.len()];
+        for (k, scale) in scales.iter_mut().enumerate() {
+            match integer_scale(page.column_type(k)) {
+                Some(s) => *scale = s,
+                None => return Ok(false),
+            }
+        }
+        for (k, (acc, name)) in self.sums.iter_mut().zip(COLUMNS).enumerate() {
+            merge_scale(&mut acc.scale, scales[k], name)?;
+            let mut sum = 0i128;
+            let read = if page.non_null_count(k) == page.row_count() {
+                page.for_each_integer(k, |_, value| sum += i128::from(value))
+            } else {
+                page.for_each_integer(k, |row, value| {
+                    if !page.is_null(k, row) {
+                        sum += i128::from(value);
+                    }
+                })
+            };
+            debug_assert!(read, "integer_scale admits only 4- and 8-byte columns");
+            acc.sum += sum;
+            acc.non_null_count += page.non_null_count(k) as u64;
+        }
+        Ok(true)
+    }
+
+    fn consume_batch(&mut self, batch: &RecordBatch) -> Result<(), ExecError> {
+        self.consume(batch)
     }
 }
 

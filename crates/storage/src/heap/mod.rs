@@ -3,7 +3,9 @@
 //!   that holds rows ([`heap_page`]); row compression ([`row_compression`], [`cell_rows`],
 //!   [`value_bytes`]) and page compression ([`page_compression`]) of the same slotted
 //!   pages, read by [`compressed_page`]; [`page_encoder`] writes any of the three;
-//! - decoder: [`decoder`] (`HeapDecoder`, every page kind into Arrow columns);
+//! - decoder: [`decoder`] (`HeapDecoder`, every page kind into Arrow columns) and
+//!   [`page_view`] (`HeapPageView`: an uncompressed page verified once, fields read in place
+//!   by the scan's page kernels);
 //! - reader: [`reader`] (a table's or partition's pages through the page path).
 //! Byte layouts are in docs/formats.md.
 
@@ -14,6 +16,7 @@ pub mod header;
 pub mod heap_page;
 pub mod page_compression;
 pub mod page_encoder;
+pub mod page_view;
 pub mod reader;
 pub mod row_codec;
 pub mod row_compression;
