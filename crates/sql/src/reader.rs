@@ -573,6 +573,9 @@ impl SegmentSink for DeliverSink<'_> {
 /// all the join planner needs (it compares sizes that differ by integer factors).
 pub const FILTER_SAMPLE_ROWS: u64 = 16 * 1024;
 
+/// Reads in flight for a filter's sample (`sample_filter_selectivity`).
+const SAMPLE_QUEUE_DEPTH: u32 = 2;
+
 /// The share of rows of a sample of `units` that pass `filter`: the first
 /// `FILTER_SAMPLE_ROWS` rows of one row group (`sample_row_group`); None when there is no
 /// row to sample. Read at planning time for the conjuncts interval analysis cannot bound
@@ -588,12 +591,14 @@ pub fn sample_filter_selectivity(table: &TableMeta, db_dir: &Path, units: &[Scan
     let Some((partition_index, row_group)) = sample_row_group(table, units) else { return Ok(None) };
     let keep = |partition: u32, g: usize| partition == partition_index && g == row_group;
     let source = ColumnStoreTable::with_selection(db_dir, table, &keep)?;
+    // One row group's few columns, read once: plain reads, two in flight (no io_uring ring
+    // and its buffers to set up for a read of a few megabytes at planning time).
     let config = ReadConfig {
         io_size_bytes: options.io_size_bytes,
-        queue_depth: options.queue_depth,
+        queue_depth: SAMPLE_QUEUE_DEPTH,
         thread_count: 1,
         direct: options.direct,
-        engine_kind: options.engine_kind,
+        engine_kind: EngineKind::Psync,
     };
     let counts = SampleCounts::default();
     let slots: Vec<usize> = (0..filter.columns.len()).collect();
