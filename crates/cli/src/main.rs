@@ -113,6 +113,9 @@ fn main() {
         Ok(cli) => cli,
         Err(e) => exit::report_usage_error_and_exit(e),
     };
+    if matches!(cli.command, Command::Sql(_)) {
+        keep_freed_memory();
+    }
     let result = match cli.command {
         Command::Demo(a) => cmd_demo::run(a),
         Command::Io(a) => cmd_io::run(a),
@@ -136,6 +139,38 @@ fn main() {
     };
     if let Err(e) = result {
         exit::report_and_exit(e);
+    }
+}
+
+/// Keeps memory a query frees inside the process (mimalloc's `purge_delay` = -1) for the
+/// commands that run queries and exit (`flashscan sql`). By default mimalloc hands freed
+/// pages back to the kernel 10 ms after they are freed; a query frees and allocates batches,
+/// hash tables and group buffers all the time, so the kernel zeroed the same memory again and
+/// again (TPC-H Q16 at SF 10: a third of `perf`'s samples in `clear_page_erms`; 5-7 K minor
+/// faults against 2 K kept). The memory goes back to the kernel when the process exits; a
+/// long-running server (`flashscan serve`) keeps mimalloc's default. `MIMALLOC_PURGE_DELAY`
+/// in the environment still wins (mimalloc reads it at start-up; this sets the option only
+/// when it is unset). docs/benchmarks.md (speed7a) has the A/B.
+fn keep_freed_memory() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+        return;
+    }
+    // `mi_option_purge_delay` in mimalloc.h (v3, the version libmimalloc-sys 0.1.49 builds by
+    // default); the `mimalloc` crate names options only with its `extended` feature, whose
+    // dependency is not vendored here. Checked against the documented default (10 ms) before
+    // it is set, so another layout of the enum leaves the allocator as it is.
+    const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    const PURGE_DELAY_DEFAULT_MS: std::ffi::c_long = 10;
+    extern "C" {
+        fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+        fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    }
+    // SAFETY: both are plain option accessors of the linked allocator (mimalloc.h), callable
+    // at any time from any thread; the option index is checked against its default first.
+    unsafe {
+        if mi_option_get(MI_OPTION_PURGE_DELAY) == PURGE_DELAY_DEFAULT_MS {
+            mi_option_set(MI_OPTION_PURGE_DELAY, -1);
+        }
     }
 }
 

@@ -109,6 +109,8 @@ impl HostState {
             limit: request.limit,
             read_options: self.read_options,
             column_statistics: Arc::new(Vec::new()),
+            // No statistics on a host: the coordinator planned the query.
+            sampled_selectivity: None,
         };
         let local = FlashscanExec::new(spec, self.scan_log.clone()).map_err(|e| refuse(flashscan_sql::SqlError::from(e).to_string()))?;
         Ok(ClusterScanExec::on_host(request, Arc::new(local), self.label.clone()))

@@ -121,6 +121,10 @@ pub struct ScanSpec {
     /// The whole table's column statistics (indexed like its columns; empty when unknown).
     /// Bounds of the whole table bound any part of it, so a unit reports them as inexact.
     pub column_statistics: Arc<Vec<ColumnStatistics>>,
+    /// The share of a sample of the table's rows that pass the row filter's conjuncts
+    /// interval analysis cannot bound (`sampled_selectivity`), read once at planning; None:
+    /// not sampled (DataFusion's 20 % is taken for them).
+    pub sampled_selectivity: Option<f64>,
 }
 
 #[derive(Debug)]
@@ -155,39 +159,70 @@ const FILTER_SELECTIVITY_UNKNOWN: f64 = 0.2;
 /// The share of rows `spec`'s row filter keeps, estimated as DataFusion's `FilterExec`
 /// estimates it: interval analysis of each conjunct against the table's min/max (ranges on
 /// one column: `l_receiptdate` over one year of seven keeps ~1/7), conjuncts taken as
-/// independent, and 20 % once for whatever the analysis cannot bound (string matches,
-/// IN lists). Without it a filtered scan reported the whole table: the join planner then
+/// independent; for whatever the analysis cannot bound (string matches, IN lists) the
+/// share a sample of the table kept (`sampled_selectivity`), else 20 % once as `FilterExec`
+/// takes. Without it a filtered scan reported the whole table: the join planner then
 /// built its hash table on the other, larger side (TPC-H Q12 hashed all of orders
 /// instead of the year of lineitem kept; Q10 all of customer instead of a quarter of
 /// orders), where DataFusion over Parquet, with its filter above the scan, did not.
 fn filter_selectivity(spec: &ScanSpec) -> f64 {
-    use datafusion::physical_expr::intervals::utils::check_support;
-    use datafusion::physical_expr::{analyze, AnalysisContext};
-    let Some(filter) = &spec.row_filter else { return 1.0 };
-    let schema = sql_schema(&spec.table);
+    if spec.row_filter.is_none() {
+        return 1.0;
+    }
     let mut selectivity = 1.0;
     let mut unbounded = false;
-    for conjunct in &filter.conjuncts {
-        let columns: Option<Vec<usize>> = conjunct.inputs.iter().map(|&i| filter.columns.get(i).copied()).collect();
-        let analysed = (|| {
-            let columns = columns?;
+    for analysed in analysed_selectivities(spec) {
+        match analysed {
+            Some(s) => selectivity *= s,
+            None => unbounded = true,
+        }
+    }
+    if unbounded {
+        selectivity *= spec.sampled_selectivity.unwrap_or(FILTER_SELECTIVITY_UNKNOWN);
+    }
+    selectivity
+}
+
+/// Per conjunct of `spec`'s row filter, the share of rows interval analysis says it keeps
+/// (against the table's min/max), or None when the analysis cannot bound it.
+fn analysed_selectivities(spec: &ScanSpec) -> Vec<Option<f64>> {
+    use datafusion::physical_expr::intervals::utils::check_support;
+    use datafusion::physical_expr::{analyze, AnalysisContext};
+    let Some(filter) = &spec.row_filter else { return Vec::new() };
+    let schema = sql_schema(&spec.table);
+    filter
+        .conjuncts
+        .iter()
+        .map(|conjunct| {
+            let columns: Vec<usize> = conjunct.inputs.iter().map(|&i| filter.columns.get(i).copied()).collect::<Option<_>>()?;
             let statistics: Vec<ColumnStatistics> = columns.iter().map(|&c| spec.column_statistics.get(c).cloned()).collect::<Option<_>>()?;
             let own = Arc::new(schema.project(&columns).ok()?);
             if !check_support(&conjunct.predicate, &own) {
                 return None;
             }
             let context = AnalysisContext::try_from_statistics(&own, &statistics).ok()?;
-            analyze(&conjunct.predicate, context, &own).ok()?.selectivity
-        })();
-        match analysed {
-            Some(s) if (0.0..=1.0).contains(&s) => selectivity *= s,
-            _ => unbounded = true,
-        }
+            analyze(&conjunct.predicate, context, &own).ok()?.selectivity.filter(|s| (0.0..=1.0).contains(s))
+        })
+        .collect()
+}
+
+/// The share of a sample of `spec`'s table (`reader::sample_filter_selectivity`: the first
+/// rows of one of its row groups) that passes the row filter's conjuncts interval analysis cannot
+/// bound; None without such conjuncts, with sampling off, or when the sample cannot be
+/// read (the estimate then falls back to 20 %; the scan itself reports any real error).
+/// Read once when the table provider plans the scan: a join planner that takes a string
+/// match for 20 % (as DataFusion's `FilterExec` does) builds hash tables on the wrong side
+/// (TPC-H Q9: `p_name LIKE '%green%'` keeps 5.4 %, docs/benchmarks.md speed7a).
+pub fn sampled_selectivity(spec: &ScanSpec) -> Option<f64> {
+    if !filter_sampling_enabled() || !spec.table.is_column_store() {
+        return None;
     }
-    if unbounded {
-        selectivity *= FILTER_SELECTIVITY_UNKNOWN;
+    let filter = spec.row_filter.as_ref()?;
+    let unbounded: Vec<usize> = analysed_selectivities(spec).iter().enumerate().filter(|(_, s)| s.is_none()).map(|(k, _)| k).collect();
+    if unbounded.is_empty() {
+        return None;
     }
-    selectivity
+    crate::reader::sample_filter_selectivity(&spec.table, &spec.db_dir, &spec.units, &filter.subset(&unbounded), &spec.read_options).ok().flatten()
 }
 
 impl FlashscanExec {
@@ -498,3 +533,11 @@ pub fn runtime_filters_enabled() -> bool {
 
 /// See `runtime_filters_enabled`.
 const RUNTIME_FILTERS_DEFAULT: bool = true;
+
+/// A scan's filter conjuncts that interval analysis cannot bound are estimated from a
+/// sample of the table read at planning (`sampled_selectivity`) unless
+/// `FLASHSCAN_SQL_FILTER_SAMPLE=0` (then 20 %, as DataFusion's `FilterExec` takes: for
+/// timing the two side by side).
+pub fn filter_sampling_enabled() -> bool {
+    std::env::var("FLASHSCAN_SQL_FILTER_SAMPLE").map_or(true, |value| value != "0")
+}

@@ -289,6 +289,31 @@ impl RowFilter {
         }
     }
 
+    /// The filter made of the conjuncts at `keep` only (reading only their columns).
+    pub fn subset(&self, keep: &[usize]) -> RowFilter {
+        let mut columns: Vec<usize> = Vec::new();
+        let conjuncts = keep
+            .iter()
+            .filter_map(|&k| self.conjuncts.get(k))
+            .map(|c| {
+                let inputs = c
+                    .inputs
+                    .iter()
+                    .filter_map(|&i| self.columns.get(i).copied())
+                    .map(|column| match columns.iter().position(|&d| d == column) {
+                        Some(p) => p,
+                        None => {
+                            columns.push(column);
+                            columns.len() - 1
+                        }
+                    })
+                    .collect();
+                RowConjunct { inputs, predicate: c.predicate.clone() }
+            })
+            .collect();
+        RowFilter { columns, conjuncts }
+    }
+
     /// Rows of `batch` (the filter's `columns` at `slots`) that pass every conjunct; a null
     /// does not pass.
     fn selection(&self, batch: &RecordBatch, slots: &[usize]) -> Result<BooleanArray, ExecError> {
@@ -539,6 +564,124 @@ impl SegmentSink for DeliverSink<'_> {
                 None => return Ok(()),
             }
         }
+    }
+}
+
+/// Rows of a table a plan-time sample evaluates a scan filter's conjuncts on
+/// (`sample_filter_selectivity`): two slices of DataFusion's default batch size. A share
+/// near 5 % (TPC-H Q9's `p_name LIKE '%green%'`) is then known to about ±0.2 %, which is
+/// all the join planner needs (it compares sizes that differ by integer factors).
+pub const FILTER_SAMPLE_ROWS: u64 = 16 * 1024;
+
+/// Reads in flight for a filter's sample (`sample_filter_selectivity`).
+const SAMPLE_QUEUE_DEPTH: u32 = 2;
+
+/// The share of rows of a sample of `units` that pass `filter`: the first
+/// `FILTER_SAMPLE_ROWS` rows of one row group (`sample_row_group`); None when there is no
+/// row to sample. Read at planning time for the conjuncts interval analysis cannot bound
+/// (string matches, IN lists): DataFusion takes 20 % for those, and TPC-H Q9's `p_name
+/// LIKE '%green%'` keeps 5.4 %, so the planner saw part ⋈ lineitem as 12 M rows instead of
+/// 3.2 M. Only the filter's columns of that row group are read (a row group is the unit of
+/// I/O and checksums); rows are hashed to partitions as they are loaded, so a row group's
+/// first rows are no sorted run.
+pub fn sample_filter_selectivity(table: &TableMeta, db_dir: &Path, units: &[ScanUnit], filter: &RowFilter, options: &ReadOptions) -> Result<Option<f64>, ExecError> {
+    if !table.is_column_store() {
+        return Ok(None);
+    }
+    let Some((partition_index, row_group)) = sample_row_group(table, units) else { return Ok(None) };
+    let keep = |partition: u32, g: usize| partition == partition_index && g == row_group;
+    let source = ColumnStoreTable::with_selection(db_dir, table, &keep)?;
+    // One row group's few columns, read once: plain reads, two in flight (no io_uring ring
+    // and its buffers to set up for a read of a few megabytes at planning time).
+    let config = ReadConfig {
+        io_size_bytes: options.io_size_bytes,
+        queue_depth: SAMPLE_QUEUE_DEPTH,
+        thread_count: 1,
+        direct: options.direct,
+        engine_kind: EngineKind::Psync,
+    };
+    let counts = SampleCounts::default();
+    let slots: Vec<usize> = (0..filter.columns.len()).collect();
+    let make_sink = |_worker: u32| -> Result<SampleSink, ExecError> {
+        Ok(SampleSink { filter, slots: slots.clone(), counts: &counts, pool: VecPool::default(), views: string_views_enabled() })
+    };
+    match scan_batches(&source, &filter.columns, &ScanFilter::none(), &config, &make_sink) {
+        Ok(_) | Err(ExecError::Stopped) => {}
+        Err(e) => return Err(e),
+    }
+    let rows = counts.rows.load(Ordering::Relaxed);
+    let kept = counts.kept.load(Ordering::Relaxed);
+    // A filter no sampled row passes still keeps some rows elsewhere, as far as we know:
+    // one, so no estimate is zero (a zero would make the joins above look empty).
+    Ok((rows > 0).then(|| kept.max(1) as f64 / rows as f64))
+}
+
+/// The row group a filter is sampled from: the smallest of `units`' row groups that holds a
+/// whole sample (the sample's cost is reading its filter columns whole: 33 MB of `p_name` in
+/// a row group of a million parts), else the largest. (partition index, row group index).
+fn sample_row_group(table: &TableMeta, units: &[ScanUnit]) -> Option<(u32, usize)> {
+    let candidates = units.iter().flat_map(|u| {
+        let partition = table.partitions.iter().find(|p| p.index == u.partition_index);
+        u.row_groups.iter().filter_map(move |&g| Some((u.partition_index, g, partition?.row_groups.get(g)?.row_count)))
+    });
+    let (whole, short): (Vec<_>, Vec<_>) = candidates.filter(|c| c.2 > 0).partition(|c| c.2 >= FILTER_SAMPLE_ROWS);
+    let pick = match whole.iter().min_by_key(|c| c.2) {
+        Some(c) => *c,
+        None => *short.iter().max_by_key(|c| c.2)?,
+    };
+    Some((pick.0, pick.1))
+}
+
+#[derive(Default)]
+struct SampleCounts {
+    rows: AtomicU64,
+    kept: AtomicU64,
+}
+
+/// Evaluates a filter on the first slices of a row group and counts what passes.
+struct SampleSink<'a> {
+    filter: &'a RowFilter,
+    /// Where the filter's columns are in the decoded batches (all of them, in order).
+    slots: Vec<usize>,
+    counts: &'a SampleCounts,
+    pool: VecPool,
+    views: bool,
+}
+
+impl SampleSink<'_> {
+    fn count(&mut self, batch: &RecordBatch) -> Result<(), ExecError> {
+        let rows = (batch.num_rows() as u64).min(FILTER_SAMPLE_ROWS.saturating_sub(self.counts.rows.load(Ordering::Relaxed)));
+        let batch = batch.slice(0, rows as usize);
+        let kept = self.filter.selection(&batch, &self.slots)?.true_count() as u64;
+        self.counts.rows.fetch_add(rows, Ordering::Relaxed);
+        self.counts.kept.fetch_add(kept, Ordering::Relaxed);
+        if self.counts.rows.load(Ordering::Relaxed) >= FILTER_SAMPLE_ROWS {
+            // Enough: the scan ends here, successfully.
+            return Err(ExecError::Stopped);
+        }
+        Ok(())
+    }
+}
+
+impl BatchSink for SampleSink<'_> {
+    fn consume(&mut self, batch: &RecordBatch) -> Result<(), ExecError> {
+        let batch = if self.views { strings_as_views(batch)? } else { batch.clone() };
+        self.count(&batch)
+    }
+
+    fn segment_sink(&mut self) -> Option<&mut dyn SegmentSink> {
+        (slices_enabled() && flashscan_exec::segments::vector_kernels_enabled()).then_some(self as &mut dyn SegmentSink)
+    }
+}
+
+impl SegmentSink for SampleSink<'_> {
+    fn consume_segments(&mut self, group: &RowGroupSegments<'_>) -> Result<(), ExecError> {
+        // Slices of the sample's size: only the rows sampled are decoded.
+        let mut slices = SliceDecoder::open(group, FILTER_SAMPLE_ROWS as usize, self.views, &mut self.pool)?;
+        while let Some(batch) = slices.next_slice(group, None)? {
+            self.count(&batch)?;
+        }
+        Ok(())
     }
 }
 

@@ -333,7 +333,7 @@ impl TableProvider for FlashscanTable {
         let full_scan_bytes = table.page_count() * flashscan_storage::PAGE_SIZE_BYTES as u64;
         let row_filter = self.row_filter(state, filters)?;
         self.scan_log.record_plan(&table.name, partitions_total as u64, partitions_pruned as u64, full_scan_bytes);
-        let spec = ScanSpec {
+        let mut spec = ScanSpec {
             table: table.clone(),
             db_dir: self.db_dir.clone(),
             projection: projection.clone(),
@@ -346,7 +346,9 @@ impl TableProvider for FlashscanTable {
             limit,
             read_options: self.read_options,
             column_statistics: self.column_statistics.clone(),
+            sampled_selectivity: None,
         };
+        spec.sampled_selectivity = crate::exec_plan::sampled_selectivity(&spec);
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
         let Some(delta) = delta.as_ref().filter(|d| d.row_count() > 0) else { return Ok(pages) };
         if row_filter.is_some() {
