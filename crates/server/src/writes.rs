@@ -42,7 +42,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
-use crossbeam_channel::{self as channel, RecvTimeoutError};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -162,7 +162,7 @@ struct Request {
 /// The commit workers that call `WritePath::insert` (see the module comment).
 pub struct Committer {
     write: Arc<WritePath>,
-    sender: Mutex<Option<channel::Sender<Request>>>,
+    sender: Mutex<Option<mpsc::Sender<Request>>>,
     stop: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// Held shared by each statement committing on its connection's thread
@@ -220,13 +220,10 @@ impl Committer {
     /// [`Committer::with_workers`] with each worker's stack size (`None`: the default);
     /// tests provoke a failed thread start with an impossible one.
     fn with_worker_threads(write: Arc<WritePath>, workers: usize, stack_size_bytes: Option<usize>) -> Result<Committer, CommitterStartError> {
-        // One queue, many receivers: an idle worker waits on the queue itself. (It was a
-        // std mpsc receiver behind a mutex the workers took turns at: each group then
-        // passed the mutex on with a futex wake and wait — 6 % of the server's CPU at 8
-        // clients in the profile, docs/benchmarks.md, server7.) A busy worker is logging or
-        // waiting for its flush; the next free one drains everything queued meanwhile, so
-        // under load groups stay as large as before.
-        let (sender, receiver) = channel::unbounded::<Request>();
+        let (sender, receiver) = mpsc::channel::<Request>();
+        // Workers take turns at the queue: the one holding it forms the next group, the
+        // others are committing theirs.
+        let receiver = Arc::new(Mutex::new(receiver));
         let stop = Arc::new(AtomicBool::new(false));
         let counters = Arc::new(WriteCounters::default());
         let mut threads = Vec::new();
@@ -416,7 +413,10 @@ impl Drop for Waiting<'_> {
 /// The next group: every statement queued now (at least one, waited for), by table in
 /// arrival order. `None` when the worker should end (the queue closed and empty, or idle
 /// while the server stops).
-fn next_group(queue: &channel::Receiver<Request>, stop: &AtomicBool) -> Option<BTreeMap<String, Vec<Request>>> {
+fn next_group(receiver: &Mutex<mpsc::Receiver<Request>>, stop: &AtomicBool) -> Option<BTreeMap<String, Vec<Request>>> {
+    // A poisoned queue lock means a worker panicked while holding it: the queue itself is
+    // intact (mpsc), so the others go on.
+    let queue = receiver.lock().unwrap_or_else(|p| p.into_inner());
     let first = loop {
         match queue.recv_timeout(COMMITTER_POLL) {
             Ok(r) => break r,
@@ -440,9 +440,9 @@ fn next_group(queue: &channel::Receiver<Request>, stop: &AtomicBool) -> Option<B
     Some(by_table)
 }
 
-fn committer_loop(write: &WritePath, receiver: &channel::Receiver<Request>, stop: &AtomicBool, counters: &WriteCounters) {
-    // While this worker logs and waits for its group's flush, the next free worker forms
-    // the next group from what is queued meanwhile.
+fn committer_loop(write: &WritePath, receiver: &Mutex<mpsc::Receiver<Request>>, stop: &AtomicBool, counters: &WriteCounters) {
+    // The queue lock is released before the group commits: the next worker forms the next
+    // group while this one logs and waits for its flush.
     while let Some(by_table) = next_group(receiver, stop) {
         counters.groups_in_flight.fetch_add(1, Relaxed);
         for (table, requests) in by_table {
