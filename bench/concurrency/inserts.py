@@ -4,6 +4,14 @@ client (pgbench, prepared protocol, a custom script), durable commits on both si
 
     python3 bench/concurrency/inserts.py --flashscan /path/to/release/flashscan
     python3 bench/concurrency/inserts.py --clients 8,64 --duration 10 --rounds 5
+    python3 bench/concurrency/inserts.py --flashscan NEW --flashscan-before OLD   # an A/B
+
+With --flashscan-before, a second flashscan server (the other binary, its own database,
+the next port) runs beside the first and every step runs on it too, right before the
+new binary's: before, flashscan, PostgreSQL per client count and round. The summary then
+gives both binaries' figures and, per client count, the median over rounds of new ÷ before
+and of each ÷ PostgreSQL in the same round (the machine's load moves within minutes;
+ratios of neighbouring steps mean more than absolute rows/s).
 
 Each step runs pgbench for --duration seconds against one server, then the other
 (interleaved, A B A B ...), for every client count and round; the figures are medians
@@ -66,12 +74,12 @@ def count(port, user):
     return int(run.psql(port, "select count(*) from ins", user=user).strip())
 
 
-def commit_totals():
+def commit_totals(port):
     """flashscan's own counters, cumulative: statements acknowledged, write-path commits
     (groups) and log flushes, from the newest one-second sample; None if the server has
     no such columns (an older binary)."""
     try:
-        out = run.psql(run.FS_PORT, "select statements_committed_total, commits_total, log_flushes_total "
+        out = run.psql(port, "select statements_committed_total, commits_total, log_flushes_total "
                        "from flashscan_stats_history order by sample_time desc limit 1", user="bench").strip()
         return [int(x) for x in out.split("|")]
     except (subprocess.CalledProcessError, ValueError):
@@ -88,6 +96,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--flashscan", help="a flashscan binary (default: build one)")
     ap.add_argument("--serve-args", default="", help="more arguments for flashscan serve, e.g. '--commit-workers 1'")
+    ap.add_argument("--flashscan-before", help="a second flashscan binary run beside --flashscan, step by step (an A/B)")
     a = ap.parse_args()
     clients = [int(c) for c in a.clients.split(",")]
     os.makedirs(a.work, exist_ok=True)
@@ -102,6 +111,15 @@ def main():
     shutil.rmtree(db, ignore_errors=True)
     run.sh([fs, "init", db], stdout=subprocess.DEVNULL)
     flash = run.Flashscan(fs, db, max_conn, a.serve_args.split())
+    before = None
+    if a.flashscan_before:
+        db_before = os.path.join(a.work, "flashscan-inserts-before")
+        shutil.rmtree(db_before, ignore_errors=True)
+        run.sh([a.flashscan_before, "init", db_before], stdout=subprocess.DEVNULL)
+        before = run.Flashscan(a.flashscan_before, db_before, max_conn, a.serve_args.split(), port=run.FS_PORT + 1, http_port=run.FS_HTTP + 1)
+    servers = {"flashscan": flash}
+    if before:
+        servers = {"before": before, "flashscan": flash}
 
     pg = run.Postgres(a.work, max_conn)
     pg.init()
@@ -116,14 +134,18 @@ def main():
     shot = False
     try:
         run.psql(run.PG_PORT, f"DROP TABLE IF EXISTS ins; CREATE TABLE ins ({TABLE})")
-        flash.start()
-        run.psql(run.FS_PORT, f"CREATE TABLE ins ({TABLE})", user="bench")
+        for server in servers.values():
+            server.start()
+            run.psql(server.port, f"CREATE TABLE ins ({TABLE})", user="bench")
         for rnd in range(a.rounds):
             for n in clients:
-                for system in ("flashscan", "postgresql"):
-                    port, user, pid = (run.FS_PORT, "bench", flash.pid) if system == "flashscan" else (run.PG_PORT, "postgres", pg.pid)
-                    before = count(port, user)
-                    totals0 = commit_totals() if system == "flashscan" else None
+                for system in list(servers) + ["postgresql"]:
+                    if system in servers:
+                        port, user, pid = servers[system].port, "bench", servers[system].pid
+                    else:
+                        port, user, pid = run.PG_PORT, "postgres", pg.pid
+                    rows_before = count(port, user)
+                    totals0 = commit_totals(port) if system in servers else None
                     cpu0 = run.process_figures(pid())["cpu_s"]
                     last = rnd == a.rounds - 1 and n == clients[-1] and system == "flashscan"
                     shooter = None
@@ -137,14 +159,14 @@ def main():
                     if shooter:
                         shooter.join()
                     cpu = run.process_figures(pid())["cpu_s"] - cpu0
-                    rows = count(port, user) - before
+                    rows = count(port, user) - rows_before
                     if rows != r["transactions"]:
                         raise RuntimeError(f"{system}: pgbench counted {r['transactions']} transactions, the table gained {rows} rows")
                     r.update(system=system, clients=n, round=rnd, rows=rows, rows_per_s=rows / r["elapsed_s"], server_cpu_s=cpu,
                              server_cpu_us_per_row=cpu * 1e6 / rows if rows else float("nan"))
                     if totals0:
                         time.sleep(1.2)  # the sampler's next second holds the step's last commits
-                        totals1 = commit_totals()
+                        totals1 = commit_totals(port)
                         if totals1:
                             statements, commits, flushes = (b - a_ for a_, b in zip(totals0, totals1))
                             r.update(statements_per_commit=statements / commits if commits else float("nan"),
@@ -159,7 +181,8 @@ def main():
                           f"latency avg {r['latency_ms_avg']:.2f} ms, {rows} rows in {r['elapsed_s']:.1f} s, server CPU {cpu:.1f} s, "
                           f"{r['server_cpu_us_per_row']:.0f} us/row{extra})", flush=True)
     finally:
-        flash.stop()
+        for server in servers.values():
+            server.stop()
         pg.stop()
         os.unlink(script.name)
     with open(os.path.join(a.out, "inserts.json"), "w") as f:
@@ -179,6 +202,31 @@ def main():
                      f"{med(f_, 'server_cpu_s'):.1f} / {med(p_, 'server_cpu_s'):.1f} | "
                      f"{med(f_, 'server_cpu_us_per_row'):.0f} / {med(p_, 'server_cpu_us_per_row'):.0f} | "
                      f"{med(f_, 'statements_per_commit'):.1f} / {med(f_, 'statements_per_flush'):.1f} |")
+    if before:
+        def per_round(n, num, den):
+            ratios = []
+            for rnd in range(a.rounds):
+                x = [r["rows_per_s"] for r in results if r["clients"] == n and r["round"] == rnd and r["system"] == num]
+                y = [r["rows_per_s"] for r in results if r["clients"] == n and r["round"] == rnd and r["system"] == den]
+                if x and y and y[0]:
+                    ratios.append(x[0] / y[0])
+            return ratios
+        lines += ["", f"A/B: before = {a.flashscan_before}, new = {fs}; ratios are medians over rounds of the same round's steps", "",
+                  "| clients | before rows/s | new rows/s | PostgreSQL rows/s | new ÷ before | before ÷ pg | new ÷ pg | CPU us/row before / new | statements per flush before / new |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for n in clients:
+            b_ = [r for r in results if r["clients"] == n and r["system"] == "before"]
+            f_ = [r for r in results if r["clients"] == n and r["system"] == "flashscan"]
+            p_ = [r for r in results if r["clients"] == n and r["system"] == "postgresql"]
+            def med(rs, k):
+                v = [r[k] for r in rs if k in r]
+                return statistics.median(v) if v else float("nan")
+            def mr(v):
+                return f"{statistics.median(v):.2f} ({', '.join(f'{x:.2f}' for x in v)})" if v else "nan"
+            lines.append(f"| {n} | {med(b_, 'rows_per_s'):.0f} | {med(f_, 'rows_per_s'):.0f} | {med(p_, 'rows_per_s'):.0f} | "
+                         f"{mr(per_round(n, 'flashscan', 'before'))} | {mr(per_round(n, 'before', 'postgresql'))} | {mr(per_round(n, 'flashscan', 'postgresql'))} | "
+                         f"{med(b_, 'server_cpu_us_per_row'):.0f} / {med(f_, 'server_cpu_us_per_row'):.0f} | "
+                         f"{med(b_, 'statements_per_flush'):.1f} / {med(f_, 'statements_per_flush'):.1f} |")
     lines += ["", "Target (issue 12): flashscan >= 2x PostgreSQL's rows/s at 8 and 64 clients, both durable "
               "(PostgreSQL: fsync = on, synchronous_commit = on).",
               "Command: python3 bench/concurrency/inserts.py " + " ".join(sys.argv[1:])]

@@ -73,13 +73,15 @@ def psql(port, sql, host="127.0.0.1", user="postgres", capture=True):
 
 
 class Flashscan:
-    def __init__(self, fs, db, max_connections, extra_args=()):
+    def __init__(self, fs, db, max_connections, extra_args=(), port=FS_PORT, http_port=FS_HTTP):
         self.fs, self.db, self.max_connections, self.proc = fs, db, max_connections, None
         self.extra_args = list(extra_args)
+        # Another port pair lets a second server (a "before" binary for an A/B) run beside.
+        self.port, self.http_port = port, http_port
 
     def start(self):
-        self.proc = subprocess.Popen([self.fs, "serve", self.db, "--listen", f"127.0.0.1:{FS_PORT}",
-                                      "--http", f"127.0.0.1:{FS_HTTP}", "--max-connections", str(self.max_connections),
+        self.proc = subprocess.Popen([self.fs, "serve", self.db, "--listen", f"127.0.0.1:{self.port}",
+                                      "--http", f"127.0.0.1:{self.http_port}", "--max-connections", str(self.max_connections),
                                       # PostgreSQL queues every client without a limit: so must
                                       # flashscan here, or its 30 s queue timeout (53000) ends
                                       # pgbench at 50+ clients of Q1.
@@ -87,7 +89,7 @@ class Flashscan:
                                      stderr=subprocess.PIPE, text=True)
         for _ in range(600):
             try:
-                psql(FS_PORT, "select 1", user="bench")
+                psql(self.port, "select 1", user="bench")
                 return
             except subprocess.CalledProcessError:
                 time.sleep(0.1)

@@ -952,7 +952,11 @@ impl ExtendedQueryHandler for QueryHandler {
             }
             None => None,
         };
-        self.run_in_transaction(&backend, &prepared.command, plan, &portal.result_column_format).await
+        // Boxed on its own: async_trait boxes this function's whole future per Execute, and
+        // its size is its largest state's — a query's (planning, streaming) would otherwise
+        // be allocated and copied for every prepared INSERT on the fast path above too
+        // (4.5 % of the server's CPU at 64 clients in memcpy alone: docs/benchmarks.md, server7).
+        Box::pin(self.run_in_transaction(&backend, &prepared.command, plan, &portal.result_column_format)).await
     }
 }
 
