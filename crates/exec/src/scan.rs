@@ -196,6 +196,16 @@ struct DecodeWork<S> {
     sink: S,
 }
 
+/// A chunk a kernel took (segments or heap pages in place): its rows and pages, and its time
+/// split into decode (everything since `decode_start` but the kernel's own) and query.
+fn count_kernel_chunk(stats: &mut WorkerStats, chunk: &Chunk, rows: u64, decode_start: Instant, query_ns: u64) {
+    let total_ns = decode_start.elapsed().as_nanos() as u64;
+    stats.rows_scanned += rows;
+    stats.decode_ns += total_ns.saturating_sub(query_ns);
+    stats.query_ns += query_ns;
+    stats.pages_read += chunk.page_count as u64;
+}
+
 impl<S: BatchSink> ChunkWork for DecodeWork<S> {
     fn on_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError> {
         let decode_start = Instant::now();
@@ -204,12 +214,7 @@ impl<S: BatchSink> ChunkWork for DecodeWork<S> {
             if let Some(rows) = self.decoder.decode_chunk_segments(chunk, bytes, path, &mut timed) {
                 // Decode = gathering and verifying segments (checksums, zstd); query = the
                 // kernel's fused loop, which unpacks and aggregates in one pass.
-                let rows = rows?;
-                let total_ns = decode_start.elapsed().as_nanos() as u64;
-                stats.rows_scanned += rows;
-                stats.decode_ns += total_ns.saturating_sub(timed.query_ns);
-                stats.query_ns += timed.query_ns;
-                stats.pages_read += chunk.page_count as u64;
+                count_kernel_chunk(stats, chunk, rows?, decode_start, timed.query_ns);
                 return Ok(());
             }
         }
@@ -218,12 +223,7 @@ impl<S: BatchSink> ChunkWork for DecodeWork<S> {
             if let Some(rows) = self.decoder.decode_chunk_pages(chunk, bytes, path, &mut timed) {
                 // Decode = verifying pages (checksums, slots, bounds) and decoding the pages
                 // the kernel did not take; query = the kernel's reads of the pages in place.
-                let rows = rows?;
-                let total_ns = decode_start.elapsed().as_nanos() as u64;
-                stats.rows_scanned += rows;
-                stats.decode_ns += total_ns.saturating_sub(timed.query_ns);
-                stats.query_ns += timed.query_ns;
-                stats.pages_read += chunk.page_count as u64;
+                count_kernel_chunk(stats, chunk, rows?, decode_start, timed.query_ns);
                 return Ok(());
             }
         }
