@@ -351,8 +351,10 @@ impl HeapDecoder {
     }
 }
 
+/// Start and end of variable-length column `var_index` relative to the row at `at` (the
+/// decoder's and `page_view`'s one reading of a row's offsets).
 #[inline]
-fn var_bounds(layout: &RowLayout, page: &[u8], at: usize, var_index: usize) -> (usize, usize) {
+pub(super) fn var_bounds(layout: &RowLayout, page: &[u8], at: usize, var_index: usize) -> (usize, usize) {
     let base = at + layout.var_offsets_start;
     let start = if var_index == 0 { layout.var_data_start } else { read_u16(page, base + 2 * (var_index - 1)) as usize };
     let end = read_u16(page, base + 2 * var_index) as usize;

@@ -18,8 +18,9 @@ use std::path::Path;
 
 use crate::column::ColumnType;
 use crate::error::StorageError;
-use crate::heap::header::{read_u16, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
+use crate::heap::header::{PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
 use crate::heap::heap_page::{slot_offset, verify_page};
+use crate::heap::decoder::var_bounds;
 use crate::heap::row_codec::{ColumnSlot, RowLayout};
 use crate::heap::PageId;
 use crate::table_meta::TableMeta;
@@ -252,11 +253,3 @@ impl<'p> HeapPageView<'p> {
     }
 }
 
-/// Start and end of variable-length column `var_index` relative to the row at `at`.
-#[inline]
-fn var_bounds(layout: &RowLayout, page: &[u8], at: usize, var_index: usize) -> (usize, usize) {
-    let base = at + layout.var_offsets_start;
-    let start = if var_index == 0 { layout.var_data_start } else { read_u16(page, base + 2 * (var_index - 1)) as usize };
-    let end = read_u16(page, base + 2 * var_index) as usize;
-    (start, end)
-}
