@@ -3,61 +3,22 @@
 
 use std::path::Path;
 
-use flashscan_storage::heap::header::seal;
-use flashscan_storage::heap::heap_page::{decode_page_rows, HeapPageBuilder};
+use flashscan_storage::heap::heap_page::decode_page_rows;
 use flashscan_storage::heap::row_codec::{encode_row, RowLayout, Value, ROW_BYTES_MAX};
-use flashscan_storage::{ColumnType, HeapDecoder, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{ColumnType, HeapDecoder, PageId, TableMeta, PAGE_SIZE_BYTES};
 use proptest::prelude::*;
 
 mod common;
 use common::{same, table};
-use common::{decoded_value, new_type_value, or_null, schema_and_rows};
+use common::{any_value as value, decoded_value, sealed_pages as build_pages, schema_and_rows, PAGES_FILE_ID};
 
-fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
-    let v: BoxedStrategy<Value> = match t {
-        t if new_type_value(t).is_some() => new_type_value(t).unwrap_or_else(|| Just(Value::Null).boxed()),
-        ColumnType::Int32 => any::<i32>().prop_map(Value::Int32).boxed(),
-        ColumnType::Int64 => any::<i64>().prop_map(Value::Int64).boxed(),
-        // Compare bits: NaN payloads and -0.0 must survive too.
-        ColumnType::Float64 => any::<u64>().prop_map(|b| Value::Float64(f64::from_bits(b))).boxed(),
-        ColumnType::Decimal { .. } => any::<i64>().prop_map(Value::Decimal).boxed(),
-        ColumnType::Date32 => any::<i32>().prop_map(Value::Date32).boxed(),
-        ColumnType::Utf8 => prop_oneof![Just(String::new()), ".{0,40}", "[a-z]{0,300}"].prop_map(Value::Utf8).boxed(),
-        ColumnType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
-        _ => Just(Value::Null).boxed(),
-    };
-    or_null(v, nullable)
-}
 
-/// Builds sealed pages from rows; returns the pages and the rows per page.
-fn build_pages(layout: &RowLayout, column_count: u16, rows: &[Vec<Value>]) -> Vec<Vec<u8>> {
-    let mut builder = HeapPageBuilder::new(column_count);
-    let mut pages = Vec::new();
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for r in rows {
-        encode_row(layout, r, &mut buf).expect("row fits");
-        if !builder.try_append(&buf) {
-            builder.take_page(&mut out);
-            assert!(builder.try_append(&buf));
-        }
-    }
-    if !builder.is_empty() {
-        builder.take_page(&mut out);
-    }
-    for (i, chunk) in out.chunks_exact(PAGE_SIZE_BYTES).enumerate() {
-        let mut p = chunk.to_vec();
-        seal(&mut p, PageId::new(7, i as u32), Lsn(3));
-        pages.push(p);
-    }
-    pages
-}
 
 fn check_heap_decoder(meta: &TableMeta, pages: &[Vec<u8>], rows: &[Vec<Value>]) {
     let projection: Vec<usize> = (0..meta.columns.len()).rev().collect();
     let mut dec = HeapDecoder::new(meta, &projection);
     for (i, p) in pages.iter().enumerate() {
-        dec.push_page(p, PageId::new(7, i as u32).0, Path::new("f"), 0).unwrap();
+        dec.push_page(p, PageId::new(PAGES_FILE_ID, i as u32).0, Path::new("f"), 0).unwrap();
     }
     assert_eq!(dec.rows_buffered(), rows.len());
     let batch = dec.finish();
@@ -83,7 +44,7 @@ proptest! {
         let pages = build_pages(&layout, cols.len() as u16, &rows);
         let mut decoded = Vec::new();
         for (i, p) in pages.iter().enumerate() {
-            decoded.extend(decode_page_rows(p, &layout, PageId::new(7, i as u32), Path::new("f"), 0).unwrap());
+            decoded.extend(decode_page_rows(p, &layout, PageId::new(PAGES_FILE_ID, i as u32), Path::new("f"), 0).unwrap());
         }
         prop_assert_eq!(decoded.len(), rows.len());
         for (a, b) in decoded.iter().zip(&rows) {
@@ -100,8 +61,8 @@ proptest! {
         let mut pages = build_pages(&layout, 2, &rows);
         pages[0][index] ^= 1 << bit;
         let mut dec = HeapDecoder::new(&meta, &[0, 1]);
-        let err = dec.push_page(&pages[0], PageId::new(7, 0).0, Path::new("data.dat"), 8192).unwrap_err().to_string();
-        prop_assert!(err.contains("data.dat") && err.contains(&PageId::new(7, 0).0.to_string()) && err.contains("8192"), "{}", err);
+        let err = dec.push_page(&pages[0], PageId::new(PAGES_FILE_ID, 0).0, Path::new("data.dat"), 8192).unwrap_err().to_string();
+        prop_assert!(err.contains("data.dat") && err.contains(&PageId::new(PAGES_FILE_ID, 0).0.to_string()) && err.contains("8192"), "{}", err);
     }
 }
 
@@ -126,7 +87,7 @@ fn wrong_page_id_is_reported() {
     let mut dec = HeapDecoder::new(&meta, &[0]);
     let err = dec.push_page(&pages[0], 99, Path::new("x.dat"), 0).unwrap_err().to_string();
     assert!(err.contains("x.dat") && err.contains("page 99") && err.contains("wrong place"), "{err}");
-    assert_eq!(flashscan_storage::decode_page_count_only(&pages[0], PageId::new(7, 0).0, Path::new("x"), 0).unwrap(), 1);
+    assert_eq!(flashscan_storage::decode_page_count_only(&pages[0], PageId::new(PAGES_FILE_ID, 0).0, Path::new("x"), 0).unwrap(), 1);
 }
 
 #[test]
@@ -136,6 +97,6 @@ fn empty_projection_counts_rows() {
     let rows: Vec<Vec<Value>> = (0..10).map(|i| vec![Value::Int32(i)]).collect();
     let pages = build_pages(&layout, 1, &rows);
     let mut dec = HeapDecoder::new(&meta, &[]);
-    dec.push_page(&pages[0], PageId::new(7, 0).0, Path::new("f"), 0).unwrap();
+    dec.push_page(&pages[0], PageId::new(PAGES_FILE_ID, 0).0, Path::new("f"), 0).unwrap();
     assert_eq!(dec.finish().num_rows(), 10);
 }

@@ -10,54 +10,14 @@ use arrow::array::{Array, AsArray};
 use arrow::datatypes::{Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type, UInt64Type};
 use flashscan_storage::heap::header::{seal, PAGE_KIND_HEAP_ROW_COMPRESSED};
 use flashscan_storage::heap::heap_page::HeapPageBuilder;
-use flashscan_storage::heap::row_codec::{encode_row, RowLayout, Value};
+use flashscan_storage::heap::row_codec::{RowLayout, Value};
 use flashscan_storage::{ColumnType, HeapDecoder, HeapPageLayout, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
 use proptest::prelude::*;
 
 mod common;
-use common::{new_type_value, or_null, schema_and_rows, table};
+use common::{any_value as value, sealed_pages as build_pages, schema_and_rows, table, PAGES_FILE_ID as FILE_ID};
 
-fn value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
-    let v: BoxedStrategy<Value> = match t {
-        t if new_type_value(t).is_some() => new_type_value(t).unwrap_or_else(|| Just(Value::Null).boxed()),
-        ColumnType::Int32 => any::<i32>().prop_map(Value::Int32).boxed(),
-        ColumnType::Int64 => any::<i64>().prop_map(Value::Int64).boxed(),
-        ColumnType::Float64 => any::<u64>().prop_map(|b| Value::Float64(f64::from_bits(b))).boxed(),
-        ColumnType::Decimal { .. } => any::<i64>().prop_map(Value::Decimal).boxed(),
-        ColumnType::Date32 => any::<i32>().prop_map(Value::Date32).boxed(),
-        ColumnType::Utf8 => prop_oneof![Just(String::new()), ".{0,40}", "[a-z]{0,300}"].prop_map(Value::Utf8).boxed(),
-        ColumnType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
-        _ => Just(Value::Null).boxed(),
-    };
-    or_null(v, nullable)
-}
 
-const FILE_ID: u32 = 7;
-
-/// Sealed pages of `rows`.
-fn build_pages(layout: &RowLayout, column_count: u16, rows: &[Vec<Value>]) -> Vec<Vec<u8>> {
-    let mut builder = HeapPageBuilder::new(column_count);
-    let mut buf = Vec::new();
-    let mut out = Vec::new();
-    for r in rows {
-        encode_row(layout, r, &mut buf).expect("row fits");
-        if !builder.try_append(&buf) {
-            builder.take_page(&mut out);
-            assert!(builder.try_append(&buf));
-        }
-    }
-    if !builder.is_empty() {
-        builder.take_page(&mut out);
-    }
-    out.chunks_exact(PAGE_SIZE_BYTES)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut p = chunk.to_vec();
-            seal(&mut p, PageId::new(FILE_ID, i as u32), Lsn(3));
-            p
-        })
-        .collect()
-}
 
 /// The fixed-width value at row `r` of a decoded column as the view's `integer` reads it
 /// (the stored bits, 4-byte values sign-extended); None where the view has no integer.

@@ -11,9 +11,11 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Decimal128Type;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use flashscan_storage::column::TemporalUnit;
-use flashscan_storage::heap::row_codec::Value;
+use flashscan_storage::heap::header::seal;
+use flashscan_storage::heap::heap_page::HeapPageBuilder;
+use flashscan_storage::heap::row_codec::{encode_row, RowLayout, Value};
 use flashscan_storage::load::tpch::tpch_source;
-use flashscan_storage::{load_table, ColumnDef, ColumnType, LoadOptions, TableMeta};
+use flashscan_storage::{load_table, ColumnDef, ColumnType, LoadOptions, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
 use proptest::prelude::*;
 
 pub fn column_type() -> impl Strategy<Value = ColumnType> {
@@ -164,4 +166,48 @@ pub fn tpch_db(table: &str, partition_count: u32) -> (tempfile::TempDir, PathBuf
     let db_dir = tmp.path().join("db");
     load_table(&db_dir, tpch_source(table, 0.01, 2).unwrap(), &load_options(partition_count)).unwrap();
     (tmp, db_dir)
+}
+
+/// Any value of type `t` (NULL too when `nullable`): every type, floats by their bits (NaN
+/// payloads and -0.0 must survive), empty and long strings.
+pub fn any_value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
+    let v: BoxedStrategy<Value> = match t {
+        t if new_type_value(t).is_some() => new_type_value(t).unwrap_or_else(|| Just(Value::Null).boxed()),
+        ColumnType::Int32 => any::<i32>().prop_map(Value::Int32).boxed(),
+        ColumnType::Int64 => any::<i64>().prop_map(Value::Int64).boxed(),
+        ColumnType::Float64 => any::<u64>().prop_map(|b| Value::Float64(f64::from_bits(b))).boxed(),
+        ColumnType::Decimal { .. } => any::<i64>().prop_map(Value::Decimal).boxed(),
+        ColumnType::Date32 => any::<i32>().prop_map(Value::Date32).boxed(),
+        ColumnType::Utf8 => prop_oneof![Just(String::new()), ".{0,40}", "[a-z]{0,300}"].prop_map(Value::Utf8).boxed(),
+        ColumnType::Boolean => any::<bool>().prop_map(Value::Boolean).boxed(),
+        _ => Just(Value::Null).boxed(),
+    };
+    or_null(v, nullable)
+}
+
+/// The file id `sealed_pages` stamps into every page id.
+pub const PAGES_FILE_ID: u32 = 7;
+
+/// `rows` encoded into heap pages, each sealed as page i of file `PAGES_FILE_ID`.
+pub fn sealed_pages(layout: &RowLayout, column_count: u16, rows: &[Vec<Value>]) -> Vec<Vec<u8>> {
+    let mut builder = HeapPageBuilder::new(column_count);
+    let (mut buf, mut out) = (Vec::new(), Vec::new());
+    for r in rows {
+        encode_row(layout, r, &mut buf).expect("row fits");
+        if !builder.try_append(&buf) {
+            builder.take_page(&mut out);
+            assert!(builder.try_append(&buf));
+        }
+    }
+    if !builder.is_empty() {
+        builder.take_page(&mut out);
+    }
+    out.chunks_exact(PAGE_SIZE_BYTES)
+        .enumerate()
+        .map(|(i, chunk)| {
+            let mut page = chunk.to_vec();
+            seal(&mut page, PageId::new(PAGES_FILE_ID, i as u32), Lsn(3));
+            page
+        })
+        .collect()
 }
