@@ -17,6 +17,8 @@ as fast or faster. `--flashscan-before` times a second binary (the base commit) 
 
     python3 bench/compression/run.py --sf 10 --rounds 5                      # the documented run
     python3 bench/compression/run.py --sf 1 --rounds 1 --formats columnstore  # quick look
+    python3 bench/compression/run.py --sf 10 --formats columnstore --queries sum4,q1 \
+        --flashscan-db DIR/flashscan-tpch-sf10-columnstore --duckdb-db DIR/duckdb-tpch-sf10.db  # bench/tpch's data
 
 Data sets live under --work (default /var/tmp/flashscan-bench), shared with bench/scan.
 """
@@ -83,13 +85,25 @@ def main():
     ap.add_argument("--flashscan-before", help="also time this flashscan binary (e.g. the base commit's) on the same tables")
     ap.add_argument("--whole-column", action="store_true",
                     help="also time --flashscan with FLASHSCAN_VECTOR_KERNELS=0 (the whole-column decode path)")
+    ap.add_argument("--flashscan-db",
+                    help="time the table `lineitem` of this existing database as it is (e.g. the SF 10 column store "
+                         "bench/tpch made) instead of copies loaded and rebuilt under --work; needs --duckdb-db; "
+                         "--formats then only names it")
+    ap.add_argument("--duckdb-db", help="with --flashscan-db: the DuckDB file holding the same lineitem rows")
     a = ap.parse_args()
-    os.makedirs(a.work, exist_ok=True)
     fs = a.flashscan or flashscan_bin()
-    db = prepare_flashscan(fs, a.work, a.sf)
-    duck = prepare_duckdb(a.work, a.sf, prepare_parquet(a.work, a.sf))
-    formats = a.formats.split(",")
-    tables = {f: ensure_copy(fs, db, f) for f in formats}
+    if a.flashscan_db:
+        if not a.duckdb_db:
+            ap.error("--flashscan-db needs --duckdb-db (the same rows in DuckDB)")
+        db, duck = a.flashscan_db, a.duckdb_db
+        formats = [a.formats.split(",")[0]]
+        tables = {formats[0]: "lineitem"}
+    else:
+        os.makedirs(a.work, exist_ok=True)
+        db = prepare_flashscan(fs, a.work, a.sf)
+        duck = prepare_duckdb(a.work, a.sf, prepare_parquet(a.work, a.sf))
+        formats = a.formats.split(",")
+        tables = {f: ensure_copy(fs, db, f) for f in formats}
     sizes = {f: table_bytes(fs, db, t) for f, t in tables.items()}
     print("sizes (MB): " + ", ".join(f"{f} {b / 1e6:.0f}" for f, b in sizes.items()) + f", duckdb file {os.path.getsize(duck) / 1e6:.0f}")
     # Every series, timed round-robin: (label, binary, environment).
