@@ -14,6 +14,8 @@
 //! one to build on. Bytes still rule where they differ a lot (`BUILD_BYTES_RATIO_MAX`):
 //! the build side is held in memory whole.
 //!
+//! Only a build side that reads a table is turned round (`reads_a_table`).
+//!
 //! Runs right after `JoinSelection` (before distribution is enforced and before the joins'
 //! dynamic filters are made), on the joins it left partitioned (a `CollectLeft` join was
 //! chosen because its build side is small; a null-aware anti join cannot swap).
@@ -27,6 +29,7 @@ use datafusion::common::tree_node::{Transformed, TransformedResult, TreeNode};
 use datafusion::common::Result;
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_plan::joins::{HashJoinExec, PartitionMode};
+use datafusion::physical_plan::projection::ProjectionExec;
 use datafusion::physical_plan::statistics::{StatisticsArgs, StatisticsContext};
 use datafusion::physical_plan::ExecutionPlan;
 
@@ -69,10 +72,14 @@ impl PhysicalOptimizerRule for BuildOnFewerRows {
     }
 }
 
-/// Whether a join building on `build` and probing `probe` should swap them: `build` has
-/// more estimated rows than `probe` (both known), and `probe` is not more than
-/// `BUILD_BYTES_RATIO_MAX` times `build`'s bytes (when both are known).
+/// Whether a join building on `build` and probing `probe` should swap them: `build` reads
+/// a table (`reads_a_table`), has more estimated rows than `probe` (both known), and
+/// `probe` is not more than `BUILD_BYTES_RATIO_MAX` times `build`'s bytes (when both are
+/// known).
 fn builds_on_more_rows(build: &dyn ExecutionPlan, probe: &dyn ExecutionPlan) -> Result<bool> {
+    if !reads_a_table(build) {
+        return Ok(false);
+    }
     // As `JoinSelection` computes them (its statistics registry is off by default).
     let statistics = StatisticsContext::new();
     let (b, p) = (statistics.compute(build, &StatisticsArgs::new())?, statistics.compute(probe, &StatisticsArgs::new())?);
@@ -84,6 +91,20 @@ fn builds_on_more_rows(build: &dyn ExecutionPlan, probe: &dyn ExecutionPlan) -> 
         (Some(&build_bytes), Some(&probe_bytes)) => probe_bytes as f64 <= BUILD_BYTES_RATIO_MAX * build_bytes as f64,
         _ => true,
     })
+}
+
+/// `plan` is a table's scan (a leaf), under projections only. Only such a build side is
+/// turned round: its rows are the table's (exact, or estimated from its own filter), and
+/// as the probe side the scan applies the join's runtime filter before its rows are
+/// repartitioned and probed, which is where the swap pays. A build side computed by other
+/// operators keeps DataFusion's choice: its estimate can be far off (TPC-H Q15's
+/// `total_revenue = (SELECT max(...))` keeps one row, estimated at a fifth of the
+/// aggregate's), and a scan on the probe side is what its runtime filter cuts.
+fn reads_a_table(plan: &dyn ExecutionPlan) -> bool {
+    if let Some(projection) = plan.downcast_ref::<ProjectionExec>() {
+        return reads_a_table(projection.input().as_ref());
+    }
+    plan.children().is_empty()
 }
 
 /// See the module doc.
@@ -111,6 +132,7 @@ mod tests {
     use datafusion::physical_expr::expressions::Column;
     use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
     use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+    use datafusion::physical_plan::filter::FilterExec;
     use datafusion::physical_plan::{DisplayAs, DisplayFormatType, Partitioning, PlanProperties, SendableRecordBatchStream};
 
     use super::*;
@@ -168,11 +190,11 @@ mod tests {
         Arc::new(HashJoinExec::try_new(left, right, on, None, &JoinType::Inner, None, mode, NullEquality::NullEqualsNothing, false).unwrap_or_else(|e| panic!("{e}")))
     }
 
-    /// The name of the leaf the (only) hash join builds on.
+    /// What the outermost hash join builds on, as EXPLAIN shows it.
     fn build_side(plan: &Arc<dyn ExecutionPlan>) -> String {
         let mut found = None;
         let _ = plan.apply(|node| {
-            if let Some(j) = node.downcast_ref::<HashJoinExec>() {
+            if let (Some(j), None) = (node.downcast_ref::<HashJoinExec>(), &found) {
                 found = Some(datafusion::physical_plan::displayable(j.left().as_ref()).one_line().to_string().trim().to_string());
             }
             Ok(datafusion::common::tree_node::TreeNodeRecursion::Continue)
@@ -202,6 +224,13 @@ mod tests {
         let wide = (BUILD_BYTES_RATIO_MAX as usize + 1) << 20;
         let plan = optimized(join(Sized::leaf("narrow", 2_000_000, Some(1 << 20)), Sized::leaf("wide", 1_000_000, Some(wide)), PartitionMode::Partitioned));
         assert_eq!(build_side(&plan), "narrow");
+        // A build side computed by other operators (here a filter) keeps DataFusion's choice.
+        let always = Arc::new(datafusion::physical_expr::expressions::Literal::new(datafusion::common::ScalarValue::Boolean(Some(true))));
+        let computed: Arc<dyn ExecutionPlan> = Arc::new(FilterExec::try_new(always, Sized::leaf("filtered", 3_000_000, Some(1 << 20))).unwrap_or_else(|e| panic!("{e}")));
+        let statistics = StatisticsContext::new().compute(computed.as_ref(), &StatisticsArgs::new()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(statistics.num_rows.get_value().is_some_and(|&rows| rows > 1_000), "{statistics:?}");
+        let plan = optimized(join(computed, Sized::leaf("fewer", 1_000, Some(1 << 20)), PartitionMode::Partitioned));
+        assert!(build_side(&plan).starts_with("FilterExec"), "{}", build_side(&plan));
         // A broadcast (CollectLeft) join was chosen for its small build side: kept.
         let plan = optimized(join(Sized::leaf("broadcast", 200_000, Some(1 << 19)), Sized::leaf("probe", 100_000, Some(1 << 19)), PartitionMode::CollectLeft));
         assert_eq!(build_side(&plan), "broadcast");
