@@ -80,11 +80,18 @@ impl PiecewiseLike {
 
     /// Whether `value` matches the pattern (before `NOT`).
     fn matches(&self, value: &[u8]) -> bool {
-        if value.len() < self.head.len() + self.tail.len() || !value.starts_with(&self.head) || !value.ends_with(&self.tail) {
+        let (head, tail) = (self.head.len(), self.tail.len());
+        if value.len() < head + tail {
+            return false;
+        }
+        // Compared only when not empty: a slice compare is a `memcmp` call even for no
+        // bytes, and with the `%…%` patterns (empty head and tail) those two calls per row
+        // cost more than the searches (a quarter of Q13's samples at SF 10).
+        if (head > 0 && value[..head] != self.head[..]) || (tail > 0 && value[value.len() - tail..] != self.tail[..]) {
             return false;
         }
         // The middle pieces lie between the head and the tail.
-        let inner = &value[self.head.len()..value.len() - self.tail.len()];
+        let inner = &value[head..value.len() - tail];
         let mut at = 0;
         for finder in &self.middle {
             match finder.find(&inner[at..]) {
