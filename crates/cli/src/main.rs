@@ -144,9 +144,9 @@ fn main() {
 
 /// Keeps memory a query frees inside the process (mimalloc's `purge_delay` = -1) for the
 /// commands that run queries and exit (`flashscan sql`). By default mimalloc hands freed
-/// pages back to the kernel 10 ms after they are freed; a query frees and allocates batches,
-/// hash tables and group buffers all the time, so the kernel zeroed the same memory again and
-/// again (TPC-H Q16 at SF 10: a third of `perf`'s samples in `clear_page_erms`; 5-7 K minor
+/// pages back to the kernel a while (1 s in the v3 built here) after they are freed; a query
+/// frees and allocates batches, hash tables and group buffers all the time, so the kernel
+/// zeroed the same memory again and again (TPC-H Q16 at SF 10: a third of `perf`'s samples in `clear_page_erms`; 5-7 K minor
 /// faults against 2 K kept). The memory goes back to the kernel when the process exits; a
 /// long-running server (`flashscan serve`) keeps mimalloc's default. `MIMALLOC_PURGE_DELAY`
 /// in the environment still wins (mimalloc reads it at start-up; this sets the option only
@@ -157,10 +157,13 @@ fn keep_freed_memory() {
     }
     // `mi_option_purge_delay` in mimalloc.h (v3, the version libmimalloc-sys 0.1.49 builds by
     // default); the `mimalloc` crate names options only with its `extended` feature, whose
-    // dependency is not vendored here. Checked against the documented default (10 ms) before
-    // it is set, so another layout of the enum leaves the allocator as it is.
+    // dependency is not vendored here. Checked against the option's default before it is
+    // set, so another layout of the enum leaves the allocator as it is: 1000 ms in the v3
+    // that is built (src/options.c), 10 ms in mimalloc's docs and v2. (The check compared
+    // with 10 only, so the option was never set: Q13 at SF 10 still made ~690 `madvise`
+    // calls handing memory back, 8 with it set — docs/benchmarks.md, speed8.)
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
-    const PURGE_DELAY_DEFAULT_MS: std::ffi::c_long = 10;
+    const PURGE_DELAY_DEFAULTS_MS: [std::ffi::c_long; 2] = [1000, 10];
     extern "C" {
         fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
@@ -168,7 +171,7 @@ fn keep_freed_memory() {
     // SAFETY: both are plain option accessors of the linked allocator (mimalloc.h), callable
     // at any time from any thread; the option index is checked against its default first.
     unsafe {
-        if mi_option_get(MI_OPTION_PURGE_DELAY) == PURGE_DELAY_DEFAULT_MS {
+        if PURGE_DELAY_DEFAULTS_MS.contains(&mi_option_get(MI_OPTION_PURGE_DELAY)) {
             mi_option_set(MI_OPTION_PURGE_DELAY, -1);
         }
     }

@@ -86,6 +86,8 @@ impl FlashscanSession {
         }
         // Small-domain partial aggregates over column stores answered in the scan.
         let ctx = crate::aggregate_pushdown::register(SessionContext::new_with_config(config));
+        // Partitioned hash joins build on the input with fewer rows.
+        let ctx = crate::build_side::register(ctx);
         let scan_log = ScanLog::new();
         let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         let catalog = match &session.write {

@@ -275,6 +275,21 @@ impl FlashscanTable {
     }
 }
 
+/// `exec_plan::sampled_selectivity(spec)` on tokio's blocking threads when there is a
+/// runtime (else here). DataFusion plans a query's leaves concurrently (its
+/// `planning_concurrency`, the cores): a sample that blocked the planner's task read one
+/// table's filter columns after another (TPC-H Q16: part's, then supplier's); awaited off
+/// the task, they are read side by side. A sample that cannot finish (its thread panicked)
+/// leaves the estimate to DataFusion's default, as one that cannot be read does.
+async fn sample_off_the_planner(spec: &ScanSpec) -> Option<f64> {
+    if spec.row_filter.is_none() {
+        return None;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else { return crate::exec_plan::sampled_selectivity(spec) };
+    let spec = spec.clone();
+    runtime.spawn_blocking(move || crate::exec_plan::sampled_selectivity(&spec)).await.ok().flatten()
+}
+
 #[async_trait]
 impl TableProvider for FlashscanTable {
     fn schema(&self) -> SchemaRef {
@@ -348,7 +363,7 @@ impl TableProvider for FlashscanTable {
             column_statistics: self.column_statistics.clone(),
             sampled_selectivity: None,
         };
-        spec.sampled_selectivity = crate::exec_plan::sampled_selectivity(&spec);
+        spec.sampled_selectivity = sample_off_the_planner(&spec).await;
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
         let Some(delta) = delta.as_ref().filter(|d| d.row_count() > 0) else { return Ok(pages) };
         if row_filter.is_some() {
