@@ -37,8 +37,8 @@ pub struct ScanArgs {
     /// Size of each read (64K to 8M).
     #[arg(long = "io-size", value_name = "SIZE", default_value = "1M")]
     pub io_size: String,
-    /// Reads in flight per worker [default: found while scanning: starts at 16, doubled
-    /// while the rate still rises, at most 64].
+    /// Reads in flight per worker [default: heap tables find it while scanning (from 32,
+    /// doubled while the rate still rises, at most 64); column stores 8].
     #[arg(long, value_name = "N")]
     pub depth: Option<u32>,
     /// Worker threads (default: one per core).

@@ -29,8 +29,11 @@ use crate::limits::SCAN_QUEUE_DEPTH_MAX;
 /// Reads in flight per worker a scan starts with when it chooses the depth itself. On the
 /// test VM's virtual disk a cold heap scan of 1 MiB reads on 2 workers reached 0.57-0.70 of
 /// the raw rate at 4, 0.83 at 8, 0.88 at 16, 0.91-0.96 at 32 and 0.95-0.98 at 64 (quiet,
-/// docs/scan.md "Read-ahead depth"): 16 starts near the knee, the search does the rest.
-pub const AUTO_DEPTH_START: u32 = 16;
+/// docs/scan.md "Read-ahead depth"). Every read a scan spends below the depth it ends at
+/// costs (an SF 1 heap scan is ~760 reads): 32 starts near the knee, the search does the
+/// rest. (16 was tried first: under load its epochs cost an SF 1 scan ~20 % of its reads
+/// at 16 and 32 before it reached 64.)
+pub const AUTO_DEPTH_START: u32 = 32;
 /// Reads in flight per worker the search may grow to: bounds the arena each worker
 /// allocates up front (`AUTO_DEPTH_MAX` × io size: 64 MiB at 1 MiB reads).
 pub const AUTO_DEPTH_MAX: u32 = 64;
@@ -135,8 +138,9 @@ impl DepthSearch {
     pub fn new(start: u32, max: u32, worker_count: u32) -> DepthSearch {
         assert!(start >= 1 && start <= max, "depth start {start} outside 1..={max}");
         assert!(worker_count >= 1);
-        // The first epoch starts once every first read has completed, as after any change.
-        let first_fill_reads = start as u64 * worker_count as u64;
+        // The first epoch starts half a cycle in, as after any change: the first reads went
+        // out together, and the first completions come back together.
+        let first_fill_reads = (start as u64 * worker_count as u64).div_ceil(2);
         let phase = if start == max { Phase::Settled } else { Phase::Settling { until_reads: first_fill_reads } };
         DepthSearch { depth: start, max, worker_count, phase, steps: Vec::new() }
     }

@@ -9,7 +9,8 @@ use crate::check::{check_report, raw_pass};
 use crate::depth::{DepthPolicy, AUTO_DEPTH_START};
 use crate::error::ExecError;
 use crate::limits::{
-    SCAN_IO_SIZE_BYTES_DEFAULT, SCAN_IO_SIZE_BYTES_MAX, SCAN_IO_SIZE_BYTES_MIN, SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX,
+    SCAN_IO_SIZE_BYTES_DEFAULT, SCAN_IO_SIZE_BYTES_MAX, SCAN_IO_SIZE_BYTES_MIN, SCAN_QUEUE_DEPTH_DEFAULT, SCAN_QUEUE_DEPTH_MAX,
+    SCAN_THREADS_MAX,
 };
 use crate::queries::{merge_all, AnyKernel, BuiltinQuery};
 use crate::report::{PassFigures, ScanReport};
@@ -78,10 +79,24 @@ impl ScanOptions {
         }
     }
 
+    /// How a scan of `source` chooses its depth. A column store keeps the fixed default
+    /// unless `--depth` says otherwise: its reads are a row group's segments, decoded
+    /// together once all have arrived, and its scans are bound by decode (tens of MB
+    /// read); a deeper queue only spreads the reads over more row groups at once and
+    /// delays the first (cold SF 1 sum4 0.039 -> 0.047 s, q1 0.127 -> 0.151 s when it
+    /// searched; docs/scan.md).
+    pub fn depth_policy_for(&self, source: &dyn TableSource) -> DepthPolicy {
+        if self.auto_depth && source.is_column_store() {
+            DepthPolicy::Fixed(SCAN_QUEUE_DEPTH_DEFAULT)
+        } else {
+            self.depth_policy()
+        }
+    }
+
     /// The raw passes of `--check` read at the most reads in flight the scan may use: the
     /// device's rate for these reads, which a depth the scan chose itself must approach.
-    pub fn raw_depth_policy(&self) -> DepthPolicy {
-        DepthPolicy::Fixed(self.depth_policy().slots())
+    pub fn raw_depth_policy_for(&self, source: &dyn TableSource) -> DepthPolicy {
+        DepthPolicy::Fixed(self.depth_policy_for(source).slots())
     }
 
     pub fn read_config(&self) -> ReadConfig {
@@ -109,15 +124,15 @@ pub fn run_query(source: &dyn TableSource, query: &BuiltinQuery, options: &ScanO
     match options.cache_mode {
         CacheMode::Cold => cache_actions = drop_cached_pages(&distinct_paths(&source.runs()))?,
         CacheMode::Warm => {
-            let warm_up = raw_pass(&plan, &config, options.raw_depth_policy())?;
+            let warm_up = raw_pass(&plan, &config, options.raw_depth_policy_for(source))?;
             cache_actions.push(format!("warm-up pass: {:.0} MB buffered in {:.2} s", warm_up.bytes_read() as f64 / 1e6, warm_up.elapsed_s()));
         }
         CacheMode::Direct => cache_actions.push("O_DIRECT: page cache bypassed, not dropped".into()),
     }
 
-    let raw_depth = options.raw_depth_policy();
+    let raw_depth = options.raw_depth_policy_for(source);
     let raw_before = if options.check { Some(raw_pass(&plan, &config, raw_depth)?) } else { None };
-    let (kernels, stats) = scan_plan_with_depth(source, &plan, &projection, &config, options.depth_policy(), &|_| Ok(AnyKernel::new(query)))?;
+    let (kernels, stats) = scan_plan_with_depth(source, &plan, &projection, &config, options.depth_policy_for(source), &|_| Ok(AnyKernel::new(query)))?;
     let raw_after = if options.check { Some(raw_pass(&plan, &config, raw_depth)?) } else { None };
 
     let result = merge_all(kernels)?.unwrap_or_default();

@@ -122,9 +122,9 @@ pub fn verdict(v: &VerdictInputs) -> String {
         );
     }
     if io_share >= cpu_share {
-        let how = if v.depth_auto { "the depth search ended at" } else { "with" };
+        let how = if v.depth_auto { "; the depth search ended at" } else { " with" };
         return format!(
-            "held back by read-ahead: waiting for I/O {} % of the time {how} {} x {} KiB in flight per worker; try --depth {} (efficiency {} %)",
+            "held back by read-ahead: waiting for I/O {} % of the time{how} {} x {} KiB in flight per worker; try --depth {} (efficiency {} %)",
             percent(io_share),
             v.queue_depth,
             v.io_size_bytes / 1024,
@@ -172,7 +172,7 @@ mod tests {
         searched.depth_auto = true;
         searched.queue_depth = 32;
         let read_ahead = verdict(&searched);
-        assert!(read_ahead.contains("the depth search ended at 32 x 1024 KiB in flight per worker; try --depth 64"), "{read_ahead}");
+        assert!(read_ahead.contains("75 % of the time; the depth search ended at 32 x 1024 KiB in flight per worker; try --depth 64"), "{read_ahead}");
         let mut unsteady = inputs(0.5, w(1.5, 0.5, 0.0));
         unsteady.raw_mb_per_s_after = 1000.0;
         assert!(verdict(&unsteady).starts_with("held back by an unsteady device"));
