@@ -1,8 +1,8 @@
 //! How many reads a scan keeps in flight per worker. A fixed `--depth` is the user's;
 //! otherwise the scan finds the depth the device needs while it reads (TCP's slow start,
 //! SQL Server's read-ahead that grows with the scan): it starts at
-//! `AUTO_DEPTH_START`, measures the rate at which chunks reach the workers over a few
-//! full cycles of the reads in flight, doubles the depth while the rate still rises by at
+//! `AUTO_DEPTH_START`, measures the rate at which chunks reach the workers over one
+//! full cycle of the reads in flight, doubles the depth while the rate still rises by at
 //! least `AUTO_DEPTH_GAIN_MIN`, and keeps the depth it has once a doubling gains less (the
 //! device's knee: more reads in flight only queue up). The search runs once per scan,
 //! shared by its workers, so it measures what the device gives all of them together.
@@ -14,9 +14,10 @@
 //! I/O before the first scan and a file written outside the database, and it measures raw
 //! reads, not the scan's own consumption. The cost of the search is its first epochs at a
 //! smaller depth; `AUTO_DEPTH_START` is chosen so that most devices start near their knee.
+//! (At 1 MiB reads that leaves one doubling, 32 to 64; smaller reads leave more room.)
 //!
 //! `DepthSearch` is the decision alone (no clock, no atomics), so it is tested against
-//! simulated devices; `AdaptiveDepth` shares it between the workers of one scan.
+//! simulated devices; `ScanDepth` shares it between the workers of one scan.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -41,7 +42,8 @@ pub const AUTO_DEPTH_MAX: u32 = 64;
 /// is allocated (and pinned by io_uring) before the first read, so 8 MiB reads stop at 8.
 pub const AUTO_IN_FLIGHT_BYTES_MAX: usize = 64 << 20;
 /// Relative rise in the rate that makes the next doubling worth trying: below it the
-/// device is at its knee. Above the run-to-run noise of one epoch on a quiet device.
+/// device is at its knee. On a loaded machine one epoch's rate varies by more than this;
+/// the search then stops a doubling early or late, never below its start.
 pub const AUTO_DEPTH_GAIN_MIN: f64 = 0.05;
 /// Full cycles of every read in flight over which one depth's rate is measured. One: an
 /// SF 1 heap scan is ~760 reads of 1 MiB, and every read spent below the knee costs.
