@@ -118,8 +118,21 @@ impl<'p, T> ScanStream<'p, T> {
         next: &mut dyn FnMut() -> Option<(Extent, T)>,
         consume: &mut dyn FnMut(T, &[u8]) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.run_windowed(next, consume, &|| u32::MAX)
+    }
+
+    /// Like `run`, keeping at most `window()` reads in flight (asked before every refill,
+    /// never more than the stream's slots): a scan that chooses its depth while it reads
+    /// (flashscan_exec's `ScanDepth`) opens the engine with the most slots it may use and
+    /// widens the window as it learns what the device needs.
+    pub fn run_windowed<E: From<IoError> + From<BufferError>>(
+        &mut self,
+        next: &mut dyn FnMut() -> Option<(Extent, T)>,
+        consume: &mut dyn FnMut(T, &[u8]) -> Result<(), E>,
+        window: &dyn Fn() -> u32,
+    ) -> Result<(), E> {
         let mut activity = crate::stream_activity::ActiveStream::start();
-        let result = self.run_inner(next, consume, &mut activity);
+        let result = self.run_inner(next, consume, window, &mut activity);
         if result.is_err() {
             self.queue.drain();
         }
@@ -130,11 +143,14 @@ impl<'p, T> ScanStream<'p, T> {
         &mut self,
         next: &mut dyn FnMut() -> Option<(Extent, T)>,
         consume: &mut dyn FnMut(T, &[u8]) -> Result<(), E>,
+        window: &dyn Fn() -> u32,
         activity: &mut crate::stream_activity::ActiveStream,
     ) -> Result<(), E> {
         let mut exhausted = false;
         loop {
-            while !exhausted && self.queue.has_free_slot() {
+            // At least one read in flight, whatever the window says, so the stream moves.
+            let in_flight_max = window().max(1);
+            while !exhausted && self.queue.has_free_slot() && self.queue.outstanding() < in_flight_max {
                 let Some((extent, tag)) = next() else {
                     exhausted = true;
                     break;

@@ -81,6 +81,10 @@ pub fn run_bench(args: BenchCheckpointArgs) -> anyhow::Result<()> {
         }
     }
     let mut scan = ScanOptions::default();
+    // The scan beside the checkpoint keeps the fixed depth its published figures were
+    // measured at: the checkpoint paces its writes on the scan's reads in flight.
+    scan.auto_depth = false;
+    scan.queue_depth = flashscan_exec::limits::SCAN_QUEUE_DEPTH_DEFAULT;
     if let Some(t) = args.threads {
         scan.thread_count = t;
     }

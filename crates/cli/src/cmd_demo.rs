@@ -149,15 +149,25 @@ fn summary_row(query: &str, cold: bool, r: &serde_json::Value) -> Vec<String> {
         format!("{:.1}", f("rows_per_s") / 1e6),
         format!("{:.2}", f("cpu_us_per_page")),
         format!("{:.0}", f("raw_mb_per_s")),
+        depth_cell(r),
         format!("{:.0} %", f("efficiency") * 100.0),
         r.get("verdict").and_then(|v| v.as_str()).unwrap_or("").to_string(),
     ]
 }
 
+/// Reads in flight per worker the scan ended with, and whether it found that itself.
+fn depth_cell(r: &serde_json::Value) -> String {
+    let depth = r.get("queue_depth").and_then(|v| v.as_u64()).map_or_else(|| "?".to_string(), |d| d.to_string());
+    match r.get("queue_depth_mode").and_then(|v| v.as_str()) {
+        Some("auto") => format!("{depth} (found)"),
+        _ => depth,
+    }
+}
+
 fn print_summary(rows: &[Vec<String>]) {
     let mut t = comfy_table::Table::new();
     t.load_preset(comfy_table::presets::ASCII_MARKDOWN);
-    t.set_header(["query", "mode", "elapsed s", "MB read", "MB/s", "M rows/s", "CPU µs/page", "raw MB/s", "efficiency", "verdict"]);
+    t.set_header(["query", "mode", "elapsed s", "MB read", "MB/s", "M rows/s", "CPU µs/page", "raw MB/s", "depth", "efficiency", "verdict"]);
     for r in rows {
         t.add_row(r);
     }

@@ -37,9 +37,10 @@ pub struct ScanArgs {
     /// Size of each read (64K to 8M).
     #[arg(long = "io-size", value_name = "SIZE", default_value = "1M")]
     pub io_size: String,
-    /// Reads in flight per worker.
-    #[arg(long, value_name = "N", default_value_t = flashscan_exec::limits::SCAN_QUEUE_DEPTH_DEFAULT)]
-    pub depth: u32,
+    /// Reads in flight per worker [default: heap tables find it while scanning (from 32,
+    /// doubled while the rate still rises, at most 64); column stores 8].
+    #[arg(long, value_name = "N")]
+    pub depth: Option<u32>,
     /// Worker threads (default: one per core).
     #[arg(long, value_name = "N")]
     pub threads: Option<u32>,
@@ -85,7 +86,8 @@ fn parse_options(args: &ScanArgs) -> anyhow::Result<ScanOptions> {
     };
     let options = ScanOptions {
         io_size_bytes: usize::try_from(io_size_bytes).map_err(|_| bad_input("--io-size too large"))?,
-        queue_depth: args.depth,
+        queue_depth: args.depth.unwrap_or(flashscan_exec::depth::AUTO_DEPTH_START),
+        auto_depth: args.depth.is_none(),
         thread_count: args.threads.unwrap_or_else(default_thread_count),
         cache_mode: if args.cold {
             CacheMode::Cold
@@ -150,6 +152,10 @@ fn print_report(r: &ScanReport) {
         "read I/Os",
         format!("{} of {:.0} KiB avg ({} x {} KiB per worker, {} engine)", r.figures.read_ios_count, r.figures.read_io_size_bytes_avg / 1024.0, r.queue_depth, r.io_size_bytes / 1024, r.engine),
     );
+    if !r.queue_depth_steps.is_empty() {
+        let steps: Vec<String> = r.queue_depth_steps.iter().map(|s| format!("{} → {:.0} MB/s", s.depth, s.mb_per_s)).collect();
+        add("depth search", format!("{}; kept {}", steps.join(", "), r.queue_depth));
+    }
     add("CPU", format!("{:.3} s on {} threads, {:.2} µs per page", r.figures.cpu_s, r.threads, r.figures.cpu_us_per_page));
     add("decode", format!("{:.3} s, {:.2} µs per page", r.figures.decode_s, r.figures.decode_us_per_page));
     if r.skipped.row_groups_total > 0 {
@@ -164,7 +170,10 @@ fn print_report(r: &ScanReport) {
         add(&format!("  {kind}"), format!("{seconds:.3} s ({share:.0} %)"));
     }
     if let Some(c) = &r.check {
-        add("raw read rate", format!("{:.0} MB/s (before {:.0}, after {:.0})", c.raw_mb_per_s, c.raw_mb_per_s_before, c.raw_mb_per_s_after));
+        add(
+            "raw read rate",
+            format!("{:.0} MB/s (before {:.0}, after {:.0}; {} x {} KiB in flight per worker)", c.raw_mb_per_s, c.raw_mb_per_s_before, c.raw_mb_per_s_after, c.raw_queue_depth, r.io_size_bytes / 1024),
+        );
         add("efficiency", format!("{:.0} %", c.efficiency * 100.0));
         add("verdict", c.verdict.clone());
     }

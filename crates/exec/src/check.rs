@@ -5,7 +5,8 @@
 
 use crate::error::ExecError;
 use crate::report::{CheckReport, PassFigures};
-use crate::scan::{read_raw, ReadConfig, ScanStats};
+use crate::depth::{DepthFigures, DepthPolicy};
+use crate::scan::{read_raw_with_depth, ReadConfig, ScanStats};
 use crate::source::ReadPlan;
 use crate::verdict::{column_store_verdict, verdict, ColumnStoreInputs, VerdictInputs};
 
@@ -48,15 +49,22 @@ pub fn memory_read_gb_per_s(thread_count: u32) -> f64 {
     if best_s > 0.0 { bytes / best_s / 1e9 } else { 0.0 }
 }
 
-/// One raw pass over the plan's reads.
-pub fn raw_pass(plan: &ReadPlan, config: &ReadConfig) -> Result<ScanStats, ExecError> {
-    read_raw(plan, config)
+/// One raw pass over the plan's reads, `depth` reads in flight per worker.
+pub fn raw_pass(plan: &ReadPlan, config: &ReadConfig, depth: DepthPolicy) -> Result<ScanStats, ExecError> {
+    read_raw_with_depth(plan, config, depth)
 }
 
 /// The check's figures and verdict from the scan and the two raw passes around it.
 /// `column_store`: the scan read a column store and decoded this many values; its verdict
 /// then compares decode with the memory read rate measured here, right after the scan.
-pub fn check_report(scan: &PassFigures, before: &ScanStats, after: &ScanStats, config: &ReadConfig, column_store_values: Option<u64>) -> CheckReport {
+pub fn check_report(
+    scan: &PassFigures,
+    before: &ScanStats,
+    after: &ScanStats,
+    config: &ReadConfig,
+    depth: &DepthFigures,
+    column_store_values: Option<u64>,
+) -> CheckReport {
     let (raw_before, raw_after) = (before.mb_per_s(), after.mb_per_s());
     let raw_mb_per_s = (raw_before + raw_after) / 2.0;
     let efficiency = if raw_mb_per_s > 0.0 { scan.mb_per_s / raw_mb_per_s } else { 0.0 };
@@ -68,7 +76,8 @@ pub fn check_report(scan: &PassFigures, before: &ScanStats, after: &ScanStats, c
         cpu_s: scan.cpu_s,
         elapsed_s: scan.elapsed_s,
         thread_count: config.thread_count,
-        queue_depth: config.queue_depth,
+        queue_depth: depth.depth_final,
+        depth_auto: depth.mode == "auto",
         io_size_bytes: config.io_size_bytes,
         raw_mb_per_s_before: raw_before,
         raw_mb_per_s_after: raw_after,
@@ -80,5 +89,6 @@ pub fn check_report(scan: &PassFigures, before: &ScanStats, after: &ScanStats, c
         }
         None => (verdict(&inputs), None),
     };
-    CheckReport { raw_mb_per_s, raw_mb_per_s_before: raw_before, raw_mb_per_s_after: raw_after, efficiency, verdict, memory_gb_per_s }
+    let raw_queue_depth = before.depth.depth_final;
+    CheckReport { raw_mb_per_s, raw_mb_per_s_before: raw_before, raw_mb_per_s_after: raw_after, raw_queue_depth, efficiency, verdict, memory_gb_per_s }
 }

@@ -5,6 +5,8 @@
 //!   [`storage_source`] adapts heap tables to it, [`columnstore_source`] column stores;
 //! - [`chunk`]: runs cut into I/O-sized chunks, handed out to workers;
 //! - [`read_ahead`]: one engine per worker keeping `depth` large reads in flight;
+//! - [`depth`]: how many: the user's `--depth`, or found while scanning (doubled while the
+//!   rate the workers get still rises);
 //! - [`scan`]: workers on all cores, decode of the projected columns, batches to a sink
 //!   (or verified heap pages read in place, [`heap_pages`], and column store segments,
 //!   [`segments`], to kernels that take them);
@@ -17,6 +19,7 @@ pub mod cache;
 pub mod check;
 pub mod chunk;
 pub mod columnstore_source;
+pub mod depth;
 pub mod error;
 pub mod heap_pages;
 pub mod limits;

@@ -9,7 +9,8 @@ pub const SCAN_IO_SIZE_BYTES_MAX: usize = IO_SIZE_BYTES_MAX;
 /// Default read size. On the 2-core test machines 1 MiB reads at depth 8 reach the
 /// device's sequential rate with the least CPU per byte (see docs/scan.md).
 pub const SCAN_IO_SIZE_BYTES_DEFAULT: usize = 1024 * 1024;
-/// Default reads in flight per worker.
+/// Reads in flight per worker of a scan given a fixed depth by its caller (SQL's readers,
+/// one worker per scan unit); `flashscan scan` finds its own (`depth.rs`) unless `--depth`.
 pub const SCAN_QUEUE_DEPTH_DEFAULT: u32 = 8;
 /// Reads in flight per worker, at most: bounds the arena (depth x io size per worker).
 pub const SCAN_QUEUE_DEPTH_MAX: u32 = 256;

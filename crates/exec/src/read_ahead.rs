@@ -13,6 +13,7 @@ use flashscan_buffer::{BufferPool, Extent, ScanStream};
 use flashscan_io::IoEngine;
 
 use crate::chunk::Chunk;
+use crate::depth::ScanDepth;
 use crate::error::ExecError;
 
 /// What one reader did (the stream's own counters).
@@ -49,15 +50,35 @@ impl ReadAhead {
         next: &mut dyn FnMut() -> Option<Chunk>,
         consume: &mut dyn FnMut(&Chunk, &[u8]) -> Result<(), ExecError>,
     ) -> Result<(), ExecError> {
+        self.run_with_depth(next, consume, None)
+    }
+
+    /// Like `run`, keeping the scan's current depth in flight (`ScanDepth::depth`, at most
+    /// the engine's slots) and telling it of every chunk handed to `consume`, so a depth
+    /// chosen while scanning (`DepthPolicy::Auto`) sees the rate the workers get.
+    pub fn run_with_depth(
+        &mut self,
+        next: &mut dyn FnMut() -> Option<Chunk>,
+        consume: &mut dyn FnMut(&Chunk, &[u8]) -> Result<(), ExecError>,
+        depth: Option<&ScanDepth>,
+    ) -> Result<(), ExecError> {
         let slot_size_bytes = self.stream.slot_size_bytes();
         let mut next_extent = || {
             let chunk = next()?;
             assert!(chunk.length_bytes as usize <= slot_size_bytes, "chunk larger than a slot");
             Some((Extent { file_index: chunk.file_index, offset_bytes: chunk.offset_bytes, length_bytes: chunk.length_bytes }, chunk))
         };
-        self.stream.run(&mut next_extent, &mut |chunk: Chunk, bytes: &[u8]| {
-            debug_assert_eq!(bytes.len(), chunk.length_bytes as usize);
-            consume(&chunk, bytes)
-        })
+        let window = || depth.map_or(u32::MAX, ScanDepth::depth);
+        self.stream.run_windowed(
+            &mut next_extent,
+            &mut |chunk: Chunk, bytes: &[u8]| {
+                debug_assert_eq!(bytes.len(), chunk.length_bytes as usize);
+                if let Some(depth) = depth {
+                    depth.chunk_done(bytes.len() as u64);
+                }
+                consume(&chunk, bytes)
+            },
+            &window,
+        )
     }
 }

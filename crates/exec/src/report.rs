@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::depth::DepthStep;
 use crate::scan::{per_second, ScanStats};
 use crate::source::SkipFigures;
 use crate::value::QueryResult;
@@ -28,6 +29,9 @@ pub struct CheckReport {
     pub raw_mb_per_s: f64,
     pub raw_mb_per_s_before: f64,
     pub raw_mb_per_s_after: f64,
+    /// Reads in flight per worker in the raw passes: the scan's own fixed depth, or the
+    /// most a depth found while scanning may reach.
+    pub raw_queue_depth: u32,
     /// Scan MB/s divided by raw MB/s.
     pub efficiency: f64,
     pub verdict: String,
@@ -55,7 +59,12 @@ pub struct ScanReport {
     pub cache_actions: Vec<String>,
     pub engine: String,
     pub threads: u32,
+    /// Reads in flight per worker at the end of the scan: `--depth`, or the depth the scan
+    /// found (`queue_depth_mode` = `auto`; each depth it measured and its MB/s in
+    /// `queue_depth_steps`).
     pub queue_depth: u32,
+    pub queue_depth_mode: String,
+    pub queue_depth_steps: Vec<DepthStep>,
     pub io_size_bytes: usize,
     pub notices: Vec<String>,
     /// Row groups (column store) skipped by min/max without being read.

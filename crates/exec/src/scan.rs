@@ -17,6 +17,7 @@ use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, FileStats, Fi
 use flashscan_measure::CpuTime;
 
 use crate::chunk::{Chunk, ChunkCursor};
+use crate::depth::{DepthFigures, DepthPolicy, ScanDepth};
 use crate::error::ExecError;
 use crate::heap_pages::HeapPageSink;
 use crate::limits::{SCAN_QUEUE_DEPTH_MAX, SCAN_THREADS_MAX};
@@ -84,6 +85,8 @@ pub struct ScanStats {
     pub notices: Vec<String>,
     /// What the plan skipped without reading (column store segment elimination).
     pub skipped: SkipFigures,
+    /// Reads in flight per worker: fixed, or what the depth search found.
+    pub depth: DepthFigures,
 }
 
 impl ScanStats {
@@ -158,18 +161,36 @@ pub fn scan_plan<S: BatchSink>(
     config: &ReadConfig,
     make_sink: &(dyn Fn(u32) -> Result<S, ExecError> + Sync),
 ) -> Result<(Vec<S>, ScanStats), ExecError> {
+    scan_plan_with_depth(source, plan, projection, config, DepthPolicy::Fixed(config.queue_depth), make_sink)
+}
+
+/// Like `scan_plan`, with the reads in flight per worker chosen by `depth` (which
+/// replaces `config.queue_depth`): a fixed number, or found while scanning (`depth.rs`).
+pub fn scan_plan_with_depth<S: BatchSink>(
+    source: &dyn TableSource,
+    plan: &ReadPlan,
+    projection: &[usize],
+    config: &ReadConfig,
+    depth: DepthPolicy,
+    make_sink: &(dyn Fn(u32) -> Result<S, ExecError> + Sync),
+) -> Result<(Vec<S>, ScanStats), ExecError> {
     let make_work = |worker: u32| -> Result<DecodeWork<S>, ExecError> {
         Ok(DecodeWork { decoder: source.new_chunk_decoder(projection, plan)?, sink: make_sink(worker)? })
     };
-    let (works, stats) = run_workers(plan, config, &make_work)?;
+    let (works, stats) = run_workers(plan, config, depth, &make_work)?;
     Ok((works.into_iter().map(|w| w.sink).collect(), stats))
 }
 
 /// Reads every chunk of `plan` without decoding: the device's (or the page cache's) rate
 /// for exactly the scan's reads, I/O size, depth and threads.
 pub fn read_raw(plan: &ReadPlan, config: &ReadConfig) -> Result<ScanStats, ExecError> {
+    read_raw_with_depth(plan, config, DepthPolicy::Fixed(config.queue_depth))
+}
+
+/// Like `read_raw`, with the reads in flight per worker chosen by `depth`.
+pub fn read_raw_with_depth(plan: &ReadPlan, config: &ReadConfig, depth: DepthPolicy) -> Result<ScanStats, ExecError> {
     let make_work = |_worker: u32| -> Result<RawWork, ExecError> { Ok(RawWork) };
-    let (_, stats) = run_workers(plan, config, &make_work)?;
+    let (_, stats) = run_workers(plan, config, depth, &make_work)?;
     Ok(stats)
 }
 
@@ -286,12 +307,17 @@ impl HeapPageSink for TimedHeapPageSink<'_> {
     }
 }
 
-fn validate(config: &ReadConfig) -> Result<(), ExecError> {
+fn validate(config: &ReadConfig, depth: DepthPolicy) -> Result<(), ExecError> {
     if config.thread_count == 0 || config.thread_count > SCAN_THREADS_MAX {
         return Err(ExecError::InvalidOption(format!("threads {} out of range 1..={SCAN_THREADS_MAX}", config.thread_count)));
     }
-    if config.queue_depth == 0 || config.queue_depth > SCAN_QUEUE_DEPTH_MAX {
-        return Err(ExecError::InvalidOption(format!("depth {} out of range 1..={SCAN_QUEUE_DEPTH_MAX}", config.queue_depth)));
+    for d in [depth.start(), depth.slots()] {
+        if d == 0 || d > SCAN_QUEUE_DEPTH_MAX {
+            return Err(ExecError::InvalidOption(format!("depth {d} out of range 1..={SCAN_QUEUE_DEPTH_MAX}")));
+        }
+    }
+    if depth.start() > depth.slots() {
+        return Err(ExecError::InvalidOption(format!("depth start {} above its maximum {}", depth.start(), depth.slots())));
     }
     Ok(())
 }
@@ -299,9 +325,10 @@ fn validate(config: &ReadConfig) -> Result<(), ExecError> {
 fn run_workers<W: ChunkWork>(
     plan: &ReadPlan,
     config: &ReadConfig,
+    depth: DepthPolicy,
     make_work: &(dyn Fn(u32) -> Result<W, ExecError> + Sync),
 ) -> Result<(Vec<W>, ScanStats), ExecError> {
-    validate(config)?;
+    validate(config, depth)?;
     let paths = &plan.paths;
     let chunks = &plan.chunks;
     debug_assert!(chunks.iter().all(|c| (c.file_index as usize) < paths.len()));
@@ -318,8 +345,9 @@ fn run_workers<W: ChunkWork>(
     // No more slots than chunks to read: a small table (or a unit of a few row groups)
     // would otherwise allocate and fault in (io_uring pins registered buffers) a whole
     // queue of buffers it never fills, once per scan unit.
-    let queue_depth = config.queue_depth.min(u32::try_from(chunks.len()).unwrap_or(u32::MAX).max(1));
-    let engine_config = EngineConfig::for_depth(queue_depth, slot_size_bytes).on_one_thread();
+    let depth = depth.fitted(chunks.len(), slot_size_bytes);
+    let engine_config = EngineConfig::for_depth(depth.slots(), slot_size_bytes).on_one_thread();
+    let scan_depth = ScanDepth::new(depth, config.thread_count);
     let notices = Mutex::new(Vec::<String>::new());
     let cursor = ChunkCursor::new(chunks, &plan.unit_ends);
     let abort = AtomicBool::new(false);
@@ -351,7 +379,7 @@ fn run_workers<W: ChunkWork>(
             stats.chunks_read += 1;
             work.on_chunk(chunk, bytes, &paths[chunk.file_index as usize], &mut stats)
         };
-        let result = reader.run(&mut next, &mut consume).and_then(|()| work.finish());
+        let result = reader.run_with_depth(&mut next, &mut consume, Some(&scan_depth)).and_then(|()| work.finish());
         stats.read = reader.stats();
         stats.busy_ns = started.elapsed().as_nanos() as u64;
         match result {
@@ -410,7 +438,8 @@ fn run_workers<W: ChunkWork>(
     let files = paths.iter().cloned().zip(file_stats.iter().map(|s| s.snapshot())).collect();
     let notices = notices.into_inner().unwrap_or_default();
     let engine_name = engine_name.into_inner().unwrap_or("none");
-    let stats = ScanStats { elapsed_ns, cpu, workers, files, engine_name, io_size_bytes: slot_size_bytes, notices, skipped: plan.skipped };
+    let depth = scan_depth.figures();
+    let stats = ScanStats { elapsed_ns, cpu, workers, files, engine_name, io_size_bytes: slot_size_bytes, notices, skipped: plan.skipped, depth };
     Ok((done_works, stats))
 }
 

@@ -21,7 +21,10 @@ pub struct VerdictInputs {
     pub decode_us_per_page: f64,
     pub cpu_us_per_page: f64,
     pub thread_count: u32,
+    /// Reads in flight per worker at the end of the scan.
     pub queue_depth: u32,
+    /// The scan chose its depth itself (`depth.rs`).
+    pub depth_auto: bool,
     pub io_size_bytes: usize,
     pub raw_mb_per_s_before: f64,
     pub raw_mb_per_s_after: f64,
@@ -119,12 +122,13 @@ pub fn verdict(v: &VerdictInputs) -> String {
         );
     }
     if io_share >= cpu_share {
+        let how = if v.depth_auto { "; the depth search ended at" } else { " with" };
         return format!(
-            "held back by read-ahead: waiting for I/O {} % of the time with {} x {} KiB in flight per worker; try --depth {} (efficiency {} %)",
+            "held back by read-ahead: waiting for I/O {} % of the time{how} {} x {} KiB in flight per worker; try --depth {} (efficiency {} %)",
             percent(io_share),
             v.queue_depth,
             v.io_size_bytes / 1024,
-            v.queue_depth * 2,
+            (v.queue_depth * 2).min(crate::limits::SCAN_QUEUE_DEPTH_MAX),
             percent(v.efficiency)
         );
     }
@@ -147,6 +151,7 @@ mod tests {
             decode_us_per_page: 3.2,
             thread_count: 2,
             queue_depth: 8,
+            depth_auto: false,
             io_size_bytes: 1 << 20,
             raw_mb_per_s_before: 2000.0,
             raw_mb_per_s_after: 2100.0,
@@ -162,7 +167,12 @@ mod tests {
         assert_eq!(verdict(&inputs(0.963, w(1.0, 1.0, 0.0))), "I/O-bound (efficiency 96 %)");
         assert!(verdict(&inputs(0.5, w(0.05, 1.9, 0.05))).starts_with("CPU-bound: decode takes 3.2 µs per page on 2 cores"));
         assert!(verdict(&inputs(0.5, w(0.5, 0.5, 1.0))).starts_with("held back by uneven work"));
-        assert!(verdict(&inputs(0.5, w(1.5, 0.5, 0.0))).starts_with("held back by read-ahead"));
+        assert!(verdict(&inputs(0.5, w(1.5, 0.5, 0.0))).starts_with("held back by read-ahead: waiting for I/O 75 % of the time with 8 x 1024 KiB"));
+        let mut searched = inputs(0.5, w(1.5, 0.5, 0.0));
+        searched.depth_auto = true;
+        searched.queue_depth = 32;
+        let read_ahead = verdict(&searched);
+        assert!(read_ahead.contains("75 % of the time; the depth search ended at 32 x 1024 KiB in flight per worker; try --depth 64"), "{read_ahead}");
         let mut unsteady = inputs(0.5, w(1.5, 0.5, 0.0));
         unsteady.raw_mb_per_s_after = 1000.0;
         assert!(verdict(&unsteady).starts_with("held back by an unsteady device"));

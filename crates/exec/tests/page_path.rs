@@ -13,7 +13,7 @@ use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, OpenMode};
 use common::{ToyTable, TOY_PAGE_SIZE_BYTES};
 
 fn options(cache_mode: CacheMode) -> ScanOptions {
-    ScanOptions { io_size_bytes: 64 * 1024, queue_depth: 4, thread_count: 2, cache_mode, check: false, engine_kind: EngineKind::Auto }
+    ScanOptions { io_size_bytes: 64 * 1024, queue_depth: 4, auto_depth: false, thread_count: 2, cache_mode, check: false, engine_kind: EngineKind::Auto }
 }
 
 fn flip_file_byte(path: &std::path::Path, at: u64) {

@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 
 use flashscan_exec::chunk::Chunk;
+use flashscan_exec::depth::{DepthPolicy, ScanDepth};
 use flashscan_exec::queries::run_on_batches;
 use flashscan_exec::read_ahead::ReadAhead;
 use flashscan_exec::report_json::report_json;
@@ -26,6 +27,7 @@ fn options(threads: u32, depth: u32, io_size_bytes: usize) -> ScanOptions {
     ScanOptions {
         io_size_bytes,
         queue_depth: depth,
+        auto_depth: false,
         thread_count: threads,
         // Buffered: tmpfs and some test file systems refuse O_DIRECT.
         cache_mode: CacheMode::Warm,
@@ -253,4 +255,70 @@ fn table_source_is_object_safe() {
     let table = ToyTable::write(dir.path(), &small_lineitem(), 61, 1);
     let source: &dyn TableSource = &table;
     assert_eq!(source.partition_count(), 1);
+}
+
+/// The simulated engine sleeps its latency once per wait and then completes every read
+/// queued: a device whose rate grows with the reads in flight (a virtual disk below its
+/// knee), on which the depth is what decides the rate.
+const SIM_LATENCY: std::time::Duration = std::time::Duration::from_millis(2);
+
+#[test]
+fn the_reader_keeps_no_more_reads_in_flight_than_the_scan_depth() {
+    // 16 slots, but a fixed depth of 1: every read waits its own latency, so 40 reads take
+    // at least 40 latencies (a lower bound: sleeping is never shorter), where 16 in flight
+    // would take about 3.
+    let dir = tempfile::tempdir().unwrap();
+    let table = ToyTable::write(dir.path(), &small_lineitem(), 61, 1);
+    let io = TOY_PAGE_SIZE_BYTES;
+    let mut reader = sim_reader(&table, FaultPlan { latency: SIM_LATENCY, ..FaultPlan::default() }, 16, io);
+    let mut feed = all_chunks(&table, io).into_iter().take(40);
+    let depth = ScanDepth::new(DepthPolicy::Fixed(1), 1);
+    let started = std::time::Instant::now();
+    let mut seen = 0;
+    reader.run_with_depth(&mut || feed.next(), &mut |_, _| { seen += 1; Ok(()) }, Some(&depth)).unwrap();
+    assert_eq!(seen, 40);
+    assert!(started.elapsed() >= SIM_LATENCY * 40, "{:?}", started.elapsed());
+    assert_eq!(depth.figures().depth_final, 1);
+}
+
+#[test]
+fn on_a_device_that_rewards_depth_the_scan_finds_its_maximum() {
+    // From 1 read in flight, each doubling doubles the simulated device's rate, so the
+    // search keeps doubling up to its maximum of 16 and every chunk is still read once.
+    let dir = tempfile::tempdir().unwrap();
+    let table = ToyTable::write(dir.path(), &small_lineitem(), 61, 1);
+    let io = TOY_PAGE_SIZE_BYTES;
+    let chunks = all_chunks(&table, io);
+    assert!(chunks.len() >= 300, "{} chunks: too few for the search", chunks.len());
+    let mut reader = sim_reader(&table, FaultPlan { latency: SIM_LATENCY, ..FaultPlan::default() }, 16, io);
+    let mut feed = chunks.clone().into_iter();
+    let depth = ScanDepth::new(DepthPolicy::Auto { start: 1, max: 16 }, 1);
+    let mut seen = std::collections::BTreeSet::new();
+    reader
+        .run_with_depth(&mut || feed.next(), &mut |chunk, _| { assert!(seen.insert(chunk.first_page_id)); Ok(()) }, Some(&depth))
+        .unwrap();
+    assert_eq!(seen.len(), chunks.len());
+    let figures = depth.figures();
+    assert_eq!(figures.mode, "auto");
+    assert_eq!(figures.depth_final, 16, "{:?}", figures.steps);
+    let depths: Vec<u32> = figures.steps.iter().map(|s| s.depth).collect();
+    assert_eq!(depths, vec![1, 2, 4, 8, 16], "{:?}", figures.steps);
+}
+
+#[test]
+fn a_scan_that_finds_its_depth_reads_every_page_once_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let batches = small_lineitem();
+    let table = ToyTable::write(dir.path(), &batches, 61, 2);
+    let mut o = options(2, 2, 64 * 1024);
+    o.auto_depth = true;
+    let report = run_query(&table, &BuiltinQuery::Sum4, &o).unwrap();
+    assert_eq!(report.result, run_on_batches(&BuiltinQuery::Sum4, &batches, 1).unwrap());
+    assert_eq!(report.figures.pages_read, table.pages.len() as u64);
+    assert_eq!(report.queue_depth_mode, "auto");
+    let max = flashscan_exec::depth::AUTO_DEPTH_MAX;
+    assert!((2..=max).contains(&report.queue_depth), "{}", report.queue_depth);
+    let json = report_json(&report);
+    assert_eq!(json["queue_depth_mode"], "auto");
+    assert!(json["queue_depth_steps"].is_array());
 }
