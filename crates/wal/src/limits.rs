@@ -32,8 +32,12 @@ pub const LOG_BUFFER_BYTES_MAX: usize = 16 << 20;
 /// overlap, the wider that window. The VM's disk gained little past four (server7's
 /// probe: 2 / 3 / 4 flushers at 19 / 31 / 39 times one flusher's rate under load).
 pub const FLUSHES_IN_FLIGHT_MAX: usize = 8;
-/// The default: see `FLUSHES_IN_FLIGHT_MAX` and docs/benchmarks.md (wal8).
-pub const FLUSHES_IN_FLIGHT_DEFAULT: usize = 4;
+/// The default: one flush at a time, as before flushes could overlap. Measured with 4
+/// (docs/benchmarks.md, wal8): 1.25× the rows/s at 8 clients on a loaded machine, but on a
+/// quiet one no gain at 8 clients (CPU-bound) and 0.74–0.98× at 64 (flushes split the
+/// commit workers' groups: 17 → 10 statements per flush). `FLASHSCAN_WAL_FLUSHES_IN_FLIGHT`
+/// turns it on; the format and recovery are ready for any count up to the maximum.
+pub const FLUSHES_IN_FLIGHT_DEFAULT: usize = 1;
 /// The control file, one sector so its write is atomic on every device.
 pub const CONTROL_FILE_BYTES: usize = 512;
 /// Longest database label kept in the control file (for the "foreign wal dir" message).

@@ -8,7 +8,7 @@
 //! recovery and recovers again (epochs keep old torn blocks out of the new log). One thread
 //! in three crashes also takes checkpoints (segments recycled under the committers); only
 //! commits at or after the recovered redo point are looked for in the log. Up to four
-//! flushes are in flight (the default); every other crash slows the simulated writes so
+//! flushes are in flight; every other crash slows the simulated writes so
 //! they overlap more, and the coverage asserts that overlapping flushes happened and that
 //! recoveries met a later flush on disk after a lost earlier one (accepted as a torn tail,
 //! not refused as corruption).
@@ -76,6 +76,7 @@ fn one_crash(seed: u64, sync: SyncMethod, cov: &mut Coverage) {
     });
     let mut cfg = config(dir.path(), seg, factory);
     cfg.sync_method = Ok(sync);
+    cfg.flushes_in_flight_max = Ok(4);
     let wal = Arc::new(Wal::create(cfg.clone(), identity(id)).unwrap());
     let acked = Arc::new(Mutex::new(Acked::default()));
     let threads: Vec<_> = (0..THREADS)
