@@ -5,8 +5,10 @@
 //! header so the bytes reach the blocks); patched (every block stamped with magic, version
 //! and its own LSN and its checksum recomputed, so record parsing is reached); or
 //! synthesized (a log written by `LogImage`, the writer's own append/seal code, from
-//! input-chosen records and flush points, then input-chosen mutations, checksums
-//! recomputed or not). Unmutated synthesized logs must scan back exactly.
+//! input-chosen records and flush points, with up to four flushes in flight finishing in
+//! an input-chosen order — block format v2's durable LSN at submit — then input-chosen
+//! mutations, checksums recomputed or not). Unmutated synthesized logs must scan back
+//! exactly.
 #![no_main]
 
 mod common;
@@ -57,6 +59,8 @@ fuzz_target!(|data: &[u8]| {
         }
         _ => {
             let mut image = LogImage::new(SEG, DB, 1 + (c.u8() % 3) as u32).unwrap();
+            let window = 1 + (c.u8() % 4) as usize;
+            let mut in_flight: Vec<PendingFlush> = Vec::new();
             let count = c.u8() % 24;
             let mut appended = Vec::new();
             for _ in 0..count {
@@ -79,8 +83,18 @@ fuzz_target!(|data: &[u8]| {
                 let a = image.append(&record).unwrap();
                 appended.push((a, record));
                 if k & 0x80 != 0 {
-                    image.flush();
+                    if in_flight.len() == window {
+                        let done = in_flight.remove(c.u8() as usize % window);
+                        image.complete(&done);
+                    }
+                    if let Some(f) = image.submit() {
+                        image.write(&f);
+                        in_flight.push(f);
+                    }
                 }
+            }
+            for f in in_flight.drain(..) {
+                image.complete(&f);
             }
             image.flush();
             let mutated = {

@@ -191,18 +191,6 @@ fn inline_slots() -> usize {
     }
 }
 
-/// The environment variable of an experiment: `FLASHSCAN_INLINE_COMMITS_MAX=N` lets up to N
-/// statements commit on their connections' threads at once *even while others are queued*
-/// (each connection then leads or joins the log's own group commit, PostgreSQL's shape)
-/// instead of the default rule above. For comparing the two under load (docs/server.md);
-/// unset, 0 or unreadable: the default.
-pub const INLINE_COMMITS_MAX_ENV: &str = "FLASHSCAN_INLINE_COMMITS_MAX";
-
-fn inline_commits_max_from_env() -> Option<usize> {
-    static MAX: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
-    *MAX.get_or_init(|| std::env::var(INLINE_COMMITS_MAX_ENV).ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0))
-}
-
 impl Committer {
     /// [`COMMIT_WORKERS_DEFAULT`] workers.
     pub fn start(write: Arc<WritePath>) -> Result<Committer, CommitterStartError> {
@@ -260,14 +248,10 @@ impl Committer {
     /// Commits the statement on this thread when nobody else is committing (see the module
     /// comment); `None`: it goes to the queue.
     fn commit_inline(&self, table: &str, batches: &[RecordBatch], rows: u64) -> Option<Result<u64, WriteFailure>> {
-        let (slots, beside_queue) = match inline_commits_max_from_env() {
-            Some(n) => (n, true),
-            None => (inline_slots(), false),
-        };
-        if rows > INLINE_ROWS_MAX || (!beside_queue && self.queued.load(Relaxed) != 0) {
+        if rows > INLINE_ROWS_MAX || self.queued.load(Relaxed) != 0 {
             return None;
         }
-        if self.inline_active.fetch_add(1, Relaxed) >= slots {
+        if self.inline_active.fetch_add(1, Relaxed) >= inline_slots() {
             self.inline_active.fetch_sub(1, Relaxed);
             return None;
         }

@@ -7,7 +7,7 @@ use flashscan_io::{EngineConfig, FileSet, IoEngine, IoError};
 
 use crate::error::WalError;
 use crate::limits::{
-    BLOCK_SIZE_BYTES, LOG_BUFFER_BYTES_MAX, SEGMENT_SIZE_BYTES_DEFAULT, SEGMENT_SIZE_BYTES_MAX, SEGMENT_SIZE_BYTES_MIN,
+    BLOCK_SIZE_BYTES, FLUSHES_IN_FLIGHT_DEFAULT, FLUSHES_IN_FLIGHT_MAX, LOG_BUFFER_BYTES_MAX, SEGMENT_SIZE_BYTES_DEFAULT, SEGMENT_SIZE_BYTES_MAX, SEGMENT_SIZE_BYTES_MIN,
     WRITE_CHUNK_BYTES,
 };
 
@@ -58,27 +58,20 @@ impl SyncMethod {
     }
 }
 
-/// The environment variable of an experiment: `FLASHSCAN_WAL_COMMIT_DELAY_US=N` makes a
-/// committer about to lead a flush wait N µs first when other transactions are open, so
-/// commits arriving meanwhile share the flush (PostgreSQL's `commit_delay`, with
-/// [`COMMIT_SIBLINGS`]). Unset or 0: no wait (the default).
-pub const COMMIT_DELAY_ENV: &str = "FLASHSCAN_WAL_COMMIT_DELAY_US";
-/// Open transactions (the leader's own included: begun, not yet durable) a leader needs to
-/// see before it waits: alone, waiting only adds latency. PostgreSQL's `commit_siblings`
-/// defaults to 5 other backends; 3 here, so that 8 clients — where a transaction is open
-/// only from its log append to its flush — reach it at all.
-pub const COMMIT_SIBLINGS: u64 = 3;
-/// A bound on the commit delay: PostgreSQL's own maximum, 100 ms.
-pub const COMMIT_DELAY_US_MAX: u64 = 100_000;
+/// The environment variable that sets how many log flushes may be in flight at once
+/// (1..=[`FLUSHES_IN_FLIGHT_MAX`]; unset: [`FLUSHES_IN_FLIGHT_DEFAULT`]): 1 is the log of
+/// one flush at a time, for comparing on a device without rebuilding.
+pub const FLUSHES_IN_FLIGHT_ENV: &str = "FLASHSCAN_WAL_FLUSHES_IN_FLIGHT";
 
-fn commit_delay_from_env() -> Result<u64, String> {
-    match std::env::var(COMMIT_DELAY_ENV) {
-        Err(std::env::VarError::NotPresent) => Ok(0),
-        Ok(v) => match v.parse::<u64>() {
-            Ok(us) if us <= COMMIT_DELAY_US_MAX => Ok(us),
-            _ => Err(format!("{COMMIT_DELAY_ENV}={v:?}: expected microseconds, 0..={COMMIT_DELAY_US_MAX}")),
+/// The flushes in flight `FLASHSCAN_WAL_FLUSHES_IN_FLIGHT` names, or why its value is refused.
+pub fn flushes_in_flight_from_env() -> Result<usize, String> {
+    match std::env::var(FLUSHES_IN_FLIGHT_ENV) {
+        Err(std::env::VarError::NotPresent) => Ok(FLUSHES_IN_FLIGHT_DEFAULT),
+        Ok(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=FLUSHES_IN_FLIGHT_MAX).contains(&n) => Ok(n),
+            _ => Err(format!("{FLUSHES_IN_FLIGHT_ENV}={v:?}: expected a count of flushes, 1..={FLUSHES_IN_FLIGHT_MAX}")),
         },
-        Err(e) => Err(format!("{COMMIT_DELAY_ENV}: {e}")),
+        Err(e) => Err(format!("{FLUSHES_IN_FLIGHT_ENV}: {e}")),
     }
 }
 
@@ -97,9 +90,9 @@ pub struct WalConfig {
     /// How a flush is made durable; `WalConfig::new` takes it from `FLASHSCAN_WAL_SYNC`
     /// (a value it cannot read is refused by `validate`, so the log does not open).
     pub sync_method: Result<SyncMethod, String>,
-    /// See [`COMMIT_DELAY_ENV`]; `WalConfig::new` takes it from there (refused like
-    /// `sync_method` when unreadable).
-    pub commit_delay_us: Result<u64, String>,
+    /// Log flushes in flight at most (writer.rs); `WalConfig::new` takes it from
+    /// [`FLUSHES_IN_FLIGHT_ENV`] (refused like `sync_method` when unreadable).
+    pub flushes_in_flight_max: Result<usize, String>,
 }
 
 impl WalConfig {
@@ -111,7 +104,7 @@ impl WalConfig {
             log_buffer_bytes_max: LOG_BUFFER_BYTES_MAX,
             engine_factory: psync_engine_factory(),
             sync_method: SyncMethod::from_env(),
-            commit_delay_us: commit_delay_from_env(),
+            flushes_in_flight_max: flushes_in_flight_from_env(),
         }
     }
 
@@ -120,8 +113,12 @@ impl WalConfig {
         if let Err(problem) = &self.sync_method {
             return Err(WalError::Config(problem.clone()));
         }
-        if let Err(problem) = &self.commit_delay_us {
-            return Err(WalError::Config(problem.clone()));
+        match &self.flushes_in_flight_max {
+            Err(problem) => return Err(WalError::Config(problem.clone())),
+            Ok(n) if !(1..=FLUSHES_IN_FLIGHT_MAX).contains(n) => {
+                return Err(WalError::Config(format!("{n} log flushes in flight: use 1 to {FLUSHES_IN_FLIGHT_MAX}")));
+            }
+            Ok(_) => {}
         }
         if self.log_buffer_bytes_max < 2 * BLOCK_SIZE_BYTES || self.log_buffer_bytes_max > LOG_BUFFER_BYTES_MAX {
             return Err(WalError::Config(format!(

@@ -29,7 +29,13 @@ pub const SEGMENT_SUFFIX: &str = ".wal";
 pub const SEGMENT_MAGIC: [u8; 8] = *b"FSWALSEG";
 pub const CONTROL_MAGIC: [u8; 8] = *b"FSWALCTL";
 pub const SEGMENT_FORMAT_VERSION: u16 = 1;
-pub const CONTROL_FORMAT_VERSION: u16 = 1;
+/// Version 2: the log's blocks may be version 2 (flushes in flight, block.rs); a
+/// flashscan that reads only version 1 blocks would take the first of them for a torn
+/// tail and drop everything after it, so the control file's version keeps it out.
+pub const CONTROL_FORMAT_VERSION: u16 = 2;
+/// Control files of version 1 (logs of version 1 blocks only) are read, and rewritten as
+/// version 2 at the next open for writing.
+pub const CONTROL_FORMAT_VERSION_V1: u16 = 1;
 const SEGMENT_CRC_AT: usize = 48;
 const CONTROL_CRC_AT: usize = CONTROL_FILE_BYTES - 4;
 const CONTROL_LABEL_AT: usize = 64;
@@ -179,8 +185,8 @@ pub fn decode_control(b: &[u8]) -> Result<Control, String> {
         return Err("not a flashscan wal control file (magic)".into());
     }
     let version = u16::from_le_bytes([b[8], b[9]]);
-    if version != CONTROL_FORMAT_VERSION {
-        return Err(format!("control file version {version}, this flashscan reads {CONTROL_FORMAT_VERSION}"));
+    if version != CONTROL_FORMAT_VERSION && version != CONTROL_FORMAT_VERSION_V1 {
+        return Err(format!("control file version {version}, this flashscan reads {CONTROL_FORMAT_VERSION_V1} and {CONTROL_FORMAT_VERSION}"));
     }
     let label_len = u16::from_le_bytes([b[10], b[11]]) as usize;
     if label_len > DATABASE_LABEL_BYTES_MAX {

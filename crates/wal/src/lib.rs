@@ -5,7 +5,8 @@
 //! - [`block`]: 4 KiB checksummed log blocks, written once;
 //! - [`files`]: segment files (preallocated, O_EXCL|O_NOFOLLOW, recycled), the control file
 //!   that names the database, the lock;
-//! - [`writer`]: [`Wal`]: appends, the log writer thread, group commit, checkpoints;
+//! - [`writer`]: [`Wal`]: appends, group commit with several flushes in flight (durable
+//!   published in LSN order), the log writer thread, checkpoints;
 //! - [`reader`]: the recovery scan (torn tail vs corruption) and the [`Redo`] iterator.
 //!
 //! Byte layouts: docs/formats.md, "Write-ahead log". The commit protocol:
@@ -39,4 +40,4 @@ pub use files::DatabaseIdentity;
 pub use lsn::{Lsn, SegmentPosition, TxnId};
 pub use reader::{scan, scan_dir, LogEnd, LoggedRecord, Redo, RedoInsert, Scan};
 pub use record::{InsertRow, Record};
-pub use writer::{Appended, LogImage, Wal, WalStats, FIRST_RECORD_LSN};
+pub use writer::{Appended, Durable, LogImage, PendingFlush, Wal, WalStats, FIRST_RECORD_LSN};

@@ -5,15 +5,26 @@
 //!   position or whose epoch is older (left from a recycled segment or from before the last
 //!   recovery), a missing or not-yet-used segment: the clean end;
 //! - a block whose checksum fails (torn by a power loss): the end too, **if** nothing after
-//!   it was written by a later flush. The log writer issues a flush only after the one before
-//!   it is durable, so a valid block after the damage whose `flush_start_lsn` lies past the
-//!   damaged block proves the damaged block was durable once: that is corruption, and the
-//!   scan refuses with `WalError::Corrupt` instead of dropping committed records;
+//!   it proves it was durable once. The writer keeps up to `flushes_in_flight_max` flushes
+//!   in flight and acknowledges a commit only once every byte before it is durable; each
+//!   block records the log's durable LSN when its flush was submitted
+//!   (`durable_at_submit_lsn`, block.rs). So at the first damaged or missing block p:
+//!   - a valid later block with `durable_at_submit_lsn <= p` was submitted while p was not
+//!     yet durable: nothing at or after p was ever acknowledged, p is a torn tail, and
+//!     such later blocks (flushes that overtook p's) are dropped with it;
+//!   - a valid later block with `durable_at_submit_lsn > p` was submitted after p was
+//!     durable: p was damaged after it was acknowledged — corruption, and the scan refuses
+//!     with `WalError::Corrupt` instead of dropping committed records.
+//!   A v1 block (one flush at a time) reads as submitted when everything before its flush
+//!   was durable, which is the v1 rule ("a later flush proves the damage was durable");
 //! - a record cut off at the end (its flush was torn) is dropped whole: never half-visible.
 //!
-//! A limit of any log format without a per-commit marker elsewhere: if the very last
-//! durable flush is damaged later (bit rot) and nothing follows it, that damage looks like a
-//! torn tail. Device checksums and the checkpoint's redo point keep that window small.
+//! A limit of any log format without a per-commit marker elsewhere: if one of the last
+//! durable flushes is damaged later (bit rot) and no flush submitted after it became
+//! durable follows, that damage looks like a torn tail. With flushes in flight that window
+//! is the flushes submitted before the damaged one was durable (at most
+//! `flushes_in_flight_max` of them); device checksums and the checkpoint's redo point keep
+//! it small.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -101,6 +112,9 @@ pub struct Scan {
     pub last_epoch: u32,
     pub blocks_read_count: u64,
     pub end: LogEnd,
+    /// Valid blocks found past the end that belong to flushes submitted before the end's
+    /// block was durable (flushes in flight that overtook it): never acknowledged, dropped.
+    pub overtaking_blocks_dropped_count: u64,
 }
 
 impl Scan {
@@ -195,6 +209,7 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
         last_epoch: 0,
         blocks_read_count: 0,
         end: LogEnd::Clean,
+        overtaking_blocks_dropped_count: 0,
     };
     let mut asm = Assembler { bytes: Vec::new(), start: Lsn::ZERO, body_len: None };
     // The flush the previous block belonged to, and whether it ended there.
@@ -301,17 +316,28 @@ pub fn scan(source: &mut dyn SegmentSource, segment_size_bytes: u64, database_id
     if out.next_block_lsn.segment_offset_bytes(seg) == 0 {
         out.next_block_lsn = out.next_block_lsn.advance(BLOCK);
     }
-    // Whatever ended the scan, a valid block written by a later flush must not exist.
-    if let Some(later) = look_ahead(source, &mut cur, seg, pos, out.last_epoch)? {
+    // Whatever ended the scan, no valid block may follow that was submitted after the
+    // block at `pos` was durable.
+    let ahead = look_ahead(source, &mut cur, seg, pos, out.last_epoch)?;
+    if let Some(later) = ahead.proof_of_durability {
         let what = damage.as_deref().unwrap_or("the block is missing (zeroed or stale)");
         return Err(WalError::Corrupt {
             path: source.segment_path(pos.segment_no(seg)),
             offset_bytes: pos.segment_offset_bytes(seg),
-            what: format!("{what}, but the log continues after it: {later} was written by a later flush"),
+            what: format!("{what}, but the log continues after it: {later} was written by a later flush, submitted after this block was durable"),
         });
     }
+    out.overtaking_blocks_dropped_count = ahead.overtaking_blocks_count;
     if let Some(what) = damage {
         out.end = LogEnd::TornTail { at: pos, what };
+    } else if ahead.overtaking_blocks_count > 0 {
+        out.end = LogEnd::TornTail {
+            at: pos,
+            what: format!(
+                "the block is missing (zeroed or stale) while {} later block(s) of flushes submitted before it was durable reached the disk",
+                ahead.overtaking_blocks_count
+            ),
+        };
     }
     Ok(out)
 }
@@ -323,9 +349,20 @@ fn block_at(pos: Lsn, segment_size_bytes: u64) -> (Lsn, u64, u64) {
     (pos, pos.segment_no(segment_size_bytes), pos.segment_offset_bytes(segment_size_bytes))
 }
 
-/// The first valid block after `damaged` (in position, of this or a newer epoch) whose write
-/// began after `damaged`, described for the error message.
-fn look_ahead(source: &mut dyn SegmentSource, cur: &mut Cursor, seg: u64, damaged: Lsn, epoch_min: u32) -> Result<Option<String>, WalError> {
+/// What lies past the end of the scan.
+struct Ahead {
+    /// The first valid later block submitted after `damaged` was durable, described for
+    /// the error message.
+    proof_of_durability: Option<String>,
+    /// Valid later blocks of flushes submitted before `damaged` was durable.
+    overtaking_blocks_count: u64,
+}
+
+/// The valid blocks after `damaged` (in position, of this or a newer epoch) whose write
+/// began after `damaged`: the first submitted after `damaged` was durable, and how many
+/// were submitted before.
+fn look_ahead(source: &mut dyn SegmentSource, cur: &mut Cursor, seg: u64, damaged: Lsn, epoch_min: u32) -> Result<Ahead, WalError> {
+    let mut ahead = Ahead { proof_of_durability: None, overtaking_blocks_count: 0 };
     let mut pos = damaged.advance(BLOCK);
     let mut absent_segments = 0;
     loop {
@@ -337,7 +374,7 @@ fn look_ahead(source: &mut dyn SegmentSource, cur: &mut Cursor, seg: u64, damage
                 // Segments are used in order; two missing ones in a row end the search.
                 absent_segments += 1;
                 if absent_segments >= 2 {
-                    return Ok(None);
+                    return Ok(ahead);
                 }
                 pos = Lsn((no + 1) * seg);
                 continue;
@@ -345,7 +382,11 @@ fn look_ahead(source: &mut dyn SegmentSource, cur: &mut Cursor, seg: u64, damage
         }
         if let BlockState::Valid(h) = inspect(cur.block(off)) {
             if h.block_lsn == pos && h.epoch >= epoch_min && h.flush_start_lsn > damaged {
-                return Ok(Some(format!("the block at LSN {pos} ({} offset {off})", source.segment_path(no).display())));
+                if h.durable_at_submit_lsn > damaged {
+                    ahead.proof_of_durability = Some(format!("the block at LSN {pos} ({} offset {off})", source.segment_path(no).display()));
+                    return Ok(ahead);
+                }
+                ahead.overtaking_blocks_count += 1;
             }
         }
         pos = pos.advance(BLOCK);

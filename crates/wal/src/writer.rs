@@ -1,14 +1,25 @@
-//! The log: appends under one short lock, one flush at a time, group commit.
+//! The log: appends under one short lock, several flushes in flight, group commit.
 //!
 //! Appenders copy their record into the current log block(s) under `state` and get its
-//! LSN. A committer then waits until `durable` reaches its commit record's end. When no
-//! flush is in flight, the committer flushes itself (the *leader*, as a PostgreSQL backend
-//! does in `XLogFlush`): it takes *everything* appended so far (sealing the last, partial
-//! block: padding), writes it in one sequential write and makes it durable with one
-//! fdatasync (or none: segments opened O_DSYNC, `SyncMethod::OpenDatasync`), then publishes
-//! the new durable LSN and wakes the waiters. While it writes,
-//! new commits pile up for the next flush, led by one of them once this one ends: that is
-//! group commit, and the batch grows by itself with the load. The leader runs on the
+//! LSN. A committer then waits until `durable` reaches its commit record's end. When its
+//! record is not covered by a flush in flight and fewer than `flushes_in_flight_max`
+//! flushes are in flight, the committer flushes itself (the *leader*, as a PostgreSQL
+//! backend does in `XLogFlush`): it takes *everything* appended so far (sealing the last,
+//! partial block: padding), writes it in one sequential write and makes it durable with
+//! one fdatasync (or none: segments opened O_DSYNC, `SyncMethod::OpenDatasync`), then
+//! publishes the new durable LSN and wakes the waiters. While it writes, new commits pile
+//! up and, while a flush slot is free, one of them starts the next flush at once instead
+//! of waiting for this one to end (**flushes in flight**: on the VM's disk two to four
+//! fdatasyncs at once take about as long as one, bench/wal_commits/overlap_probe.py);
+//! when every slot is busy they pile up for the next free one: group commit, and the
+//! batch grows by itself with the load.
+//!
+//! **Durability is published in LSN order**: flushes may finish in any order, but
+//! `durable` only advances over the contiguous prefix of finished flushes, so a commit is
+//! acknowledged only once every byte before it is durable. After a power loss a later
+//! flush may be on disk while an earlier one is not; each block records the durable LSN
+//! when its flush was submitted (block.rs), which is how recovery tells that torn tail
+//! from corruption (reader.rs). The leader runs on the
 //! committer's own thread because a hand-off to a writer thread and back costs two thread
 //! wake-ups per commit — on the 2-core VM these were a third of a single-row INSERT's CPU
 //! and most of its latency beside the fdatasync (docs/server.md, "INSERT CPU per commit").
@@ -19,7 +30,11 @@
 //! after a failed fsync the kernel may have dropped the dirty pages, so a later flush that
 //! succeeds proves nothing. Every waiting and later commit gets `WalError::Stopped`.
 
+use std::collections::VecDeque;
 use std::fs::File;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -35,12 +50,17 @@ use crate::files::{
     create_excl, create_segment, inspect_segment_header, list_segments, lock_dir, open_existing, read_control, recycle_segment,
     segment_path, write_control, Control, DatabaseIdentity, SegmentHeaderState, CONTROL_FILE_NAME, LOCK_FILE_NAME,
 };
-use crate::limits::{BLOCK_HEADER_BYTES, BLOCK_PAYLOAD_BYTES, BLOCK_SIZE_BYTES, RECORD_HEADER_BYTES, WRITE_CHUNK_BYTES};
+use crate::limits::{BLOCK_HEADER_BYTES, BLOCK_PAYLOAD_BYTES, BLOCK_SIZE_BYTES, FLUSHES_IN_FLIGHT_MAX, RECORD_HEADER_BYTES, WRITE_CHUNK_BYTES};
 use crate::lsn::{Lsn, SegmentPosition, TxnId};
 use crate::reader::{scan_dir, Scan};
 use crate::record::{Record, INSERT_FIXED_BYTES};
 
 const BLOCK: u64 = BLOCK_SIZE_BYTES as u64;
+
+/// Condvars committers wait on, by the number of the flush that covers them. Above the
+/// flushes in flight at most, so flushes in flight never share one (a shared one costs
+/// only spurious wake-ups).
+const DURABLE_CONDVARS: usize = 2 * FLUSHES_IN_FLIGHT_MAX;
 
 /// The first record of a new log: segment 0, after its header block and the block header.
 pub const FIRST_RECORD_LSN: Lsn = Lsn(BLOCK + BLOCK_HEADER_BYTES as u64);
@@ -60,6 +80,8 @@ struct Counters {
     records: AtomicU64,
     commits: AtomicU64,
     flushes: AtomicU64,
+    overlapped_flushes: AtomicU64,
+    flushes_in_flight_peak: AtomicU64,
     bytes_written: AtomicU64,
     padding_bytes: AtomicU64,
     segments_created: AtomicU64,
@@ -72,6 +94,10 @@ pub struct WalStats {
     pub commits_count: u64,
     /// Durable flushes (write + fdatasync) of the log writer.
     pub flushes_count: u64,
+    /// Flushes submitted while another was in flight (overlapping flushes).
+    pub overlapped_flushes_count: u64,
+    /// The most flushes that were in flight at once.
+    pub flushes_in_flight_peak: u64,
     pub bytes_written: u64,
     /// Block bytes left unused because a flush ended inside the block.
     pub padding_bytes: u64,
@@ -101,19 +127,41 @@ struct State {
     durable: Lsn,
     /// Highest LSN a waiter asked for: the writer flushes while this is above `durable`.
     wanted: Lsn,
-    spare: Vec<u8>,
+    /// Emptied buffers of finished flushes, reused by the next takes.
+    spare: Vec<Vec<u8>>,
     failed: Option<String>,
     shutdown: bool,
-    writer_idle: bool,
-    /// A flush (by a leading committer or the writer thread) is in flight: the one flusher
-    /// at a time, so blocks reach the file in LSN order and `durable` only grows.
-    flushing: bool,
-    /// Flushes taken so far, and the end of the one in flight (= `durable` when idle):
-    /// a committer waits on the condvar of the flush that will cover its LSN, so a
+    /// Writer threads waiting for work.
+    writers_idle: usize,
+    /// Tasks awaiting durability ([`Wal::durable`]): the LSN each waits for and its waker,
+    /// woken when `durable` reaches it (or the log stops).
+    async_waiters: Vec<(Lsn, Waker)>,
+    /// Every log block below this was durable when the log was opened (the blocks the
+    /// recovery scan read; this epoch writes from here on). Until a flush of this epoch is
+    /// durable, `durable` may lie *inside* that first block (a new log's first record LSN,
+    /// a scan that read no block), so blocks record this instead (`durable_at_submit`).
+    epoch_start: Lsn,
+    /// A flush of this epoch was published durable.
+    epoch_flushed: bool,
+    /// Flushes taken and not yet published durable, in LSN order (= the order taken).
+    in_flight: VecDeque<InFlight>,
+    /// Segment writers (`Shared::segments`) no flush is using.
+    free_writers: Vec<usize>,
+    /// Flushes taken so far, and the end of the last one taken (= `durable` when none is in
+    /// flight): a committer waits on the condvar of the flush that will cover its LSN, so a
     /// finished flush wakes only the committers it made durable (and one of those that
     /// need the next flush, to lead it).
     flushes_taken: u64,
-    in_flight_end: Lsn,
+    taken_end: Lsn,
+}
+
+/// A flush taken and not yet published durable.
+#[derive(Debug, Clone, Copy)]
+struct InFlight {
+    flush_no: u64,
+    end: Lsn,
+    /// Written and flushed; published once every flush before it is too.
+    done: bool,
 }
 
 struct Shared {
@@ -122,20 +170,19 @@ struct Shared {
     /// page write; a committer whose LSN is already durable returns without the lock).
     durable_published: AtomicU64,
     work: Condvar,
-    /// Indexed by flush number parity (see `State::flushes_taken`).
-    durable: [Condvar; 2],
+    /// Indexed by flush number modulo [`DURABLE_CONDVARS`] (see `State::flushes_taken`).
+    durable: [Condvar; DURABLE_CONDVARS],
     space: Condvar,
-    /// The segment files, written by the one flusher (`State::flushing`): uncontended.
-    segments: Mutex<SegmentWriter>,
+    /// One segment writer (its own descriptor and engine) per flush in flight: a flush
+    /// takes a free one (`State::free_writers`), so flushes write and fdatasync side by
+    /// side.
+    segments: Vec<Mutex<SegmentWriter>>,
     counters: Counters,
     segment_size_bytes: u64,
     epoch: u32,
     log_buffer_bytes_max: usize,
+    flushes_in_flight_max: usize,
     next_txn: AtomicU64,
-    /// Transactions begun and not yet durably committed or aborted (the commit delay's
-    /// siblings; an estimate: a failed commit followed by an abort counts once too few).
-    open_txns: AtomicU64,
-    commit_delay: std::time::Duration,
     /// Segment files below the last checkpoint's redo point, free for reuse.
     recyclable: Mutex<Vec<PathBuf>>,
     notices: Mutex<Vec<String>>,
@@ -168,6 +215,22 @@ fn block_start(lsn: Lsn) -> Lsn {
 }
 
 impl State {
+    /// What a flush starting at `start` submitted now records as durable: every log block
+    /// below it is durable. The end of the last published flush rounded up to its block's
+    /// end (a flush's blocks are all durable once it is, the padded last one included), so
+    /// a flush submitted when all before it was durable records `start` itself (lag 0, as a
+    /// v1 block); before this epoch's first flush, the start of its first block. Never past
+    /// `start` (a segment's header block, never a log block, counts as durable).
+    fn durable_at_submit(&self, start: Lsn, seg: u64) -> Lsn {
+        let durable = if self.epoch_flushed {
+            let block_end = self.durable.0.div_ceil(BLOCK) * BLOCK;
+            Lsn(if block_end.is_multiple_of(seg) { block_end + BLOCK } else { block_end })
+        } else {
+            self.epoch_start
+        };
+        durable.min(start)
+    }
+
     fn put(&mut self, mut bytes: &[u8], record_start: bool, seg: u64) {
         let mut first = record_start;
         while !bytes.is_empty() {
@@ -215,7 +278,7 @@ impl State {
         } else {
             BLOCK_PAYLOAD_BYTES
         };
-        let mut spare = std::mem::take(&mut self.spare);
+        let mut spare = self.spare.pop().unwrap_or_default();
         spare.clear();
         let bytes = std::mem::replace(&mut self.buf, spare);
         self.buf_start = block_start(self.insert);
@@ -360,10 +423,25 @@ impl SegmentWriter {
     }
 }
 
+/// The future of [`Wal::durable`].
+pub struct Durable<'a> {
+    wal: &'a Wal,
+    lsn: Lsn,
+}
+
+impl Future for Durable<'_> {
+    type Output = Result<(), WalError>;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.wal.poll_durable(self.lsn, cx)
+    }
+}
+
 /// The write-ahead log of one database.
 pub struct Wal {
     shared: Arc<Shared>,
-    writer: Option<JoinHandle<()>>,
+    /// One writer thread per flush in flight: they flush for tasks awaiting durability
+    /// ([`Wal::durable`]), a full log buffer, and the close.
+    writers: Vec<JoinHandle<()>>,
     preparer: Option<JoinHandle<()>>,
     dir: PathBuf,
     control: Mutex<Control>,
@@ -429,16 +507,22 @@ impl Wal {
         let redo_segment = control.checkpoint_redo_lsn.segment_no(seg);
         let recyclable: Vec<PathBuf> = list_segments(&dir)?.into_iter().filter(|(no, _)| *no < redo_segment).map(|(_, p)| p).collect();
         let insert = payload_start(scan.next_block_lsn, seg);
-        let segments = SegmentWriter {
-            dir: dir.clone(),
-            segment_size_bytes: seg,
-            database_id: identity.id,
-            direct_io: config.direct_io,
-            sync_method: config.sync_method.clone().map_err(WalError::Config)?,
-            factory: config.engine_factory.clone(),
-            current: None,
-            completions: Vec::with_capacity(1),
-        };
+        let sync_method = config.sync_method.clone().map_err(WalError::Config)?;
+        let flushes_in_flight_max = config.flushes_in_flight_max.clone().map_err(WalError::Config)?;
+        let segments = (0..flushes_in_flight_max)
+            .map(|_| {
+                Mutex::new(SegmentWriter {
+                    dir: dir.clone(),
+                    segment_size_bytes: seg,
+                    database_id: identity.id,
+                    direct_io: config.direct_io,
+                    sync_method,
+                    factory: config.engine_factory.clone(),
+                    current: None,
+                    completions: Vec::with_capacity(1),
+                })
+            })
+            .collect();
         let shared = Arc::new(Shared {
             durable_published: AtomicU64::new(scan.end_lsn.0),
             state: Mutex::new(State {
@@ -451,33 +535,47 @@ impl Wal {
                 spare: Vec::new(),
                 failed: None,
                 shutdown: false,
-                writer_idle: false,
-                flushing: false,
+                writers_idle: 0,
+                async_waiters: Vec::new(),
+                epoch_start: block_start(insert),
+                epoch_flushed: false,
+                in_flight: VecDeque::with_capacity(flushes_in_flight_max),
+                free_writers: (0..flushes_in_flight_max).rev().collect(),
                 flushes_taken: 0,
-                in_flight_end: scan.end_lsn,
+                taken_end: scan.end_lsn,
             }),
             work: Condvar::new(),
-            durable: [Condvar::new(), Condvar::new()],
+            durable: std::array::from_fn(|_| Condvar::new()),
             space: Condvar::new(),
-            segments: Mutex::new(segments),
+            segments,
             counters: Counters::default(),
             segment_size_bytes: seg,
             epoch: control.epoch,
             log_buffer_bytes_max: config.log_buffer_bytes_max,
+            flushes_in_flight_max,
             next_txn: AtomicU64::new(((control.epoch as u64) & 0xFF_FFFF) << 40 | 1),
-            open_txns: AtomicU64::new(0),
-            commit_delay: std::time::Duration::from_micros(config.commit_delay_us.clone().map_err(WalError::Config)?),
             recyclable: Mutex::new(recyclable),
             notices: Mutex::new(Vec::new()),
             segment_creation: Mutex::new(()),
             prepare: Mutex::new(Prepare::default()),
             prepare_cv: Condvar::new(),
         });
-        let writer_shared = shared.clone();
-        let writer = std::thread::Builder::new()
-            .name("wal-writer".into())
-            .spawn(move || log_writer(writer_shared))
-            .map_err(file_err(&dir))?;
+        let mut writers = Vec::with_capacity(flushes_in_flight_max);
+        for i in 0..flushes_in_flight_max {
+            let writer_shared = shared.clone();
+            match std::thread::Builder::new().name(format!("wal-writer-{i}")).spawn(move || log_writer(writer_shared)) {
+                Ok(w) => writers.push(w),
+                Err(e) => {
+                    // Those started end with the shutdown; the log does not open.
+                    shared.state.lock().shutdown = true;
+                    shared.work.notify_all();
+                    for w in writers {
+                        let _ = w.join();
+                    }
+                    return Err(file_err(&dir)(e));
+                }
+            }
+        }
         let preparer_shared = shared.clone();
         let preparer_dir = dir.clone();
         let id = identity.id;
@@ -485,7 +583,7 @@ impl Wal {
             .name("wal-segments".into())
             .spawn(move || segment_preparer(preparer_shared, preparer_dir, id))
             .map_err(file_err(&dir))?;
-        Ok((Wal { shared, writer: Some(writer), preparer: Some(preparer), dir, control: Mutex::new(control), _lock: lock }, scan))
+        Ok((Wal { shared, writers, preparer: Some(preparer), dir, control: Mutex::new(control), _lock: lock }, scan))
     }
 
     pub fn dir(&self) -> &Path {
@@ -494,7 +592,6 @@ impl Wal {
 
     /// A new transaction id (unique across restarts: see `TxnId`).
     pub fn begin(&self) -> TxnId {
-        self.shared.open_txns.fetch_add(1, Ordering::Relaxed);
         TxnId(self.shared.next_txn.fetch_add(1, Ordering::Relaxed))
     }
 
@@ -533,7 +630,7 @@ impl Wal {
     }
 
     /// Returns once the log is durable up to `lsn`, or the error that stopped it. Nothing is
-    /// acknowledged before it is durable.
+    /// acknowledged before it is durable, nor before every byte before it is.
     pub fn wait_durable(&self, lsn: Lsn) -> Result<(), WalError> {
         if self.shared.durable_published.load(Ordering::Acquire) >= lsn.0 {
             return Ok(());
@@ -549,49 +646,71 @@ impl Wal {
             if let Some(cause) = &st.failed {
                 return Err(WalError::Stopped { cause: cause.clone() });
             }
-            if !st.flushing {
-                if !self.shared.commit_delay.is_zero() && self.shared.open_txns.load(Ordering::Relaxed) >= crate::config::COMMIT_SIBLINGS {
-                    // The commit delay: hold the lead (`flushing`, so nobody else starts a
-                    // flush; the waiters meanwhile wait on the next flush's parity, which is
-                    // this one) while commits arriving now append, then take them all.
-                    st.flushing = true;
-                    MutexGuard::unlocked(&mut st, || std::thread::sleep(self.shared.commit_delay));
-                    st.flushing = false;
-                }
-                // Nobody flushes: lead a flush of everything appended, `lsn` included.
+            let covered_by = st.in_flight.iter().find(|f| f.end >= lsn).map(|f| f.flush_no);
+            if covered_by.is_none() && st.in_flight.len() < self.shared.flushes_in_flight_max {
+                // No flush in flight covers `lsn` and a slot is free: lead a flush of
+                // everything appended, `lsn` included, now.
                 if !flush_as_leader(&self.shared, &mut st) && st.durable < lsn && st.failed.is_none() {
-                    // Unreachable: everything appended is either taken by a flush (none in
-                    // flight) or in the buffer. An error rather than a wait forever.
+                    // Unreachable: everything appended is either taken by a flush (none
+                    // covers `lsn`) or in the buffer. An error rather than a wait forever.
                     return Err(WalError::Config(format!("wait for LSN {lsn}: nothing left to flush, yet durable only to {}", st.durable)));
                 }
                 continue;
             }
-            // The flush in flight covers `lsn`, or else the next one taken will (it takes
-            // everything appended before it starts).
-            let flush_no = if lsn <= st.in_flight_end { st.flushes_taken } else { st.flushes_taken + 1 };
-            self.shared.durable[(flush_no % 2) as usize].wait(&mut st);
+            // The flush in flight that covers `lsn`, or else the next one taken will (it
+            // takes everything appended before it starts; a finished flush wakes one of
+            // its waiters to lead it).
+            let flush_no = covered_by.unwrap_or(st.flushes_taken + 1);
+            self.shared.durable[(flush_no % DURABLE_CONDVARS as u64) as usize].wait(&mut st);
         }
+    }
+
+    /// Resolves once the log is durable up to `lsn` (or with the error that stopped it),
+    /// without blocking a thread: for async callers (the server's connection tasks). The
+    /// task registers its waker; when no flush in flight covers `lsn` it asks a writer
+    /// thread for one (the writer threads keep up to `flushes_in_flight_max` in flight, as
+    /// leading committers do), and the flush that makes `lsn` durable — in LSN order, as
+    /// for [`Wal::wait_durable`] — wakes it. Dropping the future abandons only the wait.
+    pub fn durable(&self, lsn: Lsn) -> Durable<'_> {
+        Durable { wal: self, lsn }
+    }
+
+    fn poll_durable(&self, lsn: Lsn, cx: &mut Context<'_>) -> Poll<Result<(), WalError>> {
+        if self.shared.durable_published.load(Ordering::Acquire) >= lsn.0 {
+            return Poll::Ready(Ok(()));
+        }
+        let mut st = self.shared.state.lock();
+        if st.durable >= lsn {
+            return Poll::Ready(Ok(()));
+        }
+        if let Some(cause) = &st.failed {
+            return Poll::Ready(Err(WalError::Stopped { cause: cause.clone() }));
+        }
+        if lsn > st.appended_end {
+            return Poll::Ready(Err(WalError::Config(format!("wait for LSN {lsn}, past the end of the log ({})", st.appended_end))));
+        }
+        if !st.async_waiters.iter().any(|(l, w)| *l == lsn && w.will_wake(cx.waker())) {
+            st.async_waiters.push((lsn, cx.waker().clone()));
+        }
+        if lsn > st.taken_end {
+            // No flush in flight covers it: a writer thread takes one (now if one is idle
+            // and a slot is free; else when a flush ends, `flush_as_leader`).
+            st.wanted = st.wanted.max(lsn);
+            if st.writers_idle > 0 && st.in_flight.len() < self.shared.flushes_in_flight_max {
+                self.shared.work.notify_one();
+            }
+        }
+        Poll::Pending
     }
 
     /// Appends `txn`'s commit record and waits until it is durable.
     pub fn commit(&self, txn: TxnId) -> Result<Appended, WalError> {
-        let committed = self.append(&Record::Commit { txn }).and_then(|a| self.wait_durable(a.end).map(|()| a));
-        self.end_txn();
-        committed
+        self.append(&Record::Commit { txn }).and_then(|a| self.wait_durable(a.end).map(|()| a))
     }
 
     /// Appends `txn`'s abort record (not waited for: an abort needs no durability).
     pub fn abort(&self, txn: TxnId) -> Result<Appended, WalError> {
-        let aborted = self.append(&Record::Abort { txn });
-        self.end_txn();
-        aborted
-    }
-
-    /// A transaction ended (committed and durable, failed, or aborted): one fewer open, as
-    /// PostgreSQL's backends count until their commit is flushed. Saturating: a transaction
-    /// ended twice (commit failed, then abort) or never begun here ends nothing more.
-    fn end_txn(&self) {
-        let _ = self.shared.open_txns.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+        self.append(&Record::Abort { txn })
     }
 
     /// Everything below this LSN is durable.
@@ -642,6 +761,8 @@ impl Wal {
             records_count: c.records.load(Ordering::Relaxed),
             commits_count: c.commits.load(Ordering::Relaxed),
             flushes_count: c.flushes.load(Ordering::Relaxed),
+            overlapped_flushes_count: c.overlapped_flushes.load(Ordering::Relaxed),
+            flushes_in_flight_peak: c.flushes_in_flight_peak.load(Ordering::Relaxed),
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
             padding_bytes: c.padding_bytes.load(Ordering::Relaxed),
             segments_created_count: c.segments_created.load(Ordering::Relaxed),
@@ -673,10 +794,10 @@ impl Wal {
         {
             let mut st = self.shared.state.lock();
             st.shutdown = true;
-            self.shared.work.notify_one();
+            self.shared.work.notify_all();
         }
-        if let Some(w) = self.writer.take() {
-            // A panic in the writer already failed the log (see log_writer); nothing to add.
+        for w in self.writers.drain(..) {
+            // A panic in a flush already failed the log (see flush_as_leader); nothing to add.
             let _ = w.join();
         }
         {
@@ -740,73 +861,107 @@ fn segment_preparer(shared: Arc<Shared>, dir: PathBuf, database_id: u128) {
 /// may be blocked on room, `wanted`) and what is left at close. Committers flush for
 /// themselves (`flush_as_leader`).
 fn writer_asked(shared: &Shared, st: &State) -> bool {
-    !st.buf.is_empty() && (st.shutdown || st.wanted > st.durable || st.buf.len() >= shared.log_buffer_bytes_max / 2)
+    !st.buf.is_empty() && (st.shutdown || st.wanted > st.taken_end || st.buf.len() >= shared.log_buffer_bytes_max / 2)
 }
 
 fn log_writer(shared: Arc<Shared>) {
     let mut st = shared.state.lock();
     loop {
-        if st.failed.is_some() {
+        if st.failed.is_some() || (st.shutdown && st.in_flight.is_empty() && st.buf.is_empty()) {
+            // The other writer threads end too (a flush's end wakes only one of them).
+            shared.work.notify_all();
             return;
         }
-        if !st.flushing && writer_asked(&shared, &st) {
+        if st.in_flight.len() < shared.flushes_in_flight_max && writer_asked(&shared, &st) {
             flush_as_leader(&shared, &mut st);
             continue;
         }
-        if st.shutdown && !st.flushing && st.buf.is_empty() {
-            return;
-        }
-        st.writer_idle = true;
+        st.writers_idle += 1;
         shared.work.wait(&mut st);
-        st.writer_idle = false;
+        st.writers_idle -= 1;
     }
 }
 
 /// One flush, by the caller (a committer waiting for its commit, or the writer thread),
-/// which saw no flush in flight: takes everything appended under `st`, writes and
-/// fdatasyncs it without the lock, then publishes the durable LSN and wakes the committers
-/// it made durable, plus one of those waiting for the next flush to lead it. Returns
-/// false when there was nothing to take. A failed write or flush (or a panic in one) stops
-/// the log for good.
+/// which saw a free flush slot: takes everything appended under `st`, writes and
+/// fdatasyncs it without the lock (other flushes may run meanwhile), then marks it done,
+/// publishes the durable LSN over every finished flush in LSN order and wakes the
+/// committers that made durable, plus one of those waiting for the next flush to lead it.
+/// Returns false when there was nothing to take. A failed write or flush (or a panic in
+/// one) stops the log for good.
 fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
-    debug_assert!(!st.flushing);
+    debug_assert!(st.in_flight.len() < shared.flushes_in_flight_max);
     let seg = shared.segment_size_bytes;
-    let Some((start, mut bytes, last_used, end)) = st.take(seg) else { return false };
-    st.flushing = true;
+    // A slot is free (the callers check), so is a segment writer: one per slot.
+    let Some(writer) = st.free_writers.pop() else { return false };
+    let Some((start, mut bytes, last_used, end)) = st.take(seg) else {
+        st.free_writers.push(writer);
+        return false;
+    };
+    // What recovery needs to tell a flush that overtook a lost one from corruption: every
+    // byte below this was durable when this flush was submitted (block.rs).
+    let durable_at_submit = st.durable_at_submit(start, seg);
     st.flushes_taken += 1;
-    st.in_flight_end = end;
     let flush_no = st.flushes_taken;
+    st.taken_end = end;
+    if !st.in_flight.is_empty() {
+        shared.counters.overlapped_flushes.fetch_add(1, Ordering::Relaxed);
+    }
+    st.in_flight.push_back(InFlight { flush_no, end, done: false });
+    shared.counters.flushes_in_flight_peak.fetch_max(st.in_flight.len() as u64, Ordering::Relaxed);
     let result = MutexGuard::unlocked(st, || {
         // The buffer was emptied: appenders waiting for room go on meanwhile.
         shared.space.notify_all();
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut segments = shared.segments.lock();
-            write_and_flush(shared, &mut segments, start, &mut bytes, last_used)
+            let mut segments = shared.segments[writer].lock();
+            write_and_flush(shared, &mut segments, start, durable_at_submit, &mut bytes, last_used)
         }))
     });
-    st.flushing = false;
+    st.free_writers.push(writer);
     match result {
         Ok(Ok(())) => {
-            debug_assert!(end >= st.durable);
-            st.durable = end;
-            shared.durable_published.store(end.0, Ordering::Release);
-            if st.spare.capacity() < bytes.capacity() {
-                st.spare = bytes;
+            if let Some(f) = st.in_flight.iter_mut().find(|f| f.flush_no == flush_no) {
+                f.done = true;
+            }
+            if st.spare.len() < shared.flushes_in_flight_max {
+                st.spare.push(bytes);
             }
         }
         Ok(Err(e)) => st.failed = Some(e.to_string()),
         Err(_) => st.failed = Some("a log flush panicked".into()),
     }
-    shared.durable[(flush_no % 2) as usize].notify_all();
+    // Durable in LSN order: only the finished flushes at the front of the queue are; a
+    // finished flush behind an unfinished one waits for it (and forever after a failure:
+    // its bytes follow bytes that never became durable).
+    while st.failed.is_none() && st.in_flight.front().is_some_and(|f| f.done) {
+        let Some(f) = st.in_flight.pop_front() else { break };
+        debug_assert!(f.end >= st.durable);
+        st.durable = f.end;
+        st.epoch_flushed = true;
+        shared.durable[(f.flush_no % DURABLE_CONDVARS as u64) as usize].notify_all();
+    }
+    shared.durable_published.store(st.durable.0, Ordering::Release);
+    if !st.async_waiters.is_empty() {
+        let (durable, failed) = (st.durable, st.failed.is_some());
+        st.async_waiters.retain(|(lsn, waker)| {
+            let ready = failed || *lsn <= durable;
+            if ready {
+                waker.wake_by_ref();
+            }
+            !ready
+        });
+    }
     if st.failed.is_some() {
-        shared.durable[((flush_no + 1) % 2) as usize].notify_all();
+        for cv in &shared.durable {
+            cv.notify_all();
+        }
     } else {
-        // Those waiting on the next flush appended after this one was taken: one of them
-        // leads it (the rest are covered by it and wait on its parity).
-        shared.durable[((flush_no + 1) % 2) as usize].notify_one();
+        // A slot is free: one of those waiting for the next flush (appended after the
+        // last one was taken) leads it; the rest are covered by it and wait on its condvar.
+        shared.durable[((st.flushes_taken + 1) % DURABLE_CONDVARS as u64) as usize].notify_one();
     }
     shared.space.notify_all();
-    if st.writer_idle && (st.failed.is_some() || writer_asked(shared, st)) {
+    if st.writers_idle > 0 && (st.failed.is_some() || st.shutdown || writer_asked(shared, st)) {
         shared.work.notify_one();
     }
     true
@@ -814,10 +969,10 @@ fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
 
 /// Seals the taken blocks and writes them, one write per segment touched, each followed by
 /// a durable flush.
-fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, bytes: &mut [u8], last_used: usize) -> Result<(), WalError> {
+fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, durable_at_submit: Lsn, bytes: &mut [u8], last_used: usize) -> Result<(), WalError> {
     let seg = shared.segment_size_bytes;
     let block_count = bytes.len() / BLOCK_SIZE_BYTES;
-    seal_blocks(start, bytes, last_used, seg, shared.epoch);
+    seal_blocks(start, durable_at_submit, bytes, last_used, seg, shared.epoch);
     shared.counters.padding_bytes.fetch_add((BLOCK_PAYLOAD_BYTES - last_used) as u64, Ordering::Relaxed);
     // Runs of blocks within one segment, placeholders excluded.
     let mut i = 0;
@@ -840,22 +995,51 @@ fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, by
 
 /// Seals every block of a taken flush (all full but the last; placeholders of segment
 /// header blocks left alone).
-fn seal_blocks(start: Lsn, bytes: &mut [u8], last_used: usize, seg: u64, epoch: u32) {
+fn seal_blocks(start: Lsn, durable_at_submit: Lsn, bytes: &mut [u8], last_used: usize, seg: u64, epoch: u32) {
     let block_count = bytes.len() / BLOCK_SIZE_BYTES;
     debug_assert_eq!(bytes.len() % BLOCK_SIZE_BYTES, 0);
     debug_assert!(!start.0.is_multiple_of(seg), "a flush never starts at a segment header block");
+    debug_assert!(durable_at_submit <= start);
     for (i, block) in bytes.chunks_exact_mut(BLOCK_SIZE_BYTES).enumerate() {
         let lsn = start.advance(i as u64 * BLOCK);
         if lsn.0.is_multiple_of(seg) {
             continue; // the placeholder of a segment header block
         }
         let used = if i + 1 == block_count { last_used } else { BLOCK_PAYLOAD_BYTES };
-        seal(block, used, lsn, start, epoch);
+        seal(block, used, lsn, start, durable_at_submit, epoch);
+    }
+}
+
+/// A flush a [`LogImage`] took and sealed, not yet on its "disk": tests write it, lose it
+/// or tear it, and complete flushes in any order, as flushes in flight would.
+#[derive(Debug, Clone)]
+pub struct PendingFlush {
+    /// LSN of its first block.
+    pub start: Lsn,
+    /// One past its last record byte: durable once this flush and every one before it are.
+    pub end: Lsn,
+    /// The durable LSN when it was submitted (what its blocks record).
+    pub durable_at_submit: Lsn,
+    flush_no: u64,
+    /// Sealed blocks from `start` (segment header placeholders included, never written).
+    bytes: Vec<u8>,
+}
+
+impl PendingFlush {
+    /// The LSNs of the log blocks it writes (placeholders of segment headers excluded).
+    pub fn block_lsns(&self, segment_size_bytes: u64) -> Vec<Lsn> {
+        (0..self.bytes.len() / BLOCK_SIZE_BYTES)
+            .map(|i| self.start.advance(i as u64 * BLOCK))
+            .filter(|l| !l.0.is_multiple_of(segment_size_bytes))
+            .collect()
     }
 }
 
 /// A log built in memory by the same append and seal code the writer uses, without files
-/// or threads: for property tests and fuzzing of the reader.
+/// or threads: for property tests and fuzzing of the reader. Flushes are submitted,
+/// written and completed one step at a time (`submit`, `write`, `complete`), so tests can
+/// have several in flight and finish them in any order; `durable` follows the writer's
+/// rule (LSN order).
 pub struct LogImage {
     state: State,
     segment_size_bytes: u64,
@@ -878,10 +1062,14 @@ impl LogImage {
                 spare: Vec::new(),
                 failed: None,
                 shutdown: false,
-                writer_idle: false,
-                flushing: false,
+                writers_idle: 0,
+                async_waiters: Vec::new(),
+                epoch_start: Lsn(BLOCK),
+                epoch_flushed: false,
+                in_flight: VecDeque::new(),
+                free_writers: Vec::new(),
                 flushes_taken: 0,
-                in_flight_end: FIRST_RECORD_LSN,
+                taken_end: FIRST_RECORD_LSN,
             },
             segment_size_bytes,
             database_id,
@@ -900,27 +1088,63 @@ impl LogImage {
         Ok(Appended { lsn, end: self.state.appended_end })
     }
 
-    /// Seals and "writes" what was appended, as one flush. Returns the durable end.
-    pub fn flush(&mut self) -> Lsn {
+    /// Takes and seals what was appended as one flush submitted now; `None` if nothing was.
+    pub fn submit(&mut self) -> Option<PendingFlush> {
         let seg = self.segment_size_bytes;
-        if let Some((start, mut bytes, last_used, end)) = self.state.take(seg) {
-            seal_blocks(start, &mut bytes, last_used, seg, self.epoch);
-            for (i, block) in bytes.chunks_exact(BLOCK_SIZE_BYTES).enumerate() {
-                let lsn = start.advance(i as u64 * BLOCK);
-                if lsn.0.is_multiple_of(seg) {
-                    continue;
-                }
-                let no = lsn.segment_no(seg);
-                let id = self.database_id;
-                let image = self.source.segments.entry(no).or_insert_with(|| {
-                    let mut img = vec![0u8; seg as usize];
-                    img[..BLOCK_SIZE_BYTES].copy_from_slice(&crate::files::encode_segment_header(no, seg, id));
-                    img
-                });
-                let off = lsn.segment_offset_bytes(seg) as usize;
-                image[off..off + BLOCK_SIZE_BYTES].copy_from_slice(block);
+        let (start, mut bytes, last_used, end) = self.state.take(seg)?;
+        let durable_at_submit = self.state.durable_at_submit(start, seg);
+        seal_blocks(start, durable_at_submit, &mut bytes, last_used, seg, self.epoch);
+        self.state.flushes_taken += 1;
+        let flush_no = self.state.flushes_taken;
+        self.state.in_flight.push_back(InFlight { flush_no, end, done: false });
+        Some(PendingFlush { start, end, durable_at_submit, flush_no, bytes })
+    }
+
+    /// Puts a submitted flush's blocks on the "disk" (all of them; tests tear them after).
+    pub fn write(&mut self, flush: &PendingFlush) {
+        let seg = self.segment_size_bytes;
+        for (i, block) in flush.bytes.chunks_exact(BLOCK_SIZE_BYTES).enumerate() {
+            let lsn = flush.start.advance(i as u64 * BLOCK);
+            if lsn.0.is_multiple_of(seg) {
+                continue;
             }
-            self.state.durable = end;
+            let no = lsn.segment_no(seg);
+            let id = self.database_id;
+            let image = self.source.segments.entry(no).or_insert_with(|| {
+                let mut img = vec![0u8; seg as usize];
+                img[..BLOCK_SIZE_BYTES].copy_from_slice(&crate::files::encode_segment_header(no, seg, id));
+                img
+            });
+            let off = lsn.segment_offset_bytes(seg) as usize;
+            image[off..off + BLOCK_SIZE_BYTES].copy_from_slice(block);
+        }
+    }
+
+    /// The flush's write and fdatasync returned: durable advances over every completed
+    /// flush in LSN order. Returns the durable LSN.
+    pub fn complete(&mut self, flush: &PendingFlush) -> Lsn {
+        if let Some(f) = self.state.in_flight.iter_mut().find(|f| f.flush_no == flush.flush_no) {
+            f.done = true;
+        }
+        while let Some(f) = self.state.in_flight.front().copied().filter(|f| f.done) {
+            self.state.in_flight.pop_front();
+            self.state.durable = f.end;
+            self.state.epoch_flushed = true;
+        }
+        self.state.durable
+    }
+
+    /// Everything appended is covered by a completed flush up to here.
+    pub fn durable(&self) -> Lsn {
+        self.state.durable
+    }
+
+    /// Seals and "writes" what was appended, as one flush, completed at once (flushes still
+    /// in flight stay so). Returns the durable end.
+    pub fn flush(&mut self) -> Lsn {
+        if let Some(f) = self.submit() {
+            self.write(&f);
+            self.complete(&f);
         }
         self.state.durable
     }

@@ -266,35 +266,97 @@ fn open_datasync_commits_survive_reopen_and_an_unknown_method_is_refused() {
     assert!(err.to_string().contains("FLASHSCAN_WAL_SYNC"), "{err}");
 }
 
-/// `FLASHSCAN_WAL_COMMIT_DELAY_US`: committers from 8 threads with a leader that waits
-/// 300 µs before its flush when others are open — every commit durable and read back, and
-/// flushes shared (more than one commit per flush). An unreadable value is refused.
+/// A log whose flushes take 300 µs (simulated), committed to by 8 threads.
+fn slow_log(dir: &std::path::Path, id: u128, flushes_in_flight_max: usize) -> (WalConfig, Arc<Wal>, Arc<SimDisk>) {
+    let disk = SimDisk::new(SimDiskPlan::default());
+    let d = disk.clone();
+    let slow: EngineFactory = Arc::new(move |files| {
+        let plan = FaultPlan { latency: std::time::Duration::from_micros(300), ..FaultPlan::default() };
+        Ok(Box::new(SimEngine::new(files, writer_engine_config(), plan)?.with_disk(d.clone())) as Box<dyn IoEngine>)
+    });
+    let mut cfg = config(dir, 64 * 1024, slow);
+    cfg.flushes_in_flight_max = Ok(flushes_in_flight_max);
+    (cfg.clone(), Arc::new(Wal::create(cfg, identity(id)).unwrap()), disk)
+}
+
+/// Flushes in flight (`FLASHSCAN_WAL_FLUSHES_IN_FLIGHT`): with slow flushes and 8
+/// committing threads (half leading their flushes, half awaiting `Wal::durable`), up to 4 overlap — never more — and every commit is durable when
+/// acknowledged (the durable LSN covers it: published in LSN order) and read back after
+/// reopening; with 1, none overlap. An unreadable or out-of-range count is refused.
 #[test]
-fn a_commit_delay_shares_flushes_and_loses_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut cfg = config(dir.path(), 1 << 20, psync_engine_factory());
-    cfg.commit_delay_us = Ok(300);
-    let wal = Arc::new(Wal::create(cfg.clone(), identity(22)).unwrap());
-    let threads: Vec<_> = (0..8u32)
-        .map(|t| {
-            let wal = wal.clone();
-            std::thread::spawn(move || commit_one_row_each(&wal, t * 100..t * 100 + 40))
-        })
-        .collect();
-    let mut txns: Vec<TxnId> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
-    let stats = wal.stats();
-    assert_eq!(stats.commits_count, 320);
-    assert!(stats.commits_per_flush() > 1.0, "{stats:?}");
-    eprintln!("commit delay 300 µs, 8 threads: {:.2} commits per flush", stats.commits_per_flush());
-    let Ok(wal) = Arc::try_unwrap(wal) else { panic!("wal still shared") };
+fn flushes_overlap_up_to_the_limit_and_lose_nothing() {
+    for max in [1usize, 4] {
+        let dir = temp_dir();
+        let (cfg, wal, _disk) = slow_log(dir.path(), 22, max);
+        let threads: Vec<_> = (0..8u32)
+            .map(|t| {
+                let wal = wal.clone();
+                std::thread::spawn(move || {
+                    (t * 100..t * 100 + 30)
+                        .map(|i| {
+                            let txn = wal.begin();
+                            insert(&wal, txn, i);
+                            // Half the threads await durability as async callers do.
+                            let c = if t % 2 == 0 { wal.commit(txn).unwrap() } else { commit_async(&wal, txn).unwrap() };
+                            assert!(wal.durable_lsn() >= c.end, "acknowledged before durable");
+                            txn
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut txns: Vec<TxnId> = threads.into_iter().flat_map(|t| t.join().unwrap()).collect();
+        let stats = wal.stats();
+        eprintln!("{max} in flight: {stats:?}");
+        assert_eq!(stats.commits_count, 240);
+        assert!(stats.flushes_in_flight_peak <= max as u64, "{stats:?}");
+        if max == 1 {
+            assert_eq!(stats.overlapped_flushes_count, 0, "{stats:?}");
+        } else {
+            assert!(stats.overlapped_flushes_count > 0 && stats.flushes_in_flight_peak >= 2, "{stats:?}");
+        }
+        let Ok(wal) = Arc::try_unwrap(wal) else { panic!("wal still shared") };
+        wal.close().unwrap();
+        let (_wal, scan) = Wal::open(cfg.clone(), &identity(22)).unwrap();
+        assert_eq!(scan.end, LogEnd::Clean);
+        let mut found = committed_txns(&scan);
+        txns.sort();
+        found.sort();
+        assert_eq!(found, txns);
+        drop(_wal);
+        for bad in [Err("FLASHSCAN_WAL_FLUSHES_IN_FLIGHT=\"many\": expected a count of flushes".to_string()), Ok(0), Ok(9)] {
+            let mut cfg = cfg.clone();
+            cfg.flushes_in_flight_max = bad;
+            let err = Wal::open(cfg, &identity(22)).map(|_| ()).unwrap_err();
+            assert!(err.to_string().contains("flushes"), "{err}");
+        }
+    }
+}
+
+/// A log written before flushes could overlap (control file version 1) opens, and its
+/// control file is then version 2: a flashscan that reads only version 1 blocks refuses
+/// the log instead of taking its first version 2 block for a torn tail.
+#[test]
+fn a_version_1_control_file_is_read_and_upgraded() {
+    let dir = temp_dir();
+    let (cfg, commits) = log_with_flushes(dir.path(), 23, 5);
+    let control = cfg.dir.join("wal.control");
+    let mut b = std::fs::read(&control).unwrap();
+    assert_eq!(u16::from_le_bytes([b[8], b[9]]), 2);
+    b[8..10].copy_from_slice(&1u16.to_le_bytes());
+    let crc = crc32c::crc32c(&b[..508]);
+    b[508..].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&control, &b).unwrap();
+    let (wal, scan) = Wal::open(cfg.clone(), &identity(23)).unwrap();
+    assert_eq!(scan.records.iter().filter(|r| matches!(r.record, Record::Commit { .. })).count(), commits.len());
     wal.close().unwrap();
-    let (_wal, scan) = Wal::open(cfg.clone(), &identity(22)).unwrap();
-    let mut found = committed_txns(&scan);
-    txns.sort();
-    found.sort();
-    assert_eq!(found, txns);
-    drop(_wal);
-    cfg.commit_delay_us = Err("FLASHSCAN_WAL_COMMIT_DELAY_US=\"soon\": expected microseconds".into());
-    let err = Wal::open(cfg, &identity(22)).map(|_| ()).unwrap_err();
-    assert!(err.to_string().contains("FLASHSCAN_WAL_COMMIT_DELAY_US"), "{err}");
+    let b = std::fs::read(&control).unwrap();
+    assert_eq!(u16::from_le_bytes([b[8], b[9]]), 2, "rewritten as version 2 at open");
+    let mut b3 = b.clone();
+    b3[8..10].copy_from_slice(&3u16.to_le_bytes());
+    let crc = crc32c::crc32c(&b3[..508]);
+    b3[508..].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&control, &b3).unwrap();
+    let err = Wal::open(cfg, &identity(23)).map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("control file version 3"), "{err}");
 }

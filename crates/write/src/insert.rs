@@ -16,16 +16,27 @@
 //! Why the gate: a checkpoint takes its redo point R and writes the deltas; a commit whose
 //! records are before R must have its rows in the delta by then, or they would be neither
 //! in the pages nor replayed. The checkpoint (and DDL) take the gate exclusively.
+//!
+//! **Waiting on a thread or awaiting in a task.** `commit_transaction` (and INSERT, and a
+//! prepared insert) wait for the flush on the calling thread, leading it when no flush in
+//! flight covers the commit (crates/wal). An async caller — the server's connection tasks
+//! — instead calls [`WritePath::try_begin_commit`], which logs the rows and the commit
+//! record without blocking (or hands the transaction back when it would block: a stopped
+//! log, a full delta, a checkpoint holding the gate), and awaits
+//! [`PendingCommit::durable`]: the log's writer threads flush and wake the task, so no
+//! thread waits per commit and no hand-off to a commit thread and back is needed. The
+//! gate is held across that await (its guard is `Send`, gate.rs).
 
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::load::batch_encoder::{BatchEncoder, PagesMessage};
 use flashscan_storage::{StorageError, TableMeta, PAGE_SIZE_BYTES};
-use flashscan_wal::{InsertRow, Record};
+use flashscan_wal::{InsertRow, Lsn, Record, TxnId, Wal, WalError};
 
 use crate::delta::{rows_of_page, TableDelta};
 use crate::error::WriteError;
+use crate::gate::SharedGate;
 use crate::write_path::{key_of, meta_of, State, WritePath};
 
 /// Rows per partition, each in the page's row encoding.
@@ -206,12 +217,26 @@ impl WritePath {
 
     /// The commit itself, under the commit gate (shared): logged, durable, then visible.
     fn commit_staged_gated(&self, staged: &mut [Staged], row_count: u64) -> Result<u64, WriteError> {
-        let _gate = self.commit_gate()?;
+        let _gate = self.commit_gate();
+        let logged = self.log_staged(staged)?;
+        if let Err(e) = logged.wal.wait_durable(logged.commit_end) {
+            // Best effort: without a durable commit record redo skips these rows anyway.
+            let _ = logged.wal.abort(logged.txn);
+            return Err(e.into());
+        }
+        append_to_deltas(staged, &logged.targets)?;
+        Ok(row_count)
+    }
+
+    /// Logs every staged row and the commit record (not waited for), the caller holding the
+    /// commit gate. On an error nothing is committed (an abort record is appended).
+    fn log_staged(&self, staged: &mut [Staged]) -> Result<Logged, WriteError> {
         let (wal, targets) = {
             let mut st = self.lock_state_shared()?;
             let wal = WritePath::wal_shared(&st)?;
             let mut targets = Vec::with_capacity(staged.len());
             for s in staged.iter_mut() {
+                // A loaded table's first INSERT gives it an id: one catalog commit, once.
                 let table_id = self.table_id_now(&mut st, &s.key, s.table_id)?;
                 s.table_id = Some(table_id);
                 let delta = match st.deltas.get(&s.key) {
@@ -241,21 +266,36 @@ impl WritePath {
                     }
                 }
             }
-            wal.commit(txn)
+            wal.append(&Record::Commit { txn })
         })();
-        if let Err(e) = logged {
-            // Best effort: without a commit record redo skips these rows anyway.
-            let _ = wal.abort(txn);
-            return Err(e.into());
-        }
-        for (s, t) in staged.iter().zip(&targets) {
-            for (partition, part_rows) in s.rows.iter().enumerate() {
-                if !part_rows.is_empty() {
-                    t.delta.append_rows(partition, part_rows)?;
-                }
+        match logged {
+            Ok(commit) => Ok(Logged { wal, targets, txn, commit_end: commit.end }),
+            Err(e) => {
+                // Best effort: without a commit record redo skips these rows anyway.
+                let _ = wal.abort(txn);
+                Err(e.into())
             }
         }
-        Ok(row_count)
+    }
+
+    /// For async callers: logs `txn`'s rows and its commit record without blocking, and
+    /// returns the commit to await ([`PendingCommit::durable`]). Hands `txn` back
+    /// (`Ok(Err(txn))`, nothing logged) when committing would block: a stopped log to
+    /// restart, no room under the delta's bound, a checkpoint or DDL holding the commit
+    /// gate, or nothing staged — the caller then commits it on a thread
+    /// ([`WritePath::commit_transaction`]). Never blocks beyond the state mutexes, except
+    /// for the one catalog commit of a loaded table's first INSERT and an appender waiting
+    /// for room in a full log buffer.
+    pub fn try_begin_commit(&self, txn: Transaction) -> Result<Result<PendingCommit<'_>, Transaction>, WriteError> {
+        let row_count = txn.row_count();
+        let statement_bytes: u64 = txn.staged.iter().flat_map(|s| s.rows.iter().flatten()).map(|r| r.len() as u64 + 4).sum();
+        if row_count == 0 || self.commit_would_block(statement_bytes)? {
+            return Ok(Err(txn));
+        }
+        let Some(gate) = self.try_commit_gate() else { return Ok(Err(txn)) };
+        let mut staged = txn.staged;
+        let logged = self.log_staged(&mut staged)?;
+        Ok(Ok(PendingCommit { _gate: gate, logged, staged, row_count, finished: false }))
     }
 
     /// A prepared insert into `table`: the embedded API for many small commits (what
@@ -269,6 +309,80 @@ impl WritePath {
         let encoder = new_encoder(&table)?;
         let rows = vec![Vec::new(); table.partitions.len()];
         Ok(PreparedInsert { write: self, encoder, staged: vec![Staged { key, table_id, table, rows }] })
+    }
+}
+
+/// What `log_staged` logged.
+struct Logged {
+    wal: Arc<Wal>,
+    targets: Vec<Target>,
+    txn: TxnId,
+    /// One past the commit record: the commit is durable once the log is up to here.
+    commit_end: Lsn,
+}
+
+/// The rows of a commit whose record is durable join the deltas (visible from now on).
+fn append_to_deltas(staged: &[Staged], targets: &[Target]) -> Result<(), WriteError> {
+    for (s, t) in staged.iter().zip(targets) {
+        for (partition, part_rows) in s.rows.iter().enumerate() {
+            if !part_rows.is_empty() {
+                t.delta.append_rows(partition, part_rows)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A commit logged by [`WritePath::try_begin_commit`], waiting for its flush. It holds the
+/// commit gate until its rows are in the deltas. Await [`PendingCommit::durable`]; if it is
+/// dropped before that finishes (the awaiting task went away: a client disconnected), the
+/// drop waits for the flush on its thread and finishes the commit all the same — its
+/// commit record is in the log and redo would replay it, so its rows must be visible now
+/// too (and in the deltas before any checkpoint's redo point passes them).
+pub struct PendingCommit<'a> {
+    _gate: SharedGate<'a>,
+    logged: Logged,
+    staged: Vec<Staged>,
+    row_count: u64,
+    finished: bool,
+}
+
+impl std::fmt::Debug for PendingCommit<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PendingCommit({} rows, durable at LSN {})", self.row_count, self.logged.commit_end)
+    }
+}
+
+impl PendingCommit<'_> {
+    /// Resolves once the commit is durable and its rows visible, with the rows committed.
+    pub async fn durable(mut self) -> Result<u64, WriteError> {
+        let wal = self.logged.wal.clone();
+        let result = wal.durable(self.logged.commit_end).await;
+        self.finish(result)
+    }
+
+    fn finish(&mut self, durable: Result<(), WalError>) -> Result<u64, WriteError> {
+        self.finished = true;
+        match durable {
+            Ok(()) => {
+                append_to_deltas(&self.staged, &self.logged.targets)?;
+                Ok(self.row_count)
+            }
+            Err(e) => {
+                // Best effort: without a durable commit record redo skips these rows anyway.
+                let _ = self.logged.wal.abort(self.logged.txn);
+                Err(e.into())
+            }
+        }
+    }
+}
+
+impl Drop for PendingCommit<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            let durable = self.logged.wal.wait_durable(self.logged.commit_end);
+            let _ = self.finish(durable);
+        }
     }
 }
 

@@ -7,7 +7,9 @@
 //! - [`write_path`]: [`WritePath`]: CREATE/DROP TABLE, INSERT as one transaction (every
 //!   row logged, one durable commit, then visible), and redo of the log into the deltas;
 //! - [`insert`]: the one commit protocol of SQL INSERT, prepared inserts (the embedded
-//!   API) and `BEGIN … COMMIT` transactions;
+//!   API) and `BEGIN … COMMIT` transactions, waited for on a thread or awaited by an async
+//!   caller ([`PendingCommit`]);
+//! - `gate`: the commit gate that keeps a checkpoint's redo point out of a commit;
 //! - [`checkpoint`]: the deltas written as new heap pages, one catalog commit with the new
 //!   page counts and the redo point, then the log recycled;
 //! - [`limits`]: the delta's memory bound and the automatic checkpoint's triggers;
@@ -24,6 +26,7 @@
 pub mod checkpoint;
 pub mod delta;
 pub mod error;
+mod gate;
 pub mod init;
 pub mod insert;
 pub mod limits;
@@ -36,7 +39,7 @@ pub use limits::{MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX};
 pub use delta::TableDelta;
 pub use error::WriteError;
 pub use init::{init_database, InitOptions, InitReport};
-pub use insert::{PreparedInsert, Transaction};
+pub use insert::{PendingCommit, PreparedInsert, Transaction};
 pub use lock::WriterLock;
 pub use unflushed::{refuse_if_unflushed, unflushed_rows};
 pub use write_path::{recover, AutoCheckpointStats, NewTable, RecoveryReport, WriteLimits, WritePath};

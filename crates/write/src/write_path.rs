@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use arrow::record_batch::RecordBatch;
@@ -27,6 +27,7 @@ use flashscan_wal::{scan_dir, DatabaseIdentity, LogEnd, Scan, Wal, WalConfig, Wa
 use crate::checkpoint::{CheckpointOptions, CheckpointReport};
 use crate::delta::TableDelta;
 use crate::error::WriteError;
+use crate::gate::{CommitGate, ExclusiveGate, SharedGate};
 use crate::limits::{CHECKPOINT_DELTA_BYTES_DEFAULT, CHECKPOINT_INTERVAL_S_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT, DELTA_BYTES_MAX_DEFAULT};
 use crate::lock::WriterLock;
 
@@ -171,14 +172,14 @@ pub struct WritePath {
     /// delta (the durable wait included, without the state mutex: many commits share one
     /// flush); `lock_state` (DDL, checkpoint, becoming the writer) holds it exclusive, so a
     /// checkpoint's redo point never falls between a commit's records and its delta rows.
-    commit_gate: RwLock<()>,
+    commit_gate: CommitGate,
 }
 
 /// The state with no commit in flight: what DDL and the checkpoint hold.
 pub(crate) struct StateGuard<'a> {
     // Fields drop in order: the mutex before the gate (the gate is always taken first).
     st: MutexGuard<'a, State>,
-    _gate: RwLockWriteGuard<'a, ()>,
+    _gate: ExclusiveGate<'a>,
 }
 
 impl std::ops::Deref for StateGuard<'_> {
@@ -297,7 +298,7 @@ impl WritePath {
         let Some(meta) = catalog.write.clone() else { return Ok(None) };
         let scan = read_only_scan(db_dir, &meta)?;
         let (deltas, recovery) = replay(&catalog, &meta, &scan)?;
-        Ok(Some(WritePath { db_dir: db_dir.to_path_buf(), state: Mutex::new(State::new(catalog, deltas, None, recovery)), commit_gate: RwLock::new(()) }))
+        Ok(Some(WritePath { db_dir: db_dir.to_path_buf(), state: Mutex::new(State::new(catalog, deltas, None, recovery)), commit_gate: CommitGate::default() }))
     }
 
     /// Opens as the one writer: the database lock, the log (recovery: scan from the redo
@@ -308,7 +309,7 @@ impl WritePath {
         let wp = WritePath {
             db_dir: db_dir.to_path_buf(),
             state: Mutex::new(State::new(catalog, BTreeMap::new(), None, RecoveryReport::default())),
-            commit_gate: RwLock::new(()),
+            commit_gate: CommitGate::default(),
         };
         wp.become_writer(holder)?;
         Ok(wp)
@@ -320,7 +321,7 @@ impl WritePath {
 
     /// The state, once no commit is in flight (and none starts until it is dropped).
     pub(crate) fn lock_state(&self) -> Result<StateGuard<'_>, WriteError> {
-        let gate = self.commit_gate.write().map_err(|_| poisoned())?;
+        let gate = self.commit_gate.exclusive();
         Ok(StateGuard { st: self.lock_state_shared()?, _gate: gate })
     }
 
@@ -330,8 +331,14 @@ impl WritePath {
     }
 
     /// Held by a commit from its first log record to its rows in the delta.
-    pub(crate) fn commit_gate(&self) -> Result<RwLockReadGuard<'_, ()>, WriteError> {
-        self.commit_gate.read().map_err(|_| poisoned())
+    pub(crate) fn commit_gate(&self) -> SharedGate<'_> {
+        self.commit_gate.shared()
+    }
+
+    /// The commit gate if it can be had without waiting (a checkpoint or DDL holds or
+    /// waits for it otherwise).
+    pub(crate) fn try_commit_gate(&self) -> Option<SharedGate<'_>> {
+        self.commit_gate.try_shared()
     }
 
     pub fn is_writer(&self) -> bool {
@@ -620,12 +627,8 @@ impl WritePath {
     /// The bound is checked before the commit gate, so commits racing past it at the same
     /// moment can overshoot it by at most their own rows.
     pub(crate) fn prepare_commit(&self, table_key: &str, statement_bytes: u64) -> Result<(), WriteError> {
-        {
-            let st = self.lock_state_shared()?;
-            let log_stopped = st.stopped_log.is_some() || st.writer.as_ref().is_some_and(|w| w.wal.failure().is_some());
-            if !log_stopped && st.delta_bytes() + statement_bytes <= st.limits.delta_bytes_max {
-                return Ok(());
-            }
+        if !Self::commit_needs_preparing(&*self.lock_state_shared()?, statement_bytes) {
+            return Ok(());
         }
         let mut st = self.lock_state()?;
         self.retry_stopped_log(&mut st)?;
@@ -643,6 +646,29 @@ impl WritePath {
             }
         }
         Ok(())
+    }
+
+    /// Whether a commit of `statement_bytes` more would first have to restart a stopped log
+    /// or make room under the delta's bound (a checkpoint: seconds), i.e. block. The state
+    /// mutex alone. An async caller (the server's connection tasks) asks before it commits
+    /// on its own task and hands such a commit to a thread instead.
+    ///
+    /// A checkpoint or DDL holding (or waiting for) the commit gate also answers true: they
+    /// take the gate before the state mutex and keep both for their whole run (seconds), so
+    /// with the gate free the state mutex is held only briefly and this waits for it at
+    /// most that long. Staging right after may still meet a checkpoint that began in
+    /// between (it waits for the state mutex then): a window of microseconds.
+    pub fn commit_would_block(&self, statement_bytes: u64) -> Result<bool, WriteError> {
+        if self.commit_gate.is_contended() {
+            return Ok(true);
+        }
+        Ok(Self::commit_needs_preparing(&*self.lock_state_shared()?, statement_bytes))
+    }
+
+    /// A stopped log to restart, or no room under the delta's bound for `statement_bytes`.
+    fn commit_needs_preparing(st: &State, statement_bytes: u64) -> bool {
+        let log_stopped = st.stopped_log.is_some() || st.writer.as_ref().is_some_and(|w| w.wal.failure().is_some());
+        log_stopped || st.delta_bytes() + statement_bytes > st.limits.delta_bytes_max
     }
 
     /// A writer whose log could not be reopened tries again (the lock is still held).
