@@ -10,6 +10,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::{ColumnDef, ColumnType};
 use flashscan_write::{CheckpointOptions, InitOptions, NewTable, Transaction};
+use futures::executor::block_on;
 
 mod common;
 
@@ -160,24 +161,6 @@ fn a_prepared_insert_refuses_bad_rows_and_a_recreated_table() {
     assert!(ids(&db, "t").is_empty());
 }
 
-/// Runs a future to completion on this thread (the write crate's tests have no runtime).
-fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
-}
 
 /// The async caller's commit (`try_begin_commit` + `PendingCommit::durable`) from threads
 /// beside checkpoints: while a checkpoint holds the commit gate the transaction is handed

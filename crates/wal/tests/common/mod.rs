@@ -54,25 +54,9 @@ pub fn row_for(txn: TxnId, index: u32) -> Vec<u8> {
         .collect()
 }
 
-/// Runs a future to completion on this thread, parking between polls: enough to await
-/// [`Wal::durable`] from a plain thread (the log's own tests have no async runtime).
-pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl std::task::Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = std::task::Context::from_waker(&waker);
-    let mut f = std::pin::pin!(f);
-    loop {
-        if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
-            return v;
-        }
-        std::thread::park();
-    }
-}
+/// Runs a future to completion on this thread: enough to await [`Wal::durable`] from a
+/// plain thread (the log's own tests have no async runtime).
+pub use futures::executor::block_on;
 
 /// Commits `txn` the way an async caller does: appends its commit record, then awaits
 /// durability ([`Wal::durable`]) instead of leading a flush.
