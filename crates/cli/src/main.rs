@@ -194,11 +194,11 @@ fn small_pages_only(already_chosen: bool) -> bool {
     }
     #[cfg(target_os = "linux")]
     {
+        // A kernel without the call (before 3.15) fails it and keeps its default: slower,
+        // same answers.
         // SAFETY: PR_SET_THP_DISABLE takes plain integer arguments and only sets a flag of
         // this process (inherited by its children); no memory is passed.
-        let done = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) } == 0;
-        // A kernel without the call (before 3.15) keeps its default: slower, same answers.
-        done
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0 }
     }
     #[cfg(not(target_os = "linux"))]
     {
