@@ -115,6 +115,7 @@ fn main() {
     };
     if matches!(cli.command, Command::Sql(_)) {
         keep_freed_memory();
+        small_pages_only(std::env::var_os("MIMALLOC_ALLOW_THP").is_some());
     }
     let result = match cli.command {
         Command::Demo(a) => cmd_demo::run(a),
@@ -177,9 +178,62 @@ fn keep_freed_memory() {
     }
 }
 
+/// Turns transparent huge pages off for the commands that run queries and exit (`flashscan
+/// sql`), as `MIMALLOC_ALLOW_THP=0` would: mimalloc v3 (the version built here) asks for
+/// huge pages on its arenas (`madvise(MADV_HUGEPAGE)`), so the first touch of a fresh 2 MB
+/// page zeroes all of it in the kernel at once. A query process lives a second or less and
+/// touches most of its memory once: that zeroing was a third to a half of TPC-H Q16's CPU at
+/// SF 10 (`perf`: `clear_page_erms`; 0.3-0.5 s system time against 0.14 s with 4 KB pages,
+/// same resident size), the reason the same DataFusion aggregates ran slower above
+/// flashscan's scans than in DataFusion-Python (whose mimalloc v2 faults 4 KB pages) —
+/// docs/benchmarks.md, Q16. `already_chosen` (`MIMALLOC_ALLOW_THP` in the environment):
+/// the user's setting stands. Returns whether huge pages are now off for the process.
+fn small_pages_only(already_chosen: bool) -> bool {
+    if already_chosen {
+        return false;
+    }
+    #[cfg(target_os = "linux")]
+    {
+        // A kernel without the call (before 3.15) fails it and keeps its default: slower,
+        // same answers.
+        // SAFETY: PR_SET_THP_DISABLE takes plain integer arguments and only sets a flag of
+        // this process (inherited by its children); no memory is passed.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0 }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
 /// The `--json` output of every command: its report as one pretty-printed JSON document
 /// on stdout.
 fn print_json(report: &impl serde::Serialize) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(report)?);
     Ok(())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    /// PR_GET_THP_DISABLE: 1 when transparent huge pages are off for this process.
+    fn huge_pages_off() -> bool {
+        // SAFETY: reads a flag of this process; no memory is passed.
+        unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) == 1 }
+    }
+
+    #[test]
+    fn sql_turns_transparent_huge_pages_off_unless_the_user_chose() {
+        // Off already when the test runs with MIMALLOC_ALLOW_THP=0 (mimalloc sets the same flag).
+        let off_before = huge_pages_off();
+        // The user's choice in the environment stands: nothing is changed.
+        assert!(!super::small_pages_only(true));
+        assert_eq!(huge_pages_off(), off_before);
+        assert!(super::small_pages_only(false));
+        assert!(huge_pages_off());
+        // What the kernel reports for the process (Linux 5.0 and later show the line).
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        if let Some(line) = status.lines().find(|l| l.starts_with("THP_enabled:")) {
+            assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
+        }
+    }
 }
