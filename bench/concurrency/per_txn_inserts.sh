@@ -9,7 +9,7 @@
 #   DATADIR=/dev/shm puts the database on tmpfs: every flush instant, all other work the same
 #   (the ceiling without the durable wait).
 BIN=$1; N=$2; T=$3; OUT=$4; MODE=${5:-plain}; PORT=${PORT:-55541}
-TMP=$(mktemp -d ${DATADIR:-/work/bench-data}/ins9-prof.XXXXXX)
+TMP=$(mktemp -d ${DATADIR:-/work/bench-data}/flashscan-per-txn.XXXXXX)
 D=$TMP/db
 $BIN init $D >/dev/null
 $BIN serve $D --listen 127.0.0.1:$PORT --max-connections 200 --queue-timeout 3600 $SERVE_ARGS 2>$OUT.serve.log &

@@ -20,28 +20,31 @@
 //! is the shape of PostgreSQL's WAL (backends insert their records concurrently, one
 //! flush covers them all) and of SQL Server's log writer.
 //!
-//! **A small statement with nobody queued commits on its own connection's thread.** When
-//! no statement waits for the workers, the connection commits its statement itself
-//! (`Committer::commit_inline`): encode, log, and — the log idle — lead its own flush
-//! (crates/wal), with no hand-off to a commit worker and back. That hand-off was two
-//! thread wake-ups per single-row INSERT (12.5 context switches per commit in all at one
-//! client, measured), each tens of µs of CPU and latency on this VM, and at one client
-//! rows/s is 1 / (round trip + flush). Such a commit blocks its thread for about one
-//! flush, so it runs under `tokio::task::block_in_place`: the async worker's other tasks
-//! (other connections, a read query's) move to another thread meanwhile instead of waiting
-//! for the disk. At most one fewer than the runtime's threads commit inline at once,
-//! statements of more than [`INLINE_ROWS_MAX`] rows never do, and while any statement is
-//! queued the next ones queue too: under load the workers group them as before. The
-//! automatic checkpoint a commit may start is left to a blocking thread.
+//! **A small statement commits on its own connection's task** (`Committer::commit_on_task`,
+//! [`CommitMode::Hybrid`], the default). While few statements commit at once (none queued,
+//! at most [`ON_TASK_MAX_DEFAULT`] on tasks), a statement of at most [`INLINE_ROWS_MAX`]
+//! rows is encoded and logged by the connection's task itself (the log's short lock, no
+//! blocking). If no log flush is in flight it then leads one on its thread, as PostgreSQL's
+//! `XLogFlush` does — under `tokio::task::block_in_place`, so the async worker's other tasks
+//! move to another thread meanwhile instead of waiting for the disk; at one client that is
+//! the whole commit, with no hand-off. If a flush is in flight it *awaits* the flush that
+//! will cover it (`PendingCommit::durable`): no thread blocked and no hand-off to a commit
+//! worker and back; the log's writer thread leads the next flush right after the one
+//! running and wakes the tasks it made durable. At 8 clients this took the server's CPU per
+//! single-row INSERT from 40–46 to 28–38 µs and its context switches from ~3 to ~1.5 per
+//! statement (docs/server.md, ins9). Under many clients (a statement queued, or more than
+//! the bound on tasks) statements go to the commit workers, which group them into one
+//! transaction each — fewer commit records and the flush chain of a worker already running
+//! (without the bound, 64 clients measured 0.46× the rows/s).
 //!
-//! **Other ways to commit a small statement, behind a switch** ([`CommitMode`],
-//! `FLASHSCAN_COMMIT_MODE`, default `inline` as above): `task` logs the statement on its
-//! connection's task and awaits its flush, which the log's writer thread leads; `hybrid`
-//! does the same but leads the flush on the connection's thread (`block_in_place`) when
-//! none is in flight, and sends statements to the workers when many commit at once
-//! ([`ON_TASK_MAX_DEFAULT`]). Measured on a loaded 2-core VM (docs/server.md, ins9):
-//! hybrid spends 15–25 % less server CPU and 45 % fewer context switches per single-row
-//! INSERT at 8 clients, but did not raise rows/s; kept for a quiet comparison.
+//! The earlier rule, `FLASHSCAN_COMMIT_MODE=inline`: a statement with nobody queued commits
+//! on its connection's thread under `block_in_place` (encode, log, lead or wait for the
+//! flush), at most one fewer than the runtime's threads at once; everything else goes to the
+//! workers. At 8 clients the "nobody queued" rule seldom holds, so nearly every statement
+//! crossed to a worker and back. `FLASHSCAN_COMMIT_MODE=task`: always on the task, the
+//! writer thread leading every flush (wal8's design; at 8 clients 0.68× inline's rows/s in
+//! one loaded run, each flush after an idle log waiting for the writer thread to wake). The
+//! automatic checkpoint a commit may start is left to a blocking thread in every mode.
 //!
 //! No statement is acknowledged before the flush that covers its rows; a statement's rows
 //! are never split across transactions; each group is its own write-path transaction with
@@ -82,9 +85,10 @@ pub const INLINE_ROWS_MAX: u64 = 64;
 /// How often `stop` checks whether the commits on connection tasks have ended.
 const STOP_POLL: Duration = Duration::from_millis(1);
 
-/// How a small statement (at most [`INLINE_ROWS_MAX`] rows) commits. `FLASHSCAN_COMMIT_MODE`
-/// (`inline`, `task`, `hybrid`) picks it when the server starts, to compare them on a
-/// machine without rebuilding (docs/server.md).
+/// How a small statement (at most [`INLINE_ROWS_MAX`] rows) commits (see the module
+/// comment). `FLASHSCAN_COMMIT_MODE` (`inline`, `task`, `hybrid`) picks it when the server
+/// starts, to compare them on a machine without rebuilding (docs/server.md); unset or
+/// unknown: [`COMMIT_MODE_DEFAULT`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitMode {
     /// `inline`: on its connection's thread under `block_in_place` when nobody is queued
@@ -122,7 +126,7 @@ impl CommitMode {
 }
 
 /// The default [`CommitMode`].
-pub const COMMIT_MODE_DEFAULT: CommitMode = CommitMode::Inline;
+pub const COMMIT_MODE_DEFAULT: CommitMode = CommitMode::Hybrid;
 /// [`CommitMode::Hybrid`]: statements committing on tasks at once above which the next ones
 /// go to the workers.
 pub const ON_TASK_MAX_DEFAULT: usize = 8;
