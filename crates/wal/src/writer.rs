@@ -703,6 +703,20 @@ impl Wal {
         Poll::Pending
     }
 
+    /// Whether a committer calling [`Wal::wait_durable`] for `lsn` now would lead a flush
+    /// itself — `lsn` not durable, no flush in flight covering it, a flush slot free —
+    /// rather than wait for a flush already running. A server uses it to choose between
+    /// blocking a thread for the flush it would lead and awaiting ([`Wal::durable`]) the one
+    /// in flight. A hint only: the answer may be stale when it is acted on, and either
+    /// choice is durable all the same.
+    pub fn would_lead_flush(&self, lsn: Lsn) -> bool {
+        if self.shared.durable_published.load(Ordering::Acquire) >= lsn.0 {
+            return false;
+        }
+        let st = self.shared.state.lock();
+        st.durable < lsn && st.failed.is_none() && !st.in_flight.iter().any(|f| f.end >= lsn) && st.in_flight.len() < self.shared.flushes_in_flight_max
+    }
+
     /// Appends `txn`'s commit record and waits until it is durable.
     pub fn commit(&self, txn: TxnId) -> Result<Appended, WalError> {
         self.append(&Record::Commit { txn }).and_then(|a| self.wait_durable(a.end).map(|()| a))
@@ -941,15 +955,20 @@ fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
         shared.durable[(f.flush_no % DURABLE_CONDVARS as u64) as usize].notify_all();
     }
     shared.durable_published.store(st.durable.0, Ordering::Release);
+    // The tasks this flush made durable are woken after the lock is released (below): a
+    // wake from this thread may unpark an async worker (a futex call), and tasks appending
+    // their next records need this lock meanwhile.
+    let mut ready: Vec<Waker> = Vec::new();
     if !st.async_waiters.is_empty() {
         let (durable, failed) = (st.durable, st.failed.is_some());
-        st.async_waiters.retain(|(lsn, waker)| {
-            let ready = failed || *lsn <= durable;
-            if ready {
-                waker.wake_by_ref();
+        let mut i = 0;
+        while i < st.async_waiters.len() {
+            if failed || st.async_waiters[i].0 <= durable {
+                ready.push(st.async_waiters.swap_remove(i).1);
+            } else {
+                i += 1;
             }
-            !ready
-        });
+        }
     }
     if st.failed.is_some() {
         for cv in &shared.durable {
@@ -963,6 +982,9 @@ fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
     shared.space.notify_all();
     if st.writers_idle > 0 && (st.failed.is_some() || st.shutdown || writer_asked(shared, st)) {
         shared.work.notify_one();
+    }
+    if !ready.is_empty() {
+        MutexGuard::unlocked(st, || ready.into_iter().for_each(Waker::wake));
     }
     true
 }

@@ -268,10 +268,15 @@ fn open_datasync_commits_survive_reopen_and_an_unknown_method_is_refused() {
 
 /// A log whose flushes take 300 µs (simulated), committed to by 8 threads.
 fn slow_log(dir: &std::path::Path, id: u128, flushes_in_flight_max: usize) -> (WalConfig, Arc<Wal>, Arc<SimDisk>) {
+    log_with_latency(dir, id, flushes_in_flight_max, std::time::Duration::from_micros(300))
+}
+
+/// A log on a simulated disk whose every I/O takes `latency`.
+fn log_with_latency(dir: &std::path::Path, id: u128, flushes_in_flight_max: usize, latency: std::time::Duration) -> (WalConfig, Arc<Wal>, Arc<SimDisk>) {
     let disk = SimDisk::new(SimDiskPlan::default());
     let d = disk.clone();
     let slow: EngineFactory = Arc::new(move |files| {
-        let plan = FaultPlan { latency: std::time::Duration::from_micros(300), ..FaultPlan::default() };
+        let plan = FaultPlan { latency, ..FaultPlan::default() };
         Ok(Box::new(SimEngine::new(files, writer_engine_config(), plan)?.with_disk(d.clone())) as Box<dyn IoEngine>)
     });
     let mut cfg = config(dir, 64 * 1024, slow);
@@ -359,4 +364,45 @@ fn a_version_1_control_file_is_read_and_upgraded() {
     std::fs::write(&control, &b3).unwrap();
     let err = Wal::open(cfg, &identity(23)).map(|_| ()).unwrap_err();
     assert!(err.to_string().contains("control file version 3"), "{err}");
+}
+
+/// `Wal::would_lead_flush` says whether a committer waiting for an LSN now would lead a
+/// flush itself: yes on an idle log for an appended LSN, no once it is durable, no while
+/// a flush in flight covers it; for an LSN appended during a flush no flush covers, no
+/// when the one flush slot is taken, yes when a second slot is free. (Flushes of 50 ms,
+/// simulated: the in-flight window is wide; each "in flight" answer is checked only if
+/// the flush was still running after it was read.)
+#[test]
+fn would_lead_flush_answers_from_the_flushes_in_flight() {
+    for max in [1usize, 2] {
+        let dir = temp_dir();
+        let (_cfg, wal, _disk) = log_with_latency(dir.path(), 30, max, std::time::Duration::from_millis(50));
+        let t1 = wal.begin();
+        insert(&wal, t1, 1);
+        let a = wal.append(&Record::Commit { txn: t1 }).unwrap();
+        assert!(wal.would_lead_flush(a.end), "an idle log: the committer leads");
+        let leader = {
+            let wal = wal.clone();
+            std::thread::spawn(move || wal.wait_durable(a.end).unwrap())
+        };
+        // Wait until the leader's flush is in flight (it covers `a`).
+        while wal.would_lead_flush(a.end) {
+            std::thread::yield_now();
+        }
+        let t2 = wal.begin();
+        insert(&wal, t2, 2);
+        let b = wal.append(&Record::Commit { txn: t2 }).unwrap();
+        let (covered, leads_b) = (wal.would_lead_flush(a.end), wal.would_lead_flush(b.end));
+        if wal.durable_lsn() < a.end {
+            assert!(!covered, "a flush in flight covers a");
+            assert_eq!(leads_b, max > 1, "{max} flush slot(s): b's committer leads only with a free slot");
+        }
+        leader.join().unwrap();
+        assert!(!wal.would_lead_flush(a.end), "durable: nothing to lead");
+        if wal.durable_lsn() < b.end {
+            assert!(wal.would_lead_flush(b.end), "{max}: the log idle again, b's committer leads");
+        }
+        wal.wait_durable(b.end).unwrap();
+        assert!(!wal.would_lead_flush(b.end));
+    }
 }

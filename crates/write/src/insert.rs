@@ -361,6 +361,19 @@ impl PendingCommit<'_> {
         self.finish(result)
     }
 
+    /// Waits on this thread until the commit is durable (leading the log flush when none
+    /// in flight covers it, `Wal::wait_durable`) and its rows visible.
+    pub fn wait(mut self) -> Result<u64, WriteError> {
+        let durable = self.logged.wal.wait_durable(self.logged.commit_end);
+        self.finish(durable)
+    }
+
+    /// Whether [`PendingCommit::wait`] now would lead a log flush rather than wait for one
+    /// already in flight (`Wal::would_lead_flush`; a hint).
+    pub fn would_lead_flush(&self) -> bool {
+        self.logged.wal.would_lead_flush(self.logged.commit_end)
+    }
+
     fn finish(&mut self, durable: Result<(), WalError>) -> Result<u64, WriteError> {
         self.finished = true;
         match durable {

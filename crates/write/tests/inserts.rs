@@ -165,7 +165,7 @@ fn a_prepared_insert_refuses_bad_rows_and_a_recreated_table() {
 /// The async caller's commit (`try_begin_commit` + `PendingCommit::durable`) from threads
 /// beside checkpoints: while a checkpoint holds the commit gate the transaction is handed
 /// back and committed on the thread instead; one commit in five is dropped without being
-/// awaited (its drop finishes it). Every row is there exactly once after a fresh open —
+/// awaited (its drop finishes it), one in five waited for on the thread (`wait`). Every row is there exactly once after a fresh open —
 /// none lost across a redo point, none left out by a dropped commit.
 #[test]
 fn awaited_and_dropped_pending_commits_keep_every_row_once_beside_checkpoints() {
@@ -186,6 +186,12 @@ fn awaited_and_dropped_pending_commits_keep_every_row_once_beside_checkpoints() 
                         wp.stage_insert(&mut txn, "t", &[batch(id, id + 2)]).unwrap();
                         match wp.try_begin_commit(txn).unwrap() {
                             Ok(pending) if c % 5 == 0 => drop(pending),
+                            // The server's hybrid commit: waited for on the thread, leading
+                            // the flush when none in flight covers it.
+                            Ok(pending) if c % 5 == 1 => {
+                                let _hint = pending.would_lead_flush();
+                                assert_eq!(pending.wait().unwrap(), 2);
+                            }
                             Ok(pending) => assert_eq!(block_on(pending.durable()).unwrap(), 2),
                             Err(txn) => {
                                 handed_back.fetch_add(1, Ordering::Relaxed);
