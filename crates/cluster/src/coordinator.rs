@@ -15,7 +15,7 @@ use datafusion_distributed::{
     DesiredTaskCountEvent, DistributedExec, DistributedExt, DistributedMetricsFormat, RouteTasksEvent, ScaleUpLeafNodeEvent, SessionStateBuilderExt,
 };
 use flashscan_sql::metrics::{ScanLog, TableScanFigures};
-use flashscan_sql::{FlashscanTable, QueryOutput, ReadOptions, SqlError};
+use flashscan_sql::{FlashscanSettings, FlashscanTable, QueryOutput, ReadOptions, SqlError};
 
 use crate::cluster_file::ClusterFile;
 use crate::codec::ScanCodec;
@@ -60,11 +60,13 @@ impl ClusterSession {
         // The coordinator reads no data file; the first host's catalog directory stands in
         // for the database directory the planner's table objects want.
         let plan_dir = file.hosts.first().and_then(|h| h.database.clone()).unwrap_or_default();
-        let ctx = context(&topology, options, false)?;
-        let gather = context(&topology, options, true)?;
+        // The coordinator's `flashscan.*` switches, from its environment as a session's are.
+        let settings = FlashscanSettings::from_env().map_err(|e| ClusterError::InvalidArgument(e.to_string()))?;
+        let ctx = context(&topology, options, &settings, false)?;
+        let gather = context(&topology, options, &settings, true)?;
         let scan_log = ScanLog::new();
         for (name, table) in tables {
-            let provider = Arc::new(FlashscanTable::new(table, plan_dir.clone(), ReadOptions::default(), scan_log.clone()));
+            let provider = Arc::new(FlashscanTable::new(table, plan_dir.clone(), ReadOptions::default(), scan_log.clone(), &settings));
             ctx.register_table(name.to_lowercase().as_str(), provider.clone())?;
             gather.register_table(name.to_lowercase().as_str(), provider)?;
         }
@@ -169,8 +171,8 @@ impl ClusterSession {
     }
 }
 
-fn context(topology: &Topology, options: ClusterOptions, gather: bool) -> Result<SessionContext, ClusterError> {
-    let mut config = SessionConfig::new().with_information_schema(true);
+fn context(topology: &Topology, options: ClusterOptions, settings: &FlashscanSettings, gather: bool) -> Result<SessionContext, ClusterError> {
+    let mut config = SessionConfig::new().with_information_schema(true).with_option_extension(settings.clone());
     if let Some(n) = options.target_partitions {
         if n == 0 {
             return Err(ClusterError::InvalidArgument("target partitions must be at least 1".into()));

@@ -8,7 +8,7 @@ use datafusion::execution::TaskContext;
 use flashscan_sql::exec_plan::{FlashscanExec, ScanSpec};
 use flashscan_sql::metrics::ScanLog;
 use flashscan_sql::scan_units::plan_units;
-use flashscan_sql::ReadOptions;
+use flashscan_sql::{FlashscanSettings, ReadOptions};
 use flashscan_storage::{Catalog, HostSlot, PartitionMeta};
 
 use crate::error::ClusterError;
@@ -23,6 +23,8 @@ pub struct HostState {
     read_options: ReadOptions,
     /// Every scan this host ran, by table (bytes, pages, rows): the host's own totals.
     scan_log: Arc<ScanLog>,
+    /// The `flashscan.*` switches this host's scans run with, from its environment.
+    settings: FlashscanSettings,
 }
 
 impl HostState {
@@ -33,7 +35,8 @@ impl HostState {
             ClusterError::InvalidArgument(format!("{} is not a cluster host: load it with `flashscan load DB --host I/N` (docs/cluster.md)", db_dir.display()))
         })?;
         let slot = place.slot();
-        Ok(HostState { db_dir: db_dir.to_path_buf(), slot, label: format!("host {slot} ({address})"), read_options, scan_log: ScanLog::new() })
+        let settings = FlashscanSettings::from_env().map_err(|e| ClusterError::InvalidArgument(e.to_string()))?;
+        Ok(HostState { db_dir: db_dir.to_path_buf(), slot, label: format!("host {slot} ({address})"), read_options, scan_log: ScanLog::new(), settings })
     }
 
     pub fn slot(&self) -> HostSlot {
@@ -92,7 +95,7 @@ impl HostState {
         }
         // The filter the scan evaluates itself, on a column store only (as on one machine).
         let row_filter = match (&request.row_filter, table.is_column_store()) {
-            (Some(f), true) => Some(f.decode(table, ctx).map_err(|e| refuse(format!("its filter does not decode: {e}")))?),
+            (Some(f), true) => Some(f.decode(table, ctx, &self.settings).map_err(|e| refuse(format!("its filter does not decode: {e}")))?),
             (Some(_), false) => return Err(refuse("a scan filter was sent for a table that is not a column store here".into())),
             (None, _) => None,
         };
@@ -111,6 +114,7 @@ impl HostState {
             column_statistics: Arc::new(Vec::new()),
             // No statistics on a host: the coordinator planned the query.
             sampled_selectivity: None,
+            settings: self.settings.clone(),
         };
         let local = FlashscanExec::new(spec, self.scan_log.clone()).map_err(|e| refuse(flashscan_sql::SqlError::from(e).to_string()))?;
         Ok(ClusterScanExec::on_host(request, Arc::new(local), self.label.clone()))

@@ -102,9 +102,10 @@ impl RowFilterRequest {
     }
 
     /// The filter again, against `table`'s columns as SQL sees them (the schema the
-    /// coordinator built each conjunct against); functions are found in `ctx`.
-    pub fn decode(&self, table: &TableMeta, ctx: &TaskContext) -> Result<RowFilter> {
-        let schema = flashscan_sql::reader::sql_schema(table);
+    /// coordinator built each conjunct against); functions are found in `ctx`; evaluated as
+    /// the host's `settings` say.
+    pub fn decode(&self, table: &TableMeta, ctx: &TaskContext, settings: &flashscan_sql::FlashscanSettings) -> Result<RowFilter> {
+        let schema = flashscan_sql::reader::sql_schema(table, settings);
         let conjuncts = self
             .conjuncts
             .iter()
@@ -128,7 +129,7 @@ impl RowFilterRequest {
             .collect::<Result<Vec<_>>>()?;
         // The columns themselves must be the table's (a bad number is refused here).
         schema.project(&self.columns)?;
-        Ok(RowFilter { columns: self.columns.clone(), conjuncts })
+        Ok(RowFilter { columns: self.columns.clone(), conjuncts, piecewise_like: settings.piecewise_like })
     }
 }
 

@@ -8,10 +8,9 @@ use std::path::Path;
 
 use flashscan_exec::queries::{merge_all, AnyKernel, NeedleSpec};
 use flashscan_exec::{BatchSink, BuiltinQuery};
-use flashscan_storage::heap::header::seal;
-use flashscan_storage::heap::heap_page::HeapPageBuilder;
-use flashscan_storage::heap::row_codec::{encode_row, RowLayout, Value};
-use flashscan_storage::{ColumnDef, ColumnType, HeapDecoder, HeapPageLayout, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::heap::row_codec::{RowLayout, Value};
+use flashscan_storage::testkit::{sealed_pages, PAGES_FILE_ID};
+use flashscan_storage::{ColumnDef, ColumnType, HeapDecoder, HeapPageLayout, PageId, TableMeta};
 use proptest::prelude::*;
 
 const DECIMAL: ColumnType = ColumnType::Decimal { precision: 15, scale: 2 };
@@ -61,27 +60,7 @@ fn row_strategy(nullable: bool, odd_flags: bool, linenumber: ColumnType) -> Boxe
 }
 
 fn pages_of(meta: &TableMeta, rows: &[Vec<Value>]) -> Vec<Vec<u8>> {
-    let layout = RowLayout::new(&meta.columns);
-    let mut builder = HeapPageBuilder::new(meta.columns.len() as u16);
-    let (mut buf, mut out) = (Vec::new(), Vec::new());
-    for r in rows {
-        encode_row(&layout, r, &mut buf).expect("row fits");
-        if !builder.try_append(&buf) {
-            builder.take_page(&mut out);
-            assert!(builder.try_append(&buf));
-        }
-    }
-    if !builder.is_empty() {
-        builder.take_page(&mut out);
-    }
-    out.chunks_exact(PAGE_SIZE_BYTES)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut page = chunk.to_vec();
-            seal(&mut page, PageId::new(1, i as u32), Lsn(1));
-            page
-        })
-        .collect()
+    sealed_pages(&RowLayout::new(&meta.columns), meta.columns.len() as u16, rows)
 }
 
 fn projection(meta: &TableMeta, query: &BuiltinQuery) -> Vec<usize> {
@@ -99,7 +78,7 @@ fn by_pages(meta: &TableMeta, query: &BuiltinQuery, pages: &[Vec<u8>]) -> (Resul
     let mut starts = Vec::new();
     let mut taken = 0;
     for (i, page) in pages.iter().enumerate() {
-        let id = PageId::new(1, i as u32).0;
+        let id = PageId::new(PAGES_FILE_ID, i as u32).0;
         let view = layout.view(page, id, Path::new("f"), 0, &mut starts).unwrap().unwrap();
         let sink = kernel.heap_page_sink().expect("the heap page path is on");
         match sink.consume_page(&view) {
@@ -122,7 +101,7 @@ fn by_batches(meta: &TableMeta, query: &BuiltinQuery, pages: &[Vec<u8>]) -> Resu
     let mut decoder = HeapDecoder::try_new(meta, &projection).unwrap();
     let mut kernel = AnyKernel::new(query);
     for (i, page) in pages.iter().enumerate() {
-        decoder.push_page(page, PageId::new(1, i as u32).0, Path::new("f"), 0).unwrap();
+        decoder.push_page(page, PageId::new(PAGES_FILE_ID, i as u32).0, Path::new("f"), 0).unwrap();
         kernel.consume(&decoder.finish()).map_err(|e| e.to_string())?;
     }
     merge_all(vec![kernel]).map(|r| r.unwrap_or_default()).map_err(|e| e.to_string())

@@ -339,6 +339,7 @@ impl QueryHandler {
             }
         };
         let shared = self.shared.clone();
+        let settings = backend.settings().clone();
         let mut running = Running {
             batches: Box::pin(datafusion::physical_plan::EmptyRecordBatchStream::new(Arc::new(Schema::empty()))),
             slot: Some(slot),
@@ -349,7 +350,7 @@ impl QueryHandler {
             started,
         };
         let setup = async {
-            let ctx = shared.query_context()?;
+            let ctx = shared.query_context(&settings)?;
             let frame = ctx.execute_logical_plan(plan).await?;
             frame.execute_stream().await
         };
@@ -411,7 +412,8 @@ impl QueryHandler {
             "max_connections" => self.shared.admission.max_connections.to_string(),
             "max_active_queries" => self.shared.admission.max_active_queries.to_string(),
             "query_memory" => format!("{}MB", self.shared.query_memory_bytes >> 20),
-            other => return Err(pg_error("42704", format!("unrecognized configuration parameter \"{other}\""))),
+            other if other.starts_with("flashscan.") => flashscan_setting(&backend.settings(), other).ok_or_else(|| unknown_setting(other))?,
+            other => return Err(unknown_setting(other)),
         };
         Ok(single_text_column(name, &value))
     }
@@ -626,6 +628,8 @@ impl QueryHandler {
                         return Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"statement_timeout\": {value} (use milliseconds, or a number with ms, s, min)")));
                     };
                     backend.set_statement_timeout(d);
+                } else if let Some(key) = name.strip_prefix("flashscan.") {
+                    set_flashscan(backend, key, value)?;
                 } else if name.starts_with("datafusion.") {
                     return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("SET {name}: DataFusion settings are the server's, not a session's")));
                 }
@@ -637,6 +641,18 @@ impl QueryHandler {
             Command::Reset { name } => {
                 if name == "statement_timeout" || name == "all" {
                     backend.set_statement_timeout(Duration::ZERO);
+                }
+                if name == "all" || name.starts_with("flashscan.") {
+                    // Back to the server's (its environment at start), not the built-in defaults.
+                    let server = self.shared.settings();
+                    let mut settings = backend.settings();
+                    match name.strip_prefix("flashscan.") {
+                        Some(key) => {
+                            let value = flashscan_setting(&server, name).ok_or_else(|| unknown_setting(name))?;
+                            datafusion::config::ConfigField::set(&mut *settings, key, &value).map_err(|_| unknown_setting(name))?;
+                        }
+                        None => *settings = server,
+                    }
                 }
                 Ok(Response::Execution(Tag::new("RESET")))
             }
@@ -691,6 +707,34 @@ impl QueryHandler {
             }
         }
     }
+}
+
+/// `SET flashscan.<key> = value` on this connection: its later queries plan and scan with it.
+/// `slices` and `views` are refused: they shape the tables every connection shares (their
+/// schema, which filters the scan takes over), so they are the server's, set by its
+/// environment at start (`FLASHSCAN_SQL_SLICES`, `FLASHSCAN_SQL_VIEWS`).
+fn set_flashscan(backend: &Backend, key: &str, value: &str) -> PgWireResult<()> {
+    if flashscan_sql::FlashscanSettings::TABLE_KEYS.contains(&key) {
+        return Err(pg_error(
+            sqlstate::CANT_CHANGE_RUNTIME_PARAM,
+            format!("parameter \"flashscan.{key}\" cannot be changed per connection: it shapes the tables all connections share; start the server with {}=0 or 1", flashscan_sql::settings::env_var_of(key)),
+        ));
+    }
+    let mut settings = backend.settings();
+    if flashscan_setting(&settings, &format!("flashscan.{key}")).is_none() {
+        return Err(unknown_setting(&format!("flashscan.{key}")));
+    }
+    datafusion::config::ConfigField::set(&mut *settings, key, value)
+        .map_err(|_| pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"flashscan.{key}\": {value} (use true or false, on or off, 1 or 0)")))
+}
+
+/// The value of `name` (`flashscan.runtime_filters`) in `settings`, as SHOW prints it.
+fn flashscan_setting(settings: &flashscan_sql::FlashscanSettings, name: &str) -> Option<String> {
+    datafusion::config::ExtensionOptions::entries(settings).into_iter().find(|e| e.key == name).and_then(|e| e.value)
+}
+
+fn unknown_setting(name: &str) -> PgWireError {
+    pg_error(sqlstate::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
 }
 
 /// Collects a streamed answer, so the next statement of a multi-statement text can start

@@ -75,12 +75,20 @@ impl Shared {
         self
     }
 
-    /// A context for one query: the shared catalog and configuration, and a memory pool
-    /// of `--query-memory` of its own, so one query over budget fails (or spills) alone.
-    pub fn query_context(&self) -> Result<SessionContext, DataFusionError> {
+    /// A context for one query: the shared catalog and configuration with the connection's
+    /// `flashscan.*` `settings`, and a memory pool of `--query-memory` of its own, so one
+    /// query over budget fails (or spills) alone.
+    pub fn query_context(&self, settings: &flashscan_sql::FlashscanSettings) -> Result<SessionContext, DataFusionError> {
         let runtime = RuntimeEnvBuilder::new().with_memory_limit(self.query_memory_bytes, 1.0).build_arc()?;
-        let state = SessionStateBuilder::new_from_existing(self.base.state()).with_runtime_env(runtime).build();
+        let mut state = SessionStateBuilder::new_from_existing(self.base.state()).with_runtime_env(runtime).build();
+        state.config_mut().options_mut().extensions.insert(settings.clone());
         Ok(SessionContext::new_with_state(state))
+    }
+
+    /// The server's `flashscan.*` settings (from its environment at start): a new
+    /// connection's.
+    pub fn settings(&self) -> flashscan_sql::FlashscanSettings {
+        flashscan_sql::FlashscanSettings::of(self.base.copied_config().options())
     }
 
     pub fn tables(&self) -> Vec<CatalogTable> {

@@ -104,6 +104,8 @@ pub struct Backend {
     pub cancel: Arc<BackendCancel>,
     /// Zero: no timeout (PostgreSQL's default).
     pub statement_timeout: Mutex<Duration>,
+    /// `SET flashscan.*`: this connection's switches, from the server's at connect.
+    pub settings: Mutex<flashscan_sql::FlashscanSettings>,
     /// BEGIN … COMMIT: rows waiting for COMMIT.
     pub transaction: Mutex<crate::writes::Transaction>,
     /// COPY FROM STDIN in progress: what it fills and the data received so far.
@@ -118,6 +120,10 @@ impl Backend {
 
     pub fn set_statement_timeout(&self, d: Duration) {
         *self.statement_timeout.lock().unwrap_or_else(|p| p.into_inner()) = d;
+    }
+
+    pub fn settings(&self) -> std::sync::MutexGuard<'_, flashscan_sql::FlashscanSettings> {
+        self.settings.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn transaction(&self) -> std::sync::MutexGuard<'_, crate::writes::Transaction> {
@@ -210,6 +216,7 @@ impl Startup {
             pid,
             cancel,
             statement_timeout: Mutex::new(Duration::ZERO),
+            settings: Mutex::new(self.shared.settings()),
             transaction: Mutex::new(Default::default()),
             copy_in: Mutex::new(None),
             _registration: registration,

@@ -427,6 +427,44 @@ async fn one_process_owns_the_database_and_writes_are_refused() {
     again.shutdown().await;
 }
 
+/// `SET flashscan.*` is the connection's: its later queries plan with it (no runtime filter
+/// reaches the probe scan with `runtime_filters` off), SHOW reads it, another connection
+/// keeps the server's, answers stay the same, RESET returns to the server's; the table
+/// settings, unknown names and values that are not switches are refused with their codes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flashscan_settings_are_the_connections() {
+    let Served { _guard, server, client, .. } = serve(fresh_db()).await;
+    let other = connect(&server).await;
+    let count = "select count(*) from lineitem join orders on l_orderkey = o_orderkey where o_totalprice > 400000";
+    let explain = format!("explain {count}");
+    let shown = |on: bool| vec![vec![Some(on.to_string())]];
+    assert_eq!(wire_rows(&client, "show flashscan.runtime_filters").await, shown(true));
+    client.simple_query("SET flashscan.runtime_filters = on").await.expect("set on");
+    let plan = format!("{:?}", wire_rows(&client, &explain).await);
+    assert!(plan.contains("runtime_filters=["), "on: the probe scan takes the join's filter: {plan}");
+    client.simple_query("SET flashscan.runtime_filters = off").await.expect("set off");
+    assert_eq!(wire_rows(&client, "show flashscan.runtime_filters").await, shown(false));
+    let plan = format!("{:?}", wire_rows(&client, &explain).await);
+    assert!(!plan.contains("runtime_filters=["), "off: no runtime filter in the scan: {plan}");
+    assert_eq!(wire_rows(&other, "show flashscan.runtime_filters").await, shown(true), "another connection keeps the server's");
+    let plan = format!("{:?}", wire_rows(&other, &explain).await);
+    assert!(plan.contains("runtime_filters=["), "{plan}");
+    assert_eq!(wire_rows(&client, count).await, wire_rows(&other, count).await);
+    for (sql, code) in [
+        ("SET flashscan.views = false", "55P02"),
+        ("SET flashscan.runtime_filters = maybe", "22023"),
+        ("SET flashscan.no_such_switch = true", "42704"),
+        ("SHOW flashscan.no_such_switch", "42704"),
+    ] {
+        let err = client.simple_query(sql).await.expect_err(sql);
+        assert_eq!(code_of(&err), code, "{sql}: {err}");
+    }
+    assert_eq!(wire_rows(&client, "show flashscan.runtime_filters").await, shown(false), "a refused SET changes nothing");
+    client.simple_query("RESET flashscan.runtime_filters").await.expect("reset");
+    assert_eq!(wire_rows(&client, "show flashscan.runtime_filters").await, shown(true));
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_password_file_means_md5_authentication() {
     let (_guard, db) = fresh_db();

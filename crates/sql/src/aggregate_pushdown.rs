@@ -11,8 +11,8 @@
 //! Anything the rule cannot prove it answers exactly stays DataFusion's plan. At run time
 //! a unit whose values could overflow the kernel's i64 arithmetic, or with more than
 //! `aggregate_kernel::GROUPS_MAX` groups, is answered by the original partial aggregate
-//! instead (the unit is read again: correct, only slower). `FLASHSCAN_SQL_AGGREGATE_PUSHDOWN=0`
-//! turns the rule off (for timing the two side by side).
+//! instead (the unit is read again: correct, only slower). `SET flashscan.aggregate_pushdown
+//! = false` turns the rule off for a session (for timing the two side by side; settings.rs).
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -45,25 +45,17 @@ use crate::aggregate_kernel::{state_type_supported, GROUPS_MAX, AggregateKernel,
 use crate::error::exec_to_datafusion;
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::{ScanLog, UnitMetrics};
-use crate::reader::{slices_enabled, sql_schema, string_views_enabled, FilterDecodePlan, RowFilter, UnitFigures};
+use crate::reader::{sql_schema, FilterDecodePlan, RowFilter, UnitFigures};
+use crate::settings::FlashscanSettings;
 use crate::scan_units::ScanUnit;
-
-/// Partial aggregates over column store scans go to flashscan's kernel unless
-/// `FLASHSCAN_SQL_AGGREGATE_PUSHDOWN=0` (same answers either way; for timing side by side).
-const AGGREGATE_PUSHDOWN_DEFAULT: bool = true;
-
-/// See `AGGREGATE_PUSHDOWN_DEFAULT`.
-pub fn aggregate_pushdown_enabled() -> bool {
-    std::env::var("FLASHSCAN_SQL_AGGREGATE_PUSHDOWN").map_or(AGGREGATE_PUSHDOWN_DEFAULT, |value| value != "0")
-}
 
 /// The optimizer rule (registered in `session.rs`, before DataFusion's `EnsureCooperative`).
 #[derive(Debug, Default)]
 pub struct AggregatePushdown;
 
 impl PhysicalOptimizerRule for AggregatePushdown {
-    fn optimize(&self, plan: Arc<dyn ExecutionPlan>, _config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
-        if !aggregate_pushdown_enabled() {
+    fn optimize(&self, plan: Arc<dyn ExecutionPlan>, config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
+        if !FlashscanSettings::of(config).aggregate_pushdown {
             return Ok(plan);
         }
         plan.transform_up(|node| {
@@ -105,7 +97,7 @@ fn pushdown_plan(aggregate: &AggregateExec, node: &Arc<dyn ExecutionPlan>) -> Op
     if !spec.table.is_column_store()
         || spec.limit.is_some()
         || !scan.runtime_filter_exprs().is_empty()
-        || !slices_enabled()
+        || !spec.settings.slices
         || !flashscan_exec::segments::vector_kernels_enabled()
     {
         return None;
@@ -516,7 +508,7 @@ impl UnitJob {
         let config = ReadConfig { io_size_bytes: options.io_size_bytes, queue_depth: options.queue_depth, thread_count: 1, direct: options.direct, engine_kind: options.engine_kind };
         // The kernel's inputs, then the filter's columns it does not read.
         let row_filter = spec.row_filter.as_ref();
-        let FilterDecodePlan { decode_columns, filter_slots, ranges } = FilterDecodePlan::new(&self.table_columns, row_filter, &sql_schema(&spec.table));
+        let FilterDecodePlan { decode_columns, filter_slots, ranges } = FilterDecodePlan::new(&self.table_columns, row_filter, &sql_schema(&spec.table, &spec.settings));
         let mut kernel_mask = self.kernel_columns.clone();
         kernel_mask.resize(decode_columns.len(), false);
         let gave_up = AtomicBool::new(false);
@@ -530,7 +522,7 @@ impl UnitJob {
                 row_filter: row_filter.map(|f| (f, filter_slots.clone())),
                 ranges: ranges.clone(),
                 batch_rows: self.batch_rows,
-                views: string_views_enabled(),
+                views: spec.settings.string_views(),
                 pool: VecPool::default(),
                 gave_up: &gave_up,
                 cancelled: &self.cancelled,
@@ -613,7 +605,7 @@ impl BatchSink for KernelSink<'_> {
                 let mut selection: Option<arrow::buffer::BooleanBuffer> = None;
                 for conjunct in &filter.conjuncts {
                     let columns: Vec<usize> = conjunct.inputs.iter().map(|&i| slots[i]).collect();
-                    let result = conjunct.evaluate(&batch.project(&columns)?)?;
+                    let result = conjunct.evaluate(&batch.project(&columns)?, filter.piecewise_like)?;
                     let passing = match arrow::array::Array::nulls(&result) {
                         Some(nulls) => result.values() & nulls.inner(),
                         None => result.values().clone(),

@@ -19,8 +19,8 @@
 //! Runs right after `JoinSelection` (before distribution is enforced and before the joins'
 //! dynamic filters are made), on the joins it left partitioned (a `CollectLeft` join was
 //! chosen because its build side is small; a null-aware anti join cannot swap).
-//! `FLASHSCAN_SQL_BUILD_ON_FEWER_ROWS=0` keeps DataFusion's choice (for timing the two side
-//! by side; same answers).
+//! `SET flashscan.build_on_fewer_rows = false` (or `FLASHSCAN_SQL_BUILD_ON_FEWER_ROWS=0` for
+//! new sessions) keeps DataFusion's choice (for timing the two side by side; same answers).
 
 use std::sync::Arc;
 
@@ -47,7 +47,7 @@ pub struct BuildOnFewerRows;
 
 impl PhysicalOptimizerRule for BuildOnFewerRows {
     fn optimize(&self, plan: Arc<dyn ExecutionPlan>, config: &ConfigOptions) -> Result<Arc<dyn ExecutionPlan>> {
-        if !build_on_fewer_rows_enabled() || !config.optimizer.join_reordering {
+        if !crate::settings::FlashscanSettings::of(config).build_on_fewer_rows || !config.optimizer.join_reordering {
             return Ok(plan);
         }
         plan.transform_up(|node| {
@@ -105,11 +105,6 @@ fn reads_a_table(plan: &dyn ExecutionPlan) -> bool {
         return reads_a_table(projection.input().as_ref());
     }
     plan.children().is_empty()
-}
-
-/// See the module doc.
-pub fn build_on_fewer_rows_enabled() -> bool {
-    std::env::var("FLASHSCAN_SQL_BUILD_ON_FEWER_ROWS").map_or(true, |value| value != "0")
 }
 
 /// `ctx` with the rule right after DataFusion's `JoinSelection`.

@@ -117,8 +117,9 @@ fn scalar_of(value: StatValue, column_type: &ColumnType) -> Option<ScalarValue> 
 }
 
 /// Reads every row group's directory once. Only for column store tables (heap pages
-/// keep no statistics).
-pub fn column_store_statistics(db_dir: &Path, table: &TableMeta) -> Result<ColumnStoreStatistics, StorageError> {
+/// keep no statistics). Column sizes are those of the schema `settings` give the table
+/// (strings as views or not).
+pub fn column_store_statistics(db_dir: &Path, table: &TableMeta, settings: &crate::settings::FlashscanSettings) -> Result<ColumnStoreStatistics, StorageError> {
     debug_assert!(table.is_column_store(), "{} is not a column store", table.name);
     let column_count = table.columns.len();
     let mut whole = vec![Extent::default(); column_count];
@@ -145,7 +146,7 @@ pub fn column_store_statistics(db_dir: &Path, table: &TableMeta) -> Result<Colum
         }
         partition_ranges.push(extents.iter().zip(&table.columns).map(|(e, c)| e.range(&c.column_type)).collect());
     }
-    let schema = crate::reader::sql_schema(table);
+    let schema = crate::reader::sql_schema(table, settings);
     let columns = whole
         .iter()
         .zip(&table.columns)

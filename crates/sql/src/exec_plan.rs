@@ -29,6 +29,7 @@ use crate::error::exec_to_datafusion;
 use crate::metrics::{ScanLog, UnitMetrics};
 use crate::reader::{read_unit, sql_schema, Flow, ReadOptions, RowFilter, SliceOptions};
 use crate::scan_units::ScanUnit;
+use crate::settings::FlashscanSettings;
 
 mod runtime_filter;
 use runtime_filter::{apply_runtime_filters, RuntimeFilter, RuntimeFilterMetrics};
@@ -125,6 +126,9 @@ pub struct ScanSpec {
     /// interval analysis cannot bound (`sampled_selectivity`), read once at planning; None:
     /// not sampled (DataFusion's 20 % is taken for them).
     pub sampled_selectivity: Option<f64>,
+    /// The switches of the session that planned the scan (`slices` and `views` are the
+    /// table provider's: they shaped the schema and the filters it took over).
+    pub settings: FlashscanSettings,
 }
 
 #[derive(Debug)]
@@ -189,7 +193,7 @@ fn analysed_selectivities(spec: &ScanSpec) -> Vec<Option<f64>> {
     use datafusion::physical_expr::intervals::utils::check_support;
     use datafusion::physical_expr::{analyze, AnalysisContext};
     let Some(filter) = &spec.row_filter else { return Vec::new() };
-    let schema = sql_schema(&spec.table);
+    let schema = sql_schema(&spec.table, &spec.settings);
     filter
         .conjuncts
         .iter()
@@ -208,13 +212,13 @@ fn analysed_selectivities(spec: &ScanSpec) -> Vec<Option<f64>> {
 
 /// The share of a sample of `spec`'s table (`reader::sample_filter_selectivity`: the first
 /// rows of one of its row groups) that passes the row filter's conjuncts interval analysis cannot
-/// bound; None without such conjuncts, with sampling off, or when the sample cannot be
+/// bound; None without such conjuncts, with `flashscan.filter_sample` off, or when the sample cannot be
 /// read (the estimate then falls back to 20 %; the scan itself reports any real error).
 /// Read once when the table provider plans the scan: a join planner that takes a string
 /// match for 20 % (as DataFusion's `FilterExec` does) builds hash tables on the wrong side
 /// (TPC-H Q9: `p_name LIKE '%green%'` keeps 5.4 %, docs/benchmarks.md speed7a).
 pub fn sampled_selectivity(spec: &ScanSpec) -> Option<f64> {
-    if !filter_sampling_enabled() || !spec.table.is_column_store() {
+    if !spec.settings.filter_sample || !spec.table.is_column_store() {
         return None;
     }
     let filter = spec.row_filter.as_ref()?;
@@ -222,13 +226,13 @@ pub fn sampled_selectivity(spec: &ScanSpec) -> Option<f64> {
     if unbounded.is_empty() {
         return None;
     }
-    crate::reader::sample_filter_selectivity(&spec.table, &spec.db_dir, &spec.units, &filter.subset(&unbounded), &spec.read_options).ok().flatten()
+    crate::reader::sample_filter_selectivity(&spec.table, &spec.db_dir, &spec.units, &filter.subset(&unbounded), &spec.read_options, &spec.settings).ok().flatten()
 }
 
 impl FlashscanExec {
     pub fn new(spec: ScanSpec, scan_log: Arc<ScanLog>) -> Result<FlashscanExec> {
         // What the table provider declares (strings as views for column stores).
-        let schema = Arc::new(sql_schema(&spec.table).project(&spec.projection)?);
+        let schema = Arc::new(sql_schema(&spec.table, &spec.settings).project(&spec.projection)?);
         // An empty scan still has one partition, which yields nothing: operators above
         // expect at least one.
         let partition_count = spec.units.len().max(1);
@@ -293,13 +297,15 @@ impl FlashscanExec {
                 * if self.spec.row_filter.is_some() { self.filter_selectivity } else { 1.0 };
             // The bytes of the columns handed on, when every one is known (as DataFusion's
             // Parquet source reports them): the join planner hashes the smaller input.
+            // `flashscan.column_bytes` off: the pages of all the table's columns, as before
+            // (for timing the two side by side).
             let projected: Option<f64> = self
                 .spec
                 .projection
                 .iter()
                 .map(|&c| table_columns.get(c).and_then(|s| s.byte_size.get_value().copied()).map(|b| b as f64 * share))
                 .sum();
-            if let Some(projected) = projected.filter(|_| column_bytes_enabled()) {
+            if let Some(projected) = projected.filter(|_| self.spec.settings.column_bytes) {
                 statistics.total_byte_size = if whole { Precision::Exact(projected as usize) } else { Precision::Inexact(projected as usize) };
             }
             // Per column sizes stay unknown to the operators above: with them DataFusion
@@ -427,7 +433,7 @@ impl ExecutionPlan for FlashscanExec {
                     }
                     Flow::Continue
                 };
-                let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone() };
+                let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone(), settings: spec.settings.clone() };
                 let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &slices, &spec.read_options, &deliver)
                     .map_err(exec_to_datafusion)?;
                 unit_metrics.record(&figures);
@@ -463,14 +469,15 @@ impl ExecutionPlan for FlashscanExec {
     }
 
     /// Takes the filters DataFusion's operators push down once the plan is final (the
-    /// `Post` phase: hash join build sides, TopK), applies them in the scan, and reports
+    /// `Post` phase: hash join build sides, TopK) unless the session's
+    /// `flashscan.runtime_filters` is off, applies them in the scan, and reports
     /// every filter as not pushed: the operators above keep doing their own filtering, so
     /// the scan applying them early is a saving, never a change of answers.
     fn handle_child_pushdown_result(
         &self,
         phase: FilterPushdownPhase,
         child_pushdown_result: ChildPushdownResult,
-        _config: &ConfigOptions,
+        config: &ConfigOptions,
     ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
         let filters: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result.parent_filters.into_iter().map(|f| f.filter).collect();
         let result = FilterPushdownPropagation::with_parent_pushdown_result(vec![PushedDown::No; filters.len()]);
@@ -478,7 +485,7 @@ impl ExecutionPlan for FlashscanExec {
             .into_iter()
             .filter(|f| !self.runtime_filters.iter().any(|g| g.as_ref() == f.as_ref()))
             .collect();
-        if phase != FilterPushdownPhase::Post || new.is_empty() || !runtime_filters_enabled() {
+        if phase != FilterPushdownPhase::Post || new.is_empty() || !FlashscanSettings::of(config).runtime_filters {
             return Ok(result);
         }
         let mut exec = FlashscanExec::new(self.spec.clone(), self.scan_log.clone())?;
@@ -510,34 +517,4 @@ impl Drop for UnitRunning {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::AcqRel);
     }
-}
-
-/// A column store scan reports the Arrow size of the columns it hands on (`ColumnStatistics::
-/// byte_size`, from the row groups' directories: column_statistics.rs) as its size, as
-/// DataFusion's Parquet source does, unless `FLASHSCAN_SQL_COLUMN_BYTES=0` (then the pages
-/// of all its table's columns, as before: for timing the two side by side).
-pub fn column_bytes_enabled() -> bool {
-    std::env::var("FLASHSCAN_SQL_COLUMN_BYTES").map_or(true, |value| value != "0")
-}
-
-/// Scans take DataFusion's runtime filters (hash join build sides, TopK) unless
-/// `FLASHSCAN_SQL_RUNTIME_FILTERS=0`. Until the scan showed them through `apply_expressions`
-/// the joins never filled them (every one stayed `true`); filled, they drop the probe rows
-/// a selective build side rules out before they are repartitioned and probed (TPC-H Q18 at
-/// SF 10: 10.4 s against 30.6 s, docs/benchmarks.md); the scan evaluates them in cheaper
-/// forms and sets aside one that keeps most rows (`runtime_filter`), so it costs little
-/// where it does not pay.
-pub fn runtime_filters_enabled() -> bool {
-    std::env::var("FLASHSCAN_SQL_RUNTIME_FILTERS").map_or(RUNTIME_FILTERS_DEFAULT, |value| value != "0")
-}
-
-/// See `runtime_filters_enabled`.
-const RUNTIME_FILTERS_DEFAULT: bool = true;
-
-/// A scan's filter conjuncts that interval analysis cannot bound are estimated from a
-/// sample of the table read at planning (`sampled_selectivity`) unless
-/// `FLASHSCAN_SQL_FILTER_SAMPLE=0` (then 20 %, as DataFusion's `FilterExec` takes: for
-/// timing the two side by side).
-pub fn filter_sampling_enabled() -> bool {
-    std::env::var("FLASHSCAN_SQL_FILTER_SAMPLE").map_or(true, |value| value != "0")
 }

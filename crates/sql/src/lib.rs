@@ -2,6 +2,7 @@
 //!
 //! Kept in a crate of its own so the core builds without DataFusion. Data flows:
 //! - [`session`]: a DataFusion context with every table of a database registered;
+//! - [`settings`]: the `flashscan.*` session settings (`SET flashscan.runtime_filters = false`);
 //! - [`table_provider`]: a table's schema, statistics and pushdown answers, and its scan node;
 //! - [`pruning`]: which filters skip partitions (min/max ranges, where the format has them);
 //! - [`scan_units`]: partitions (or slices of them) dealt out to execution partitions;
@@ -31,6 +32,7 @@ pub mod pruning;
 pub mod reader;
 pub mod scan_units;
 pub mod session;
+pub mod settings;
 pub mod shell;
 pub mod table_provider;
 
@@ -38,4 +40,5 @@ pub use error::SqlError;
 pub use format::{render, render_csv, render_json, render_table, OutputMode};
 pub use reader::ReadOptions;
 pub use session::{FlashscanSession, QueryOutput, SessionOptions};
+pub use settings::FlashscanSettings;
 pub use table_provider::FlashscanTable;

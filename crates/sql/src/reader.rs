@@ -25,6 +25,7 @@ use flashscan_io::EngineKind;
 use flashscan_storage::{HeapDecoder, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::scan_units::ScanUnit;
+use crate::settings::FlashscanSettings;
 
 /// Default read size: exec's default, large enough to reach a flash device's sequential rate.
 pub const READ_IO_SIZE_BYTES_DEFAULT: usize = flashscan_exec::limits::SCAN_IO_SIZE_BYTES_DEFAULT;
@@ -91,41 +92,12 @@ pub enum Flow {
     Stop,
 }
 
-/// Column store scans decode batches straight from the segments and evaluate the query's
-/// filters themselves (issue 13) unless `FLASHSCAN_SQL_SLICES=0` (then whole row groups
-/// are decoded and DataFusion runs the filters above the scan: same answers, for timing
-/// the two side by side). `cargo test -p flashscan-sql` passes either way.
-const SLICES_DEFAULT: bool = true;
-
-/// See `SLICES_DEFAULT`.
-pub fn slices_enabled() -> bool {
-    std::env::var("FLASHSCAN_SQL_SLICES").map_or(SLICES_DEFAULT, |value| value != "0")
-}
-
-/// Column store scans hand strings to DataFusion as `Utf8View` (issue 13): a row of a
-/// dictionary-coded segment is then one 16-byte view copied from its entry's, no string
-/// bytes copied; DataFusion 55 carries views through filters, joins, group-by and its
-/// string functions (as it does for Parquet). `FLASHSCAN_SQL_VIEWS=0` keeps `Utf8` (for
-/// timing the two side by side); off with the slices too (the old path, unchanged).
-const VIEWS_DEFAULT: bool = true;
-
-/// See `VIEWS_DEFAULT`.
-pub fn string_views_enabled() -> bool {
-    slices_enabled() && std::env::var("FLASHSCAN_SQL_VIEWS").map_or(VIEWS_DEFAULT, |value| value != "0")
-}
-
-/// A scan evaluates `LIKE` patterns of several `%`-separated pieces itself, one substring
-/// search per piece (`crate::like`), unless `FLASHSCAN_SQL_PIECEWISE_LIKE=0` (then Arrow's
-/// kernel, a regular expression per row: for timing the two side by side; same answers).
-pub fn piecewise_like_enabled() -> bool {
-    std::env::var("FLASHSCAN_SQL_PIECEWISE_LIKE").map_or(true, |value| value != "0")
-}
-
 /// The schema SQL sees for `table`: its own, with strings as views for column stores when
-/// views are on. The table provider declares it and the scan hands on exactly it.
-pub fn sql_schema(table: &TableMeta) -> SchemaRef {
+/// `settings` has views on (`FlashscanSettings::string_views`). The table provider declares
+/// it and the scan hands on exactly it.
+pub fn sql_schema(table: &TableMeta, settings: &FlashscanSettings) -> SchemaRef {
     let schema = table.arrow_schema();
-    if table.is_column_store() && string_views_enabled() {
+    if table.is_column_store() && settings.string_views() {
         Arc::new(flashscan_exec::segment_slices::with_string_views(&schema))
     } else {
         schema
@@ -141,6 +113,8 @@ pub struct RowFilter {
     /// The table columns the conjuncts read, each once.
     pub columns: Vec<usize>,
     pub conjuncts: Vec<RowConjunct>,
+    /// `flashscan.piecewise_like` of the session that planned the scan.
+    pub piecewise_like: bool,
 }
 
 /// One conjunct of a `RowFilter`.
@@ -154,10 +128,10 @@ pub struct RowConjunct {
 }
 
 impl RowConjunct {
-    pub(crate) fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ExecError> {
+    pub(crate) fn evaluate(&self, batch: &RecordBatch, piecewise_like: bool) -> Result<BooleanArray, ExecError> {
         // A LIKE with several `%` pieces: one substring search per piece instead of Arrow's
-        // regular expression (crate::like).
-        if piecewise_like_enabled() {
+        // regular expression (crate::like), unless `flashscan.piecewise_like` is off.
+        if piecewise_like {
             if let Some(result) = crate::like::PiecewiseLike::of(&self.predicate).and_then(|like| like.evaluate(batch)) {
                 return Ok(result);
             }
@@ -282,7 +256,7 @@ impl RowFilter {
     /// One evaluator per conjunct, for `slice_filter` (kept by the caller: the filter
     /// borrows them).
     pub(crate) fn evaluators(&self) -> Vec<ConjunctEvaluator<'_>> {
-        self.conjuncts.iter().map(|c| Box::new(move |b: &RecordBatch| c.evaluate(b)) as ConjunctEvaluator<'_>).collect()
+        self.conjuncts.iter().map(|c| Box::new(move |b: &RecordBatch| c.evaluate(b, self.piecewise_like)) as ConjunctEvaluator<'_>).collect()
     }
 
     /// The filter as the slice decoder takes it: its columns at `slots` among the decoded
@@ -325,7 +299,7 @@ impl RowFilter {
                 RowConjunct { inputs, predicate: c.predicate.clone() }
             })
             .collect();
-        RowFilter { columns, conjuncts }
+        RowFilter { columns, conjuncts, piecewise_like: self.piecewise_like }
     }
 
     /// Rows of `batch` (the filter's `columns` at `slots`) that pass every conjunct; a null
@@ -334,7 +308,7 @@ impl RowFilter {
         let mut selection: Option<arrow::buffer::BooleanBuffer> = None;
         for conjunct in &self.conjuncts {
             let columns: Vec<usize> = conjunct.inputs.iter().map(|&i| slots[i]).collect();
-            let result = conjunct.evaluate(&batch.project(&columns)?)?;
+            let result = conjunct.evaluate(&batch.project(&columns)?, self.piecewise_like)?;
             let passing = match result.nulls() {
                 Some(nulls) => result.values() & nulls.inner(),
                 None => result.values().clone(),
@@ -355,6 +329,8 @@ pub struct SliceOptions {
     /// Rows per batch decoded from the segments (DataFusion's batch size).
     pub batch_rows: usize,
     pub row_filter: Option<RowFilter>,
+    /// The scan's settings (`ScanSpec::settings`): slices and string views.
+    pub settings: FlashscanSettings,
 }
 
 /// Reads every page (or row group) of `unit` and calls `deliver` with each decoded batch
@@ -398,7 +374,7 @@ pub fn read_unit(
     // The filter's columns not projected are decoded after the projected ones, for the
     // filter only.
     let row_filter = slices.row_filter.as_ref().filter(|_| table.is_column_store());
-    let FilterDecodePlan { decode_columns, filter_slots, ranges } = FilterDecodePlan::new(projection, row_filter, &sql_schema(table));
+    let FilterDecodePlan { decode_columns, filter_slots, ranges } = FilterDecodePlan::new(projection, row_filter, &sql_schema(table, &slices.settings));
     let deliver_ns = AtomicU64::new(0);
     let make_sink = |_worker: u32| -> Result<DeliverSink, ExecError> {
         Ok(DeliverSink {
@@ -410,7 +386,8 @@ pub fn read_unit(
             ranges: ranges.clone(),
             pool: VecPool::default(),
             deliver_ns: &deliver_ns,
-            views: table.is_column_store() && string_views_enabled(),
+            views: table.is_column_store() && slices.settings.string_views(),
+            segments: slices.settings.slices,
         })
     };
     match scan_batches(source, &decode_columns, filter, &config, &make_sink) {
@@ -464,6 +441,8 @@ struct DeliverSink<'a> {
     deliver_ns: &'a AtomicU64,
     /// Strings go on as Utf8View (the schema `sql_schema` declares).
     views: bool,
+    /// Slices decoded from the segments (`flashscan.slices`).
+    segments: bool,
 }
 
 impl DeliverSink<'_> {
@@ -503,7 +482,7 @@ impl BatchSink for DeliverSink<'_> {
     fn segment_sink(&mut self) -> Option<&mut dyn SegmentSink> {
         // `FLASHSCAN_VECTOR_KERNELS=0`: whole row groups decoded, then sliced (for timing
         // the two side by side; same answers).
-        (slices_enabled() && flashscan_exec::segments::vector_kernels_enabled()).then_some(self as &mut dyn SegmentSink)
+        (self.segments && flashscan_exec::segments::vector_kernels_enabled()).then_some(self as &mut dyn SegmentSink)
     }
 }
 
@@ -598,7 +577,7 @@ const SAMPLE_QUEUE_DEPTH: u32 = 2;
 /// 3.2 M. Only the filter's columns of that row group are read (a row group is the unit of
 /// I/O and checksums); rows are hashed to partitions as they are loaded, so a row group's
 /// first rows are no sorted run.
-pub fn sample_filter_selectivity(table: &TableMeta, db_dir: &Path, units: &[ScanUnit], filter: &RowFilter, options: &ReadOptions) -> Result<Option<f64>, ExecError> {
+pub fn sample_filter_selectivity(table: &TableMeta, db_dir: &Path, units: &[ScanUnit], filter: &RowFilter, options: &ReadOptions, settings: &FlashscanSettings) -> Result<Option<f64>, ExecError> {
     if !table.is_column_store() {
         return Ok(None);
     }
@@ -617,7 +596,7 @@ pub fn sample_filter_selectivity(table: &TableMeta, db_dir: &Path, units: &[Scan
     let counts = SampleCounts::default();
     let slots: Vec<usize> = (0..filter.columns.len()).collect();
     let make_sink = |_worker: u32| -> Result<SampleSink, ExecError> {
-        Ok(SampleSink { filter, slots: slots.clone(), counts: &counts, pool: VecPool::default(), views: string_views_enabled() })
+        Ok(SampleSink { filter, slots: slots.clone(), counts: &counts, pool: VecPool::default(), views: settings.string_views(), segments: settings.slices })
     };
     match scan_batches(&source, &filter.columns, &ScanFilter::none(), &config, &make_sink) {
         Ok(_) | Err(ExecError::Stopped) => {}
@@ -660,6 +639,8 @@ struct SampleSink<'a> {
     counts: &'a SampleCounts,
     pool: VecPool,
     views: bool,
+    /// Slices decoded from the segments (`flashscan.slices`).
+    segments: bool,
 }
 
 impl SampleSink<'_> {
@@ -684,7 +665,7 @@ impl BatchSink for SampleSink<'_> {
     }
 
     fn segment_sink(&mut self) -> Option<&mut dyn SegmentSink> {
-        (slices_enabled() && flashscan_exec::segments::vector_kernels_enabled()).then_some(self as &mut dyn SegmentSink)
+        (self.segments && flashscan_exec::segments::vector_kernels_enabled()).then_some(self as &mut dyn SegmentSink)
     }
 }
 

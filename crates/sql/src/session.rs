@@ -20,6 +20,7 @@ use crate::column_statistics::column_store_statistics;
 use crate::error::SqlError;
 use crate::metrics::{total_of, ScanLog, TableScanFigures};
 use crate::reader::{ReadOptions, UnitFigures};
+use crate::settings::FlashscanSettings;
 use crate::table_provider::FlashscanTable;
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -77,7 +78,9 @@ impl FlashscanSession {
     /// lower case, as SQL folds unquoted names to lower case.
     pub fn open(db_dir: &Path, options: SessionOptions) -> Result<FlashscanSession, SqlError> {
         let write = WritePath::open(db_dir)?.map(Arc::new);
-        let mut config = SessionConfig::new().with_information_schema(true);
+        // `SET flashscan.*` and `SHOW flashscan.*`; a new session starts from the environment.
+        let settings = FlashscanSettings::from_env().map_err(|e| SqlError::InvalidArgument(e.to_string()))?;
+        let mut config = SessionConfig::new().with_information_schema(true).with_option_extension(settings);
         if let Some(n) = options.target_partitions {
             if n == 0 {
                 return Err(SqlError::InvalidArgument("target partitions must be at least 1".into()));
@@ -90,12 +93,21 @@ impl FlashscanSession {
         let ctx = crate::build_side::register(ctx);
         let scan_log = ScanLog::new();
         let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
-        let catalog = match &session.write {
-            Some(w) => w.catalog()?,
-            None => Database::open(db_dir)?.catalog().clone(),
-        };
-        session.register_tables(&catalog)?;
+        session.register_tables(&session.current_catalog()?)?;
         Ok(session)
+    }
+
+    /// The database's catalog as it is now.
+    fn current_catalog(&self) -> Result<Catalog, SqlError> {
+        Ok(match &self.write {
+            Some(w) => w.catalog()?,
+            None => Database::open(&self.db_dir)?.catalog().clone(),
+        })
+    }
+
+    /// The session's `flashscan.*` settings as they are now.
+    pub fn settings(&self) -> FlashscanSettings {
+        FlashscanSettings::of(self.ctx.copied_config().options())
     }
 
     /// (Re)registers every table of `catalog`, each with its delta when the database
@@ -105,6 +117,7 @@ impl FlashscanSession {
         let options = self.options;
         let scan_log = &self.scan_log;
         let db_dir = self.db_dir.as_path();
+        let settings = self.settings();
         let mut names = self.table_names.write().map_err(|_| SqlError::Internal("table list lock poisoned".into()))?;
         for old in names.drain(..) {
             ctx.deregister_table(old.as_str())?;
@@ -112,14 +125,14 @@ impl FlashscanSession {
         let mut table_names = Vec::new();
         for table in catalog.tables.values() {
             let name = table.name.to_lowercase();
-            let mut provider = FlashscanTable::new(table.clone(), db_dir.to_path_buf(), options.read, scan_log.clone());
+            let mut provider = FlashscanTable::new(table.clone(), db_dir.to_path_buf(), options.read, scan_log.clone(), &settings);
             if let Some(w) = &self.write {
                 provider = provider.with_write(w.clone(), w.delta(&table.name));
             }
             if table.is_column_store() {
                 // A directory that does not read or verify leaves the table without
                 // statistics; its scan reads the same directories and reports the error.
-                if let Ok(stats) = column_store_statistics(db_dir, table) {
+                if let Ok(stats) = column_store_statistics(db_dir, table, &settings) {
                     provider = provider.with_column_statistics(stats.columns).with_partition_ranges(stats.partition_ranges);
                 }
             }
@@ -252,8 +265,10 @@ impl FlashscanSession {
         // Figures of an earlier, failed statement must not count against this one.
         self.scan_log.take();
         let started = Instant::now();
+        let mut table_setting_changed = false;
         let result = async {
             let plan = self.ctx.state().statement_to_plan(statement).await?;
+            table_setting_changed = sets_a_table_setting(&plan);
             let frame = self.ctx.execute_logical_plan(plan).await?;
             let schema = frame.schema().inner().clone();
             let batches = frame.collect().await?;
@@ -264,6 +279,9 @@ impl FlashscanSession {
         let elapsed_s = started.elapsed().as_secs_f64();
         let scans = self.scan_log.take();
         let (schema, batches) = result.map_err(|e| crate::dml::name_null_column(self.explain_error(SqlError::from(e)), insert_columns.as_ref()))?;
+        if table_setting_changed {
+            self.register_tables(&self.current_catalog()?)?;
+        }
         Ok(QueryOutput { statement: text, schema, batches, elapsed_s, scans })
     }
 
@@ -361,6 +379,14 @@ impl FlashscanSession {
 }
 
 /// A one-row answer for DDL: what it did.
+/// `SET flashscan.slices` or `SET flashscan.views`: settings the tables are registered with
+/// (`FlashscanSettings::TABLE_KEYS`).
+fn sets_a_table_setting(plan: &LogicalPlan) -> bool {
+    let LogicalPlan::Statement(datafusion::logical_expr::Statement::SetVariable(set)) = plan else { return false };
+    let key = set.variable.to_ascii_lowercase();
+    FlashscanSettings::TABLE_KEYS.iter().any(|k| key.strip_prefix("flashscan.") == Some(k))
+}
+
 fn status_output(statement: String, status: String, started: Instant) -> Result<QueryOutput, SqlError> {
     let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("status", arrow::datatypes::DataType::Utf8, false)]));
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(arrow::array::StringArray::from(vec![status]))]).map_err(|e| SqlError::Internal(e.to_string()))?;

@@ -25,6 +25,7 @@ use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::ScanLog;
 use crate::pruning::{predicates_of, scan_filter_of, ColumnPredicate, ColumnRange};
 use crate::reader::{sql_schema, ReadOptions, RowConjunct, RowFilter};
+use crate::settings::FlashscanSettings;
 use crate::scan_units::plan_units;
 
 /// Per partition, per column: the range of values, when the format recorded one.
@@ -50,11 +51,15 @@ pub struct FlashscanTable {
     delta: Option<Arc<TableDelta>>,
     /// Where INSERT goes; `None` for a database without a write-ahead log.
     write: Option<Arc<WritePath>>,
+    /// The registering session's settings: `slices` and `views` shape the schema and the
+    /// filters the scan takes over (answered before any scan is planned), so they are the
+    /// table's, not the query's; a session that changes them registers its tables again.
+    table_settings: FlashscanSettings,
 }
 
 impl FlashscanTable {
-    pub fn new(table: TableMeta, db_dir: PathBuf, read_options: ReadOptions, scan_log: Arc<ScanLog>) -> FlashscanTable {
-        let schema = sql_schema(&table);
+    pub fn new(table: TableMeta, db_dir: PathBuf, read_options: ReadOptions, scan_log: Arc<ScanLog>, settings: &FlashscanSettings) -> FlashscanTable {
+        let schema = sql_schema(&table, settings);
         let partition_key = table.column_index(&table.partition_by).ok();
         FlashscanTable {
             partition_key,
@@ -67,6 +72,7 @@ impl FlashscanTable {
             column_statistics: Arc::new(Vec::new()),
             delta: None,
             write: None,
+            table_settings: settings.clone(),
         }
     }
 
@@ -161,11 +167,20 @@ impl FlashscanTable {
         Some(partitions)
     }
 
+    /// The settings a scan of this table runs with: the planning session's, but the table's
+    /// own `slices` and `views` (`table_settings`).
+    fn scan_settings(&self, state: &dyn Session) -> FlashscanSettings {
+        let mut settings = FlashscanSettings::of(state.config().options());
+        settings.slices = self.table_settings.slices;
+        settings.views = self.table_settings.views;
+        settings
+    }
+
     /// The scan itself evaluates `filter`: a column store (offered only while it has no
     /// delta rows: column stores take no INSERT), a deterministic filter on this table's
     /// columns only (no subquery, no outer reference).
     fn scan_evaluates(&self, filter: &Expr) -> bool {
-        if !self.table.is_column_store() || !crate::reader::slices_enabled() || filter.is_volatile() {
+        if !self.table.is_column_store() || !self.table_settings.slices || filter.is_volatile() {
             return false;
         }
         let mut ok = true;
@@ -226,7 +241,7 @@ impl FlashscanTable {
                 .collect();
             conjuncts.push(RowConjunct { inputs, predicate });
         }
-        Ok(Some(RowFilter { columns, conjuncts }))
+        Ok(Some(RowFilter { columns, conjuncts, piecewise_like: FlashscanSettings::of(state.config().options()).piecewise_like }))
     }
 
     /// `conjuncts` with the comparisons of one column with constants ANDed into one
@@ -362,6 +377,7 @@ impl TableProvider for FlashscanTable {
             read_options: self.read_options,
             column_statistics: self.column_statistics.clone(),
             sampled_selectivity: None,
+            settings: self.scan_settings(state),
         };
         spec.sampled_selectivity = sample_off_the_planner(&spec).await;
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);

@@ -1,10 +1,10 @@
 //! Partial aggregates answered by flashscan's kernel (`FlashscanAggregateExec`, issue 13
 //! item 6): used where it applies (EXPLAIN), the same answers as DataFusion's own plan
-//! (`FLASHSCAN_SQL_AGGREGATE_PUSHDOWN=0`) and as DataFusion over the same rows in memory
+//! (`SET flashscan.aggregate_pushdown = false`) and as DataFusion over the same rows in memory
 //! (an independent oracle), and left out where it does not apply.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use arrow::array::{ArrayRef, Date32Array, Decimal128Array, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow::datatypes::{Field, Schema};
@@ -16,10 +16,6 @@ use flashscan_storage::load::parquet::parquet_files_source;
 use flashscan_storage::{load_table, rebuild_table, LoadOptions, RebuildOptions, RebuildTarget};
 use parquet::arrow::ArrowWriter;
 
-/// The switch is process-wide: tests that set it (or read EXPLAIN) take turns.
-static SWITCH: Mutex<()> = Mutex::new(());
-
-const PUSHDOWN: &str = "FLASHSCAN_SQL_AGGREGATE_PUSHDOWN";
 const ROWS: i64 = 9000;
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -109,14 +105,18 @@ impl Fixture {
     fn plan(&self, sql: &str) -> String {
         self.run(&format!("EXPLAIN {sql}")).join("\n")
     }
+
+    /// The fixture with the session's pushdown `on` (or off).
+    fn pushdown(&self, on: bool) -> &Fixture {
+        set_pushdown(&self.rt, &self.session, on);
+        self
+    }
 }
 
-/// Runs `f` with the switch set to `on`, restoring the default after.
-fn with_switch<T>(on: bool, f: impl FnOnce() -> T) -> T {
-    std::env::set_var(PUSHDOWN, if on { "1" } else { "0" });
-    let out = f();
-    std::env::remove_var(PUSHDOWN);
-    out
+/// Sets the session's switch (a session setting, not the process's: the tests run side by
+/// side).
+fn set_pushdown(rt: &tokio::runtime::Runtime, session: &FlashscanSession, on: bool) {
+    rt.block_on(session.run_one(&format!("SET flashscan.aggregate_pushdown = {on}"))).unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// Queries the kernel takes: each answered as with the switch off and as the oracle.
@@ -138,15 +138,14 @@ const PUSHED: &[&str] = &[
 
 #[test]
 fn pushed_aggregates_answer_as_datafusion_and_the_oracle() {
-    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let f = fixture();
     for sql in PUSHED {
-        let plan = with_switch(true, || f.plan(sql));
+        let plan = f.pushdown(true).plan(sql);
         assert!(plan.contains("FlashscanAggregateExec"), "{sql} not pushed:\n{plan}");
-        let on = with_switch(true, || f.run(sql));
-        let off_plan = with_switch(false, || f.plan(sql));
+        let on = f.pushdown(true).run(sql);
+        let off_plan = f.pushdown(false).plan(sql);
         assert!(!off_plan.contains("FlashscanAggregateExec"), "the switch leaves DataFusion's plan:\n{off_plan}");
-        let off = with_switch(false, || f.run(sql));
+        let off = f.pushdown(false).run(sql);
         assert!(on == off, "{sql}: pushdown on vs off: {} rows vs {}; first {:?} vs {:?}", on.len(), off.len(), on.first(), off.first());
         let want = f.oracle(sql);
         assert!(on == want, "{sql}: vs the oracle: {} rows vs {}; first {:?} vs {:?}", on.len(), want.len(), on.first(), want.first());
@@ -157,7 +156,6 @@ fn pushed_aggregates_answer_as_datafusion_and_the_oracle() {
 /// Where the kernel cannot answer exactly, DataFusion's plan stays (and answers).
 #[test]
 fn unsupported_shapes_keep_datafusions_plan() {
-    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let f = fixture();
     for sql in [
         // Division, floats, an expression as key, AVG of integers (a float state),
@@ -171,13 +169,13 @@ fn unsupported_shapes_keep_datafusions_plan() {
         // An integer key whose min..max spans more values than the kernel's group limit.
         "SELECT id, SUM(price) FROM t GROUP BY id",
     ] {
-        let plan = with_switch(true, || f.plan(sql));
+        let plan = f.pushdown(true).plan(sql);
         assert!(!plan.contains("FlashscanAggregateExec"), "{sql} should not be pushed:\n{plan}");
         if sql.contains("DOUBLE") {
             // Float sums depend on the order rows are added in: not compared here.
             continue;
         }
-        let mut got = with_switch(true, || f.run(sql));
+        let mut got = f.pushdown(true).run(sql);
         let mut want = f.oracle(sql);
         got.sort();
         want.sort();
@@ -189,17 +187,16 @@ fn unsupported_shapes_keep_datafusions_plan() {
 /// node stays in the plan and the original partial aggregate answers those units.
 #[test]
 fn the_kernel_gives_up_to_the_original_plan_at_run_time() {
-    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let f = fixture();
     for sql in [
         "SELECT s, SUM(price) FROM t GROUP BY s ORDER BY s",
         "SELECT k, SUM(big * 100) FROM t GROUP BY k ORDER BY k",
         "SELECT k, SUM(big) FROM t GROUP BY k ORDER BY k",
     ] {
-        let plan = with_switch(true, || f.plan(sql));
+        let plan = f.pushdown(true).plan(sql);
         assert!(plan.contains("FlashscanAggregateExec"), "{sql}:\n{plan}");
-        let on = with_switch(true, || f.run(sql));
-        let off = with_switch(false, || f.run(sql));
+        let on = f.pushdown(true).run(sql);
+        let off = f.pushdown(false).run(sql);
         let want = f.oracle(sql);
         assert!(on == off && on == want, "{sql}: {} / {} / {} rows; first {:?} / {:?} / {:?}", on.len(), off.len(), want.len(), on.first(), off.first(), want.first());
     }
@@ -209,7 +206,6 @@ fn the_kernel_gives_up_to_the_original_plan_at_run_time() {
 /// answers (EXPLAIN) and the answers are DataFusion's with the switch off, to the bit.
 #[test]
 fn tpch_q1_and_q6_are_pushed_and_answer_as_without() {
-    let _turn = SWITCH.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let source = flashscan_storage::load::tpch::tpch_source("lineitem", 0.01, 2).unwrap_or_else(|e| panic!("{e}"));
     load_table(dir.path(), source, &LoadOptions { partition_count: 2, threads: 2, ..LoadOptions::default() }).unwrap_or_else(|e| panic!("{e}"));
@@ -221,10 +217,12 @@ fn tpch_q1_and_q6_are_pushed_and_answer_as_without() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/tpch/q{q:02}.sql"));
         let sql = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let run = |sql: &str| text(&rt.block_on(session.run_one(sql)).unwrap_or_else(|e| panic!("q{q}: {e}")).batches);
-        let plan = with_switch(true, || run(&format!("EXPLAIN {sql}")).join("\n"));
+        set_pushdown(&rt, &session, true);
+        let plan = run(&format!("EXPLAIN {sql}")).join("\n");
         assert!(plan.contains("FlashscanAggregateExec: mode=Partial") && plan.contains(gby), "q{q} not pushed:\n{plan}");
-        let on = with_switch(true, || run(&sql));
-        let off = with_switch(false, || run(&sql));
+        let on = run(&sql);
+        set_pushdown(&rt, &session, false);
+        let off = run(&sql);
         assert_eq!(on, off, "q{q}");
         assert!(!on.is_empty() && !on[0].contains("NULL"), "q{q}: {on:?}");
     }

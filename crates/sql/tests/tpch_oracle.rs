@@ -383,10 +383,9 @@ fn sql_errors_are_one_clear_line() {
 /// side's scan (issue 13).
 #[test]
 fn column_store_strings_are_views_and_joins_filter_in_the_scan() {
-    // Runtime filters are off by default; other tests running meanwhile may take them too,
-    // which changes no answer (the operators still do their own work).
-    std::env::set_var("FLASHSCAN_SQL_RUNTIME_FILTERS", "1");
     let (_dir, rt, session) = tpch_session("columnstore");
+    // On by default; said here so the test does not depend on the environment it runs in.
+    run(&session, &rt, "SET flashscan.runtime_filters = true");
     let provider = rt.block_on(session.context().table_provider("lineitem")).unwrap_or_else(|e| panic!("{e}"));
     let schema = provider.schema();
     let shipmode = schema.field_with_name("l_shipmode").unwrap_or_else(|e| panic!("{e}"));
@@ -407,6 +406,48 @@ fn column_store_strings_are_views_and_joins_filter_in_the_scan() {
     let plan = run(&session, &rt, "EXPLAIN SELECT COUNT(*) FROM orders JOIN customer ON o_custkey = c_custkey WHERE c_mktsegment = 'BUILDING'");
     let text = cells(&plan.batches).iter().flatten().map(|c| format!("{c:?}")).collect::<String>();
     assert!(text.contains("runtime_filters=["), "the join's probe-side scan takes its filter: {text}");
+}
+
+/// The `flashscan.*` switches are the session's: SET changes them for its own later queries
+/// only (a second session keeps the defaults), SHOW reads them, planning and scans follow
+/// them (no runtime filter reaches the scan with `runtime_filters` off; strings are Utf8
+/// again with `views` off, the tables registered anew), answers stay the oracle's, and a
+/// value that is not a switch is a one-line error.
+#[test]
+fn flashscan_settings_are_the_sessions_and_set_changes_its_plans() {
+    let (dir, rt, session) = tpch_session("columnstore");
+    let other = flashscan_session(dir.path());
+    let show = |session: &FlashscanSession, name: &str| cells(&run(session, &rt, &format!("SHOW {name}")).batches);
+    let shown = |session: &FlashscanSession, name: &str| format!("{:?}", show(session, name));
+    assert!(shown(&session, "flashscan.runtime_filters").contains("true"), "{}", shown(&session, "flashscan.runtime_filters"));
+    let join = "SELECT COUNT(*), SUM(o_totalprice) FROM orders JOIN customer ON o_custkey = c_custkey WHERE c_mktsegment = 'BUILDING'";
+    let explain = |session: &FlashscanSession| cells(&run(session, &rt, &format!("EXPLAIN {join}")).batches).iter().flatten().map(|c| format!("{c:?}")).collect::<String>();
+    run(&session, &rt, "SET flashscan.runtime_filters = true");
+    assert!(explain(&session).contains("runtime_filters=["), "on: the probe scan takes the join's filter");
+    run(&session, &rt, "SET flashscan.runtime_filters = false");
+    assert!(shown(&session, "flashscan.runtime_filters").contains("false"));
+    assert!(!explain(&session).contains("runtime_filters=["), "off: no runtime filter in the scan: {}", explain(&session));
+    assert!(shown(&other, "flashscan.runtime_filters").contains("true"), "another session keeps its own");
+    let oracle = oracle_context();
+    let want = rt.block_on(async { oracle.sql(join).await?.collect().await }).unwrap_or_else(|e| panic!("{join}: {e}"));
+    assert_eq!(cells(&run(&session, &rt, join).batches), cells(&want), "{join}");
+
+    let shipmode_type = |session: &FlashscanSession| {
+        let provider = rt.block_on(session.context().table_provider("lineitem")).unwrap_or_else(|e| panic!("{e}"));
+        provider.schema().field_with_name("l_shipmode").unwrap_or_else(|e| panic!("{e}")).data_type().clone()
+    };
+    run(&session, &rt, "SET flashscan.views = false");
+    assert_eq!(shipmode_type(&session), arrow::datatypes::DataType::Utf8, "views off: the tables registered again with Utf8");
+    assert_eq!(shipmode_type(&other), arrow::datatypes::DataType::Utf8View);
+    let filtered = "SELECT l_shipmode, COUNT(*) FROM lineitem WHERE l_shipmode IN ('MAIL', 'SHIP') GROUP BY l_shipmode ORDER BY l_shipmode";
+    let want = rt.block_on(async { oracle.sql(filtered).await?.collect().await }).unwrap_or_else(|e| panic!("{filtered}: {e}"));
+    assert_eq!(cells(&run(&session, &rt, filtered).batches), cells(&want), "{filtered}");
+
+    for bad in ["SET flashscan.runtime_filters = maybe", "SET flashscan.no_such_switch = true"] {
+        let e = rt.block_on(session.run(bad)).err().unwrap_or_else(|| panic!("{bad}: no error"));
+        assert!(!e.to_string().contains('\n') && e.is_user_input(), "{bad}: {e}");
+    }
+    assert!(shown(&session, "flashscan.runtime_filters").contains("false"), "a refused SET changes nothing");
 }
 
 /// The planner sees a filtered column store scan's rows as the filter leaves them (the
@@ -439,8 +480,8 @@ fn joins_build_on_the_side_a_scan_filter_makes_smaller() {
 /// is the oracle's and EXPLAIN ANALYZE shows the filter's keys, not an empty filter.
 #[test]
 fn a_join_runtime_filter_is_filled_before_the_probe_scan_reads() {
-    std::env::set_var("FLASHSCAN_SQL_RUNTIME_FILTERS", "1");
     let (_dir, rt, session) = tpch_session("columnstore");
+    run(&session, &rt, "SET flashscan.runtime_filters = true");
     let sql = "SELECT COUNT(*), SUM(l_quantity) FROM lineitem JOIN orders ON l_orderkey = o_orderkey WHERE o_totalprice > 400000";
     let got = run(&session, &rt, sql);
     let oracle = oracle_context();
@@ -459,8 +500,8 @@ fn a_join_runtime_filter_is_filled_before_the_probe_scan_reads() {
 /// one was set aside. Answers equal the oracle's either way.
 #[test]
 fn a_selective_runtime_filter_drops_rows_and_an_unselective_one_is_set_aside() {
-    std::env::set_var("FLASHSCAN_SQL_RUNTIME_FILTERS", "1");
     let (_dir, rt, session) = tpch_session("columnstore");
+    run(&session, &rt, "SET flashscan.runtime_filters = true");
     let oracle = oracle_context();
     // The metric `name` of the lineitem scan in EXPLAIN ANALYZE of `sql`, as printed.
     let metric = |sql: &str, name: &str| -> String {

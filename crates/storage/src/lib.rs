@@ -32,6 +32,8 @@ pub mod placement;
 pub mod rebuild;
 pub mod table_format;
 pub mod table_meta;
+#[cfg(feature = "testkit")]
+pub mod testkit;
 pub mod verify;
 pub mod write_meta;
 

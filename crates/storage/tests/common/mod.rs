@@ -11,11 +11,9 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::datatypes::Decimal128Type;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use flashscan_storage::column::TemporalUnit;
-use flashscan_storage::heap::header::seal;
-use flashscan_storage::heap::heap_page::HeapPageBuilder;
-use flashscan_storage::heap::row_codec::{encode_row, RowLayout, Value};
+use flashscan_storage::heap::row_codec::Value;
 use flashscan_storage::load::tpch::tpch_source;
-use flashscan_storage::{load_table, ColumnDef, ColumnType, LoadOptions, Lsn, PageId, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{load_table, ColumnDef, ColumnType, LoadOptions, TableMeta};
 use proptest::prelude::*;
 
 pub fn column_type() -> impl Strategy<Value = ColumnType> {
@@ -185,29 +183,7 @@ pub fn any_value(t: ColumnType, nullable: bool) -> BoxedStrategy<Value> {
     or_null(v, nullable)
 }
 
-/// The file id `sealed_pages` stamps into every page id.
-pub const PAGES_FILE_ID: u32 = 7;
-
-/// `rows` encoded into heap pages, each sealed as page i of file `PAGES_FILE_ID`.
-pub fn sealed_pages(layout: &RowLayout, column_count: u16, rows: &[Vec<Value>]) -> Vec<Vec<u8>> {
-    let mut builder = HeapPageBuilder::new(column_count);
-    let (mut buf, mut out) = (Vec::new(), Vec::new());
-    for r in rows {
-        encode_row(layout, r, &mut buf).expect("row fits");
-        if !builder.try_append(&buf) {
-            builder.take_page(&mut out);
-            assert!(builder.try_append(&buf));
-        }
-    }
-    if !builder.is_empty() {
-        builder.take_page(&mut out);
-    }
-    out.chunks_exact(PAGE_SIZE_BYTES)
-        .enumerate()
-        .map(|(i, chunk)| {
-            let mut page = chunk.to_vec();
-            seal(&mut page, PageId::new(PAGES_FILE_ID, i as u32), Lsn(3));
-            page
-        })
-        .collect()
-}
+/// Heap pages as the loader seals them: the kit the crates above this one use too. (Not
+/// every test file of this crate uses them.)
+#[allow(unused_imports)]
+pub use flashscan_storage::testkit::{sealed_pages, PAGES_FILE_ID};
