@@ -87,8 +87,8 @@ const STOP_POLL: Duration = Duration::from_millis(1);
 
 /// How a small statement (at most [`INLINE_ROWS_MAX`] rows) commits (see the module
 /// comment). `FLASHSCAN_COMMIT_MODE` (`inline`, `task`, `hybrid`) picks it when the server
-/// starts, to compare them on a machine without rebuilding (docs/server.md); unset or
-/// unknown: [`COMMIT_MODE_DEFAULT`].
+/// starts, to compare them on a machine without rebuilding (docs/server.md); unset:
+/// [`COMMIT_MODE_DEFAULT`]; any other value: the server refuses to start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CommitMode {
     /// `inline`: on its connection's thread under `block_in_place` when nobody is queued
@@ -110,18 +110,33 @@ impl CommitMode {
     /// The environment variable that overrides [`ON_TASK_MAX_DEFAULT`] (experiments).
     pub const ON_TASK_MAX_ENV: &'static str = "FLASHSCAN_ON_TASK_MAX";
 
-    /// The mode `FLASHSCAN_COMMIT_MODE` names; unset or unknown: the default.
-    pub fn from_env() -> CommitMode {
-        match std::env::var(Self::ENV).as_deref() {
-            Ok("inline") => CommitMode::Inline,
-            Ok("task") => CommitMode::Task,
-            Ok("hybrid") => CommitMode::Hybrid,
-            _ => COMMIT_MODE_DEFAULT,
+    /// The mode `FLASHSCAN_COMMIT_MODE` names (unset: the default), or why its value is
+    /// refused — a typo must not silently measure the default (`flashscan serve` reads it
+    /// once at start and exits with this one-line error).
+    pub fn from_env() -> Result<CommitMode, String> {
+        match std::env::var(Self::ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(COMMIT_MODE_DEFAULT),
+            Ok(v) => CommitMode::parse(&v).ok_or_else(|| format!("{}={v:?}: expected inline, task or hybrid", Self::ENV)),
+            Err(e) => Err(format!("{}: {e}", Self::ENV)),
         }
     }
 
-    fn on_task_max_from_env() -> usize {
-        std::env::var(Self::ON_TASK_MAX_ENV).ok().and_then(|v| v.parse().ok()).unwrap_or(ON_TASK_MAX_DEFAULT)
+    fn parse(v: &str) -> Option<CommitMode> {
+        match v {
+            "inline" => Some(CommitMode::Inline),
+            "task" => Some(CommitMode::Task),
+            "hybrid" => Some(CommitMode::Hybrid),
+            _ => None,
+        }
+    }
+
+    /// `FLASHSCAN_ON_TASK_MAX` (unset: [`ON_TASK_MAX_DEFAULT`]), or why its value is refused.
+    pub fn on_task_max_from_env() -> Result<usize, String> {
+        match std::env::var(Self::ON_TASK_MAX_ENV) {
+            Err(std::env::VarError::NotPresent) => Ok(ON_TASK_MAX_DEFAULT),
+            Ok(v) => v.parse().map_err(|_| format!("{}={v:?}: expected a count of statements", Self::ON_TASK_MAX_ENV)),
+            Err(e) => Err(format!("{}: {e}", Self::ON_TASK_MAX_ENV)),
+        }
     }
 }
 
@@ -279,6 +294,14 @@ impl Committer {
         Ok(committer)
     }
 
+    /// [`Committer::with_mode`] with [`CommitMode::Hybrid`]'s bound on statements committing
+    /// on tasks at once (`flashscan serve`: `FLASHSCAN_ON_TASK_MAX`).
+    pub fn with_mode_bound(write: Arc<WritePath>, workers: usize, mode: CommitMode, on_task_max: usize) -> Result<Committer, CommitterStartError> {
+        let mut committer = Committer::with_mode(write, workers, mode)?;
+        committer.on_task_max = on_task_max;
+        Ok(committer)
+    }
+
     /// [`Committer::with_workers`] with each worker's stack size (`None`: the default);
     /// tests provoke a failed thread start with an impossible one.
     fn with_worker_threads(write: Arc<WritePath>, workers: usize, stack_size_bytes: Option<usize>) -> Result<Committer, CommitterStartError> {
@@ -314,8 +337,8 @@ impl Committer {
             inline: RwLock::new(()),
             inline_active: AtomicUsize::new(0),
             on_task: AtomicUsize::new(0),
-            mode: CommitMode::from_env(),
-            on_task_max: CommitMode::on_task_max_from_env(),
+            mode: COMMIT_MODE_DEFAULT,
+            on_task_max: ON_TASK_MAX_DEFAULT,
             queued: AtomicUsize::new(0),
             checkpoint_pending: Arc::new(AtomicBool::new(false)),
             counters,
@@ -712,6 +735,17 @@ pub struct CopyIn {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn commit_modes_parse_and_nothing_else_does() {
+        assert_eq!(CommitMode::parse("inline"), Some(CommitMode::Inline));
+        assert_eq!(CommitMode::parse("task"), Some(CommitMode::Task));
+        assert_eq!(CommitMode::parse("hybrid"), Some(CommitMode::Hybrid));
+        // A typo is refused, not taken for the default.
+        for bad in ["", "Hybrid", "hybird", "inline "] {
+            assert_eq!(CommitMode::parse(bad), None, "{bad:?}");
+        }
+    }
+
     use std::collections::BTreeSet;
 
     use arrow::array::{Array, Int64Array};
