@@ -115,6 +115,12 @@ fn main() {
     };
     if matches!(cli.command, Command::Sql(_)) {
         keep_freed_memory();
+    }
+    // The server runs the same queries, so the same allocator setting. Measured neutral
+    // there (docs/benchmarks.md, session 10: 10 clients, mix / Q1 / Q6 within 1-5 % either
+    // way): a long-lived process reuses the memory it faulted, so the zeroing is paid
+    // once. Kept for one setting across the query commands.
+    if matches!(cli.command, Command::Sql(_) | Command::Serve(_)) {
         small_pages_only(std::env::var_os("MIMALLOC_ALLOW_THP").is_some());
     }
     let result = match cli.command {

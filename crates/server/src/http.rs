@@ -119,6 +119,7 @@ pub fn prometheus_text(shared: &Shared) -> String {
         metric("flashscan_log_flushes_total", "counter", "Durable log flushes (write + fdatasync) since start.", s.log_flushes_total as f64);
         metric("flashscan_commits_per_second", "gauge", "Commits per second over the last sample.", s.commits_per_s);
         metric("flashscan_log_flushes_per_second", "gauge", "Log flushes per second over the last sample.", s.log_flushes_per_s);
+        metric("flashscan_log_flush_latency_microseconds", "gauge", "Mean log flush time (write + fdatasync) over the last sample.", s.log_flush_latency_us_avg);
         metric("flashscan_writes_waiting", "gauge", "Statements waiting for their commit.", s.writes_waiting as f64);
         metric("flashscan_pool_hits_total", "counter", "Buffer pool page requests served from memory since start.", s.pool_hits_total as f64);
         metric("flashscan_pool_reads_total", "counter", "Buffer pool reads since start.", s.pool_reads_total as f64);

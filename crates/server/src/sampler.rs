@@ -67,6 +67,9 @@ pub struct Sample {
     /// Durable log flushes (write + fdatasync) of the log writer.
     pub log_flushes: u64,
     pub log_flushes_per_s: f64,
+    /// Mean time of the interval's log flushes (write + fdatasync), microseconds: the
+    /// device's share of `wait_commit_ms`.
+    pub log_flush_latency_us_avg: f64,
     pub log_bytes_written: u64,
     // --- the buffer pool (the process's one pool, which scans read through) ---
     pub pool_hits: u64,
@@ -132,6 +135,7 @@ struct CounterSnapshot {
     commits: u64,
     commit_wait_us: u64,
     log_flushes: u64,
+    log_flush_time_us: u64,
     log_bytes: u64,
     pool: flashscan_buffer::BufferCountersSnapshot,
 }
@@ -164,7 +168,7 @@ pub struct Sampler {
 
 fn counters_of(a: &Admission, writes: Option<&WriteSource>) -> CounterSnapshot {
     let c = &a.counters;
-    let (mut statements_committed, mut rows_inserted, mut commits, mut commit_wait_us, mut log_flushes, mut log_bytes) = (0, 0, 0, 0, 0, 0);
+    let (mut statements_committed, mut rows_inserted, mut commits, mut commit_wait_us, mut log_flushes, mut log_flush_time_us, mut log_bytes) = (0, 0, 0, 0, 0, 0, 0);
     if let Some(w) = writes {
         statements_committed = w.counters.statements_committed.load(Relaxed);
         rows_inserted = w.counters.rows_inserted.load(Relaxed);
@@ -172,6 +176,7 @@ fn counters_of(a: &Admission, writes: Option<&WriteSource>) -> CounterSnapshot {
         commit_wait_us = w.counters.commit_wait_us.load(Relaxed);
         if let Some(stats) = w.write.wal_stats() {
             log_flushes = stats.flushes_count;
+            log_flush_time_us = stats.flush_time_us;
             log_bytes = stats.bytes_written;
         }
     }
@@ -181,6 +186,7 @@ fn counters_of(a: &Admission, writes: Option<&WriteSource>) -> CounterSnapshot {
         commits,
         commit_wait_us,
         log_flushes,
+        log_flush_time_us,
         log_bytes,
         pool: flashscan_buffer::BufferPool::global().snapshot(),
         started: c.queries_started.load(Relaxed),
@@ -306,6 +312,8 @@ impl Sampler {
         s.commits_per_s = s.commits as f64 / interval_s;
         s.log_flushes = counters.log_flushes.saturating_sub(p.log_flushes);
         s.log_flushes_per_s = s.log_flushes as f64 / interval_s;
+        let flush_time_us = counters.log_flush_time_us.saturating_sub(p.log_flush_time_us);
+        s.log_flush_latency_us_avg = if s.log_flushes == 0 { 0.0 } else { flush_time_us as f64 / s.log_flushes as f64 };
         s.log_bytes_written = counters.log_bytes.saturating_sub(p.log_bytes);
         let pool = counters.pool.since(&p.pool);
         s.pool_hits = pool.hits_count;

@@ -82,7 +82,7 @@ const HISTORY_U64: [U64Col; 38] = [
     ("pool_evictions_total", |s| s.pool_evictions_total),
 ];
 
-const HISTORY_F64: [F64Col; 17] = [
+const HISTORY_F64: [F64Col; 18] = [
     ("interval_s", |s| s.interval_s),
     ("read_iops", |s| s.read_iops),
     ("read_mb_per_s", |s| s.read_mb_per_s),
@@ -94,6 +94,7 @@ const HISTORY_F64: [F64Col; 17] = [
     ("scan_buffer_mb_in_use", |s| s.scan_buffer_mb_in_use),
     ("commits_per_s", |s| s.commits_per_s),
     ("log_flushes_per_s", |s| s.log_flushes_per_s),
+    ("log_flush_latency_us_avg", |s| s.log_flush_latency_us_avg),
     ("pool_hit_ratio", |s| s.pool_hit_ratio),
     ("wait_io_ms", |s| s.wait_io_ms),
     ("wait_latch_ms", |s| s.wait_latch_ms),

@@ -53,6 +53,9 @@ fn commits_survive_reopen_on_a_real_file() {
     let stats = wal.stats();
     assert_eq!(stats.commits_count, 200);
     assert!(stats.flushes_count >= 1 && stats.flushes_count <= 200);
+    // Each commit above waited for its own flush (one thread): their write + fdatasync
+    // time is counted, in whole microseconds of the nanosecond sum.
+    assert!(stats.flushes_count >= 100 && stats.flush_time_us > 0, "flush time not counted: {stats:?}");
     assert!(stats.segments_created_count >= 2, "{stats:?}");
     wal.close().unwrap();
     let (_wal, scan) = Wal::open(cfg, &identity(1)).unwrap();
