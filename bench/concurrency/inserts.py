@@ -86,6 +86,15 @@ def commit_totals(port):
         return None
 
 
+def pg_wal_syncs(port):
+    """PostgreSQL's WAL syncs (fdatasync of the WAL) since its statistics began: its log
+    flushes, to set statements per flush beside flashscan's (pg_stat_wal, PostgreSQL 14+)."""
+    try:
+        return int(run.psql(port, "select wal_sync from pg_stat_wal").strip())
+    except (subprocess.CalledProcessError, ValueError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--clients", default="1,8,64")
@@ -146,6 +155,7 @@ def main():
                         port, user, pid = run.PG_PORT, "postgres", pg.pid
                     rows_before = count(port, user)
                     totals0 = commit_totals(port) if system in servers else None
+                    syncs0 = pg_wal_syncs(port) if system == "postgresql" else None
                     cpu0 = run.process_figures(pid())["cpu_s"]
                     last = rnd == a.rounds - 1 and n == clients[-1] and system == "flashscan"
                     shooter = None
@@ -172,11 +182,17 @@ def main():
                             r.update(statements_per_commit=statements / commits if commits else float("nan"),
                                      statements_per_flush=statements / flushes if flushes else float("nan"),
                                      log_flushes_per_s=flushes / r["elapsed_s"])
+                    if syncs0 is not None:
+                        syncs1 = pg_wal_syncs(port)
+                        if syncs1 is not None and syncs1 > syncs0:
+                            r.update(statements_per_flush=rows / (syncs1 - syncs0), log_flushes_per_s=(syncs1 - syncs0) / r["elapsed_s"])
                     results.append(r)
                     extra = ""
-                    if "statements_per_flush" in r:
+                    if "statements_per_commit" in r:
                         extra = (f", {r['statements_per_commit']:.1f} statements per commit, {r['statements_per_flush']:.1f} per log flush, "
                                  f"{r['log_flushes_per_s']:.0f} flushes/s")
+                    elif "statements_per_flush" in r:
+                        extra = f", {r['statements_per_flush']:.1f} statements per WAL sync, {r['log_flushes_per_s']:.0f} syncs/s"
                     print(f"round {rnd} {n:>3} clients {system:>10}: {r['rows_per_s']:9.1f} rows/s (pgbench tps {r['tps']:.1f}, "
                           f"latency avg {r['latency_ms_avg']:.2f} ms, {rows} rows in {r['elapsed_s']:.1f} s, server CPU {cpu:.1f} s, "
                           f"{r['server_cpu_us_per_row']:.0f} us/row{extra})", flush=True)
@@ -189,8 +205,8 @@ def main():
         json.dump({"duration_s": a.duration, "profile": a.profile, "results": results}, f, indent=1)
     lines = [f"# bench/concurrency/inserts.py: one row per transaction over the wire, {a.duration} s per step, "
              f"{a.rounds} rounds interleaved, medians, flashscan {a.profile} build", "",
-             "| clients | flashscan rows/s | PostgreSQL rows/s | ratio fs/pg | latency avg ms fs / pg | server CPU s fs / pg | server CPU us/row fs / pg | fs statements per commit / per log flush |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| clients | flashscan rows/s | PostgreSQL rows/s | ratio fs/pg | latency avg ms fs / pg | server CPU s fs / pg | server CPU us/row fs / pg | fs statements per commit / per log flush | pg statements per WAL sync |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for n in clients:
         f_ = [r for r in results if r["clients"] == n and r["system"] == "flashscan"]
         p_ = [r for r in results if r["clients"] == n and r["system"] == "postgresql"]
@@ -201,7 +217,7 @@ def main():
                      f"{med(f_, 'rows_per_s') / med(p_, 'rows_per_s'):.2f} | {med(f_, 'latency_ms_avg'):.2f} / {med(p_, 'latency_ms_avg'):.2f} | "
                      f"{med(f_, 'server_cpu_s'):.1f} / {med(p_, 'server_cpu_s'):.1f} | "
                      f"{med(f_, 'server_cpu_us_per_row'):.0f} / {med(p_, 'server_cpu_us_per_row'):.0f} | "
-                     f"{med(f_, 'statements_per_commit'):.1f} / {med(f_, 'statements_per_flush'):.1f} |")
+                     f"{med(f_, 'statements_per_commit'):.1f} / {med(f_, 'statements_per_flush'):.1f} | {med(p_, 'statements_per_flush'):.1f} |")
     if before:
         def per_round(n, num, den):
             ratios = []
