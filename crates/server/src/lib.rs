@@ -58,7 +58,7 @@ use crate::ownership::DatabaseOwnership;
 use crate::psql_catalog::{CatalogTable, FIRST_TABLE_OID};
 use crate::sampler::Sampler;
 use crate::shared::{Database, Shared};
-use crate::writes::{CommitMode, Committer};
+use crate::writes::Committer;
 use crate::startup::{AuthMethod, Startup};
 use crate::stats_tables::{StatsTable, StatsView};
 
@@ -149,10 +149,11 @@ pub async fn catalog_tables(base: &datafusion::prelude::SessionContext, db_dir: 
 /// the writer's lock and the log) and starts listening.
 pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     config.validate()?;
-    // Experiment switches (docs/server.md), read once, before anything is opened: a bad
-    // value stops the start with a one-line error.
-    let commit_mode = CommitMode::from_env().map_err(ServerError::InvalidArgument)?;
-    let on_task_max = CommitMode::on_task_max_from_env().map_err(ServerError::InvalidArgument)?;
+    // Commit settings from the environment (docs/server.md), read once, before anything is
+    // opened: a bad value, or the removed FLASHSCAN_COMMIT_MODE, stops the start with a
+    // one-line error.
+    writes::refuse_removed_commit_mode().map_err(ServerError::InvalidArgument)?;
+    let on_task_max = writes::on_task_max_from_env().map_err(ServerError::InvalidArgument)?;
     let auth = AuthMethod::from_password_file_with(config.password_file.as_deref(), config.password_auth)?;
     let writable = flashscan_storage::Catalog::read(&config.db_dir).map_err(flashscan_sql::SqlError::from)?.write.is_some();
     // A load-made database: the plain database lock first (a second server fails before
@@ -179,7 +180,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let tables = catalog_tables(&base, &config.db_dir).await?;
     pg_catalog::register_functions(&base);
     pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
-    let committer = write.clone().map(|w| Committer::with_mode_bound(w, config.commit_workers, commit_mode, on_task_max)).transpose()?;
+    let committer = write.clone().map(|w| Committer::with_on_task_max(w, config.commit_workers, on_task_max)).transpose()?;
     let database = Database { session: session.clone(), write, committer, ddl: tokio::sync::RwLock::new(()) };
 
     let admission = Admission::new(

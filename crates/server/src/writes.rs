@@ -20,31 +20,34 @@
 //! is the shape of PostgreSQL's WAL (backends insert their records concurrently, one
 //! flush covers them all) and of SQL Server's log writer.
 //!
-//! **A small statement commits on its own connection's task** (`Committer::commit_on_task`,
-//! [`CommitMode::Hybrid`], the default). While few statements commit at once (none queued,
-//! at most [`ON_TASK_MAX_DEFAULT`] on tasks), a statement of at most [`INLINE_ROWS_MAX`]
-//! rows is encoded and logged by the connection's task itself (the log's short lock, no
-//! blocking). If no log flush is in flight it then leads one on its thread, as PostgreSQL's
-//! `XLogFlush` does — under `tokio::task::block_in_place`, so the async worker's other tasks
-//! move to another thread meanwhile instead of waiting for the disk; at one client that is
-//! the whole commit, with no hand-off. If a flush is in flight it *awaits* the flush that
-//! will cover it (`PendingCommit::durable`): no thread blocked and no hand-off to a commit
-//! worker and back; the log's writer thread leads the next flush right after the one
-//! running and wakes the tasks it made durable. At 8 clients this took the server's CPU per
-//! single-row INSERT from 40–46 to 28–38 µs and its context switches from ~3 to ~1.5 per
-//! statement (docs/server.md, ins9). Under many clients (a statement queued, or more than
-//! the bound on tasks) statements go to the commit workers, which group them into one
-//! transaction each — fewer commit records and the flush chain of a worker already running
-//! (without the bound, 64 clients measured 0.46× the rows/s).
+//! **A small statement commits on its own connection's task** (`Committer::commit_on_task`).
+//! While few statements commit at once (none queued, at most [`ON_TASK_MAX_DEFAULT`] on
+//! tasks), a statement of at most [`INLINE_ROWS_MAX`] rows is encoded and logged by the
+//! connection's task itself (the log's short lock, no blocking). If no log flush is in
+//! flight it then leads one on its thread, as PostgreSQL's `XLogFlush` does — under
+//! `tokio::task::block_in_place`, so the async worker's other tasks move to another thread
+//! meanwhile instead of waiting for the disk; at one client that is the whole commit, with
+//! no hand-off. If a flush is in flight it *awaits* the flush that will cover it
+//! (`PendingCommit::durable`): no thread blocked and no hand-off to a commit worker and
+//! back; the log's writer thread leads the next flush right after the one running and wakes
+//! the tasks it made durable. At 8 clients this took the server's CPU per single-row INSERT
+//! from 40–46 to 28–38 µs and its context switches from ~3 to ~1.5 per statement
+//! (docs/server.md, ins9). Under many clients (a statement queued, or more than the bound on
+//! tasks) statements go to the commit workers, which group them into one transaction each —
+//! fewer commit records and the flush chain of a worker already running (without the
+//! bound, 64 clients measured 0.46× the rows/s).
 //!
-//! The earlier rule, `FLASHSCAN_COMMIT_MODE=inline`: a statement with nobody queued commits
-//! on its connection's thread under `block_in_place` (encode, log, lead or wait for the
-//! flush), at most one fewer than the runtime's threads at once; everything else goes to the
-//! workers. At 8 clients the "nobody queued" rule seldom holds, so nearly every statement
-//! crossed to a worker and back. `FLASHSCAN_COMMIT_MODE=task`: always on the task, the
-//! writer thread leading every flush (wal8's design; at 8 clients 0.68× inline's rows/s in
-//! one loaded run, each flush after an idle log waiting for the writer thread to wake). The
-//! automatic checkpoint a commit may start is left to a blocking thread in every mode.
+//! This is the one rule since session 10. Session 9 kept two others beside it, chosen by
+//! `FLASHSCAN_COMMIT_MODE` to compare them on one binary: `inline` (a statement with nobody
+//! queued committed on its connection's thread under `block_in_place`, everything else
+//! through the workers; at 8 clients "nobody queued" seldom held, so nearly every statement
+//! crossed to a worker and back) and `task` (always on the task, the log's writer thread
+//! leading every flush: at 8 clients 0.68× inline's rows/s in one loaded run, each flush
+//! after an idle log waiting for the writer thread to wake). The measurements chose this
+//! rule (docs/benchmarks.md, "INSERT over the wire, session 9"), so the other two and the
+//! switch are gone; `flashscan serve` refuses to start while the variable is set
+//! ([`COMMIT_MODE_ENV_REMOVED`]) rather than measure this rule under another name. The
+//! automatic checkpoint a commit may start is left to a blocking thread.
 //!
 //! No statement is acknowledged before the flush that covers its rows; a statement's rows
 //! are never split across transactions; each group is its own write-path transaction with
@@ -55,7 +58,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -78,73 +81,48 @@ pub const COMMIT_WORKERS_DEFAULT: usize = 4;
 /// A bound on `--commit-workers`: each worker is a thread, and past a few the log's one
 /// flush at a time decides the pace anyway.
 pub const COMMIT_WORKERS_MAX: usize = 64;
-/// Rows a statement may have to commit on its connection's own thread (`commit_inline`):
+/// Rows a statement may have to commit on its connection's own task (`commit_on_task`):
 /// a few rows encode in microseconds; a COPY or an INSERT … SELECT of many rows would hold
 /// an async worker thread for its whole encoding, so those always go to the workers.
 pub const INLINE_ROWS_MAX: u64 = 64;
-/// How often `stop` checks whether the commits on connection tasks have ended.
-const STOP_POLL: Duration = Duration::from_millis(1);
-
-/// How a small statement (at most [`INLINE_ROWS_MAX`] rows) commits (see the module
-/// comment). `FLASHSCAN_COMMIT_MODE` (`inline`, `task`, `hybrid`) picks it when the server
-/// starts, to compare them on a machine without rebuilding (docs/server.md); unset:
-/// [`COMMIT_MODE_DEFAULT`]; any other value: the server refuses to start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CommitMode {
-    /// `inline`: on its connection's thread under `block_in_place` when nobody is queued
-    /// (leading the flush itself), else through the commit workers.
-    Inline,
-    /// `task`: encoded and logged on its connection's task, which then awaits the flush;
-    /// the log's writer thread leads every flush.
-    Task,
-    /// `hybrid`: while few statements are committing (none queued, at most
-    /// [`ON_TASK_MAX_DEFAULT`] on tasks), logged on its connection's task; if no flush is in
-    /// flight it leads one on its thread (`block_in_place`), else it awaits the flush that
-    /// will cover it — no thread blocked, no hand-off. Otherwise through the workers.
-    Hybrid,
-}
-
-impl CommitMode {
-    /// The environment variable of the experiment switch.
-    pub const ENV: &'static str = "FLASHSCAN_COMMIT_MODE";
-    /// The environment variable that overrides [`ON_TASK_MAX_DEFAULT`] (experiments).
-    pub const ON_TASK_MAX_ENV: &'static str = "FLASHSCAN_ON_TASK_MAX";
-
-    /// The mode `FLASHSCAN_COMMIT_MODE` names (unset: the default), or why its value is
-    /// refused — a typo must not silently measure the default (`flashscan serve` reads it
-    /// once at start and exits with this one-line error).
-    pub fn from_env() -> Result<CommitMode, String> {
-        match std::env::var(Self::ENV) {
-            Err(std::env::VarError::NotPresent) => Ok(COMMIT_MODE_DEFAULT),
-            Ok(v) => CommitMode::parse(&v).ok_or_else(|| format!("{}={v:?}: expected inline, task or hybrid", Self::ENV)),
-            Err(e) => Err(format!("{}: {e}", Self::ENV)),
-        }
-    }
-
-    fn parse(v: &str) -> Option<CommitMode> {
-        match v {
-            "inline" => Some(CommitMode::Inline),
-            "task" => Some(CommitMode::Task),
-            "hybrid" => Some(CommitMode::Hybrid),
-            _ => None,
-        }
-    }
-
-    /// `FLASHSCAN_ON_TASK_MAX` (unset: [`ON_TASK_MAX_DEFAULT`]), or why its value is refused.
-    pub fn on_task_max_from_env() -> Result<usize, String> {
-        match std::env::var(Self::ON_TASK_MAX_ENV) {
-            Err(std::env::VarError::NotPresent) => Ok(ON_TASK_MAX_DEFAULT),
-            Ok(v) => v.parse().map_err(|_| format!("{}={v:?}: expected a count of statements", Self::ON_TASK_MAX_ENV)),
-            Err(e) => Err(format!("{}: {e}", Self::ON_TASK_MAX_ENV)),
-        }
-    }
-}
-
-/// The default [`CommitMode`].
-pub const COMMIT_MODE_DEFAULT: CommitMode = CommitMode::Hybrid;
-/// [`CommitMode::Hybrid`]: statements committing on tasks at once above which the next ones
-/// go to the workers.
+/// Statements committing on tasks at once above which the next ones go to the workers.
 pub const ON_TASK_MAX_DEFAULT: usize = 8;
+/// The environment variable that overrides [`ON_TASK_MAX_DEFAULT`] (experiments).
+pub const ON_TASK_MAX_ENV: &str = "FLASHSCAN_ON_TASK_MAX";
+/// The environment variable that chose among session 9's three commit rules (`inline`,
+/// `task`, `hybrid`). Removed in session 10, when `hybrid` became the only rule (see the
+/// module comment); `flashscan serve` refuses to start while it is set, whatever its value,
+/// so a script still setting it learns that it would measure something other than what it
+/// asked for.
+pub const COMMIT_MODE_ENV_REMOVED: &str = "FLASHSCAN_COMMIT_MODE";
+
+/// `Err`: the one-line error `flashscan serve` exits with when [`COMMIT_MODE_ENV_REMOVED`]
+/// is set. Read once at start.
+pub fn refuse_removed_commit_mode() -> Result<(), String> {
+    commit_mode_refusal(std::env::var_os(COMMIT_MODE_ENV_REMOVED).as_deref())
+}
+
+fn commit_mode_refusal(value: Option<&std::ffi::OsStr>) -> Result<(), String> {
+    match value {
+        None => Ok(()),
+        Some(v) => Err(format!("{COMMIT_MODE_ENV_REMOVED}={v:?}: this switch was removed; hybrid is the only commit mode now (docs/server.md): unset it")),
+    }
+}
+
+/// `FLASHSCAN_ON_TASK_MAX` (unset: [`ON_TASK_MAX_DEFAULT`]), or why its value is refused —
+/// a typo must not silently measure the default (`flashscan serve` reads it once at start
+/// and exits with this one-line error).
+pub fn on_task_max_from_env() -> Result<usize, String> {
+    on_task_max_of(std::env::var(ON_TASK_MAX_ENV))
+}
+
+fn on_task_max_of(value: Result<String, std::env::VarError>) -> Result<usize, String> {
+    match value {
+        Err(std::env::VarError::NotPresent) => Ok(ON_TASK_MAX_DEFAULT),
+        Ok(v) => v.parse().map_err(|_| format!("{ON_TASK_MAX_ENV}={v:?}: expected a count of statements")),
+        Err(e) => Err(format!("{ON_TASK_MAX_ENV}: {e}")),
+    }
+}
 
 /// How often an idle commit worker checks whether the server is stopping.
 const COMMITTER_POLL: Duration = Duration::from_millis(100);
@@ -196,13 +174,14 @@ pub struct WriteCounters {
     pub commit_wait_us: AtomicU64,
     /// INSERT executions whose rows were made without DataFusion (`fast_insert.rs`).
     pub statements_fast_path: AtomicU64,
-    /// Statements committed on their connection's own thread (nobody else committing).
-    pub statements_inline: AtomicU64,
+    /// Statements committed on their connection's own task (`commit_on_task`), not by a
+    /// commit worker.
+    pub statements_on_task: AtomicU64,
 }
 
 impl WriteCounters {
     /// A statement's end, counted the same way whichever path committed it (on its
-    /// connection's thread, by a commit worker, or as a BEGIN … COMMIT block): its wait
+    /// connection's task, by a commit worker, or as a BEGIN … COMMIT block): its wait
     /// since `waited`, and its rows once acknowledged or its failure. Transactions and
     /// groups are counted where they are formed (a worker's group holds many statements).
     pub fn record_statement(&self, result: &Result<u64, WriteFailure>, waited: std::time::Instant) {
@@ -241,32 +220,29 @@ pub struct Committer {
     sender: Mutex<Option<mpsc::Sender<Request>>>,
     stop: Arc<AtomicBool>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    /// Held shared by each statement committing on its connection's thread
-    /// (`commit_inline`); `stop` takes it exclusively to wait for those commits.
-    inline: RwLock<()>,
-    /// Statements committing on their connection's thread now (at most `inline_slots`).
-    inline_active: AtomicUsize,
     /// Statements committing on their connection's task now (`commit_on_task`); `stop`
     /// waits for none.
-    on_task: AtomicUsize,
-    mode: CommitMode,
-    /// [`CommitMode::Hybrid`]'s bound on `on_task`.
+    on_task: OnTaskCount,
+    /// The bound on `on_task` above which statements go to the workers
+    /// ([`ON_TASK_MAX_DEFAULT`], `FLASHSCAN_ON_TASK_MAX`).
     on_task_max: usize,
+    /// Commits on tasks leading a log flush on their connection's thread now (at most
+    /// `leading_slots()`).
+    leading_on_threads: AtomicUsize,
     /// Statements handed to the workers and not answered yet: while any is, a new
-    /// statement joins them (grouping) rather than committing on its own thread.
+    /// statement joins them (grouping) rather than committing on its own task.
     queued: AtomicUsize,
-    /// An automatic checkpoint handed to a blocking thread after an inline commit has not
+    /// An automatic checkpoint handed to a blocking thread after a commit on a task has not
     /// finished yet: the commits meanwhile start no other (it is due until it is done).
     checkpoint_pending: Arc<AtomicBool>,
     pub counters: Arc<WriteCounters>,
 }
 
-/// How many statements may commit on their connections' threads at once: one fewer than
-/// the async worker threads, one on a runtime of one thread. Each inline commit holds an
-/// OS thread for a flush (`block_in_place` hands its async worker to another thread), and
-/// more at once would only be statements the workers group better (one transaction,
-/// one hand-off for many).
-fn inline_slots() -> usize {
+/// How many commits on tasks may lead a log flush on their connections' threads at once:
+/// one fewer than the async worker threads, one on a runtime of one thread. Each holds an
+/// OS thread for a flush (`block_in_place` hands its async worker to another thread); past
+/// the slots a commit awaits the flush instead, which blocks no thread.
+fn leading_slots() -> usize {
     match tokio::runtime::Handle::try_current() {
         Ok(h) => h.metrics().num_workers().saturating_sub(1).max(1),
         Err(_) => 1,
@@ -287,17 +263,10 @@ impl Committer {
         Committer::with_worker_threads(write, workers, None)
     }
 
-    /// [`Committer::with_workers`] committing small statements the way `mode` says.
-    pub fn with_mode(write: Arc<WritePath>, workers: usize, mode: CommitMode) -> Result<Committer, CommitterStartError> {
+    /// [`Committer::with_workers`] with a bound on statements committing on tasks at once
+    /// other than [`ON_TASK_MAX_DEFAULT`] (`flashscan serve`: `FLASHSCAN_ON_TASK_MAX`).
+    pub fn with_on_task_max(write: Arc<WritePath>, workers: usize, on_task_max: usize) -> Result<Committer, CommitterStartError> {
         let mut committer = Committer::with_workers(write, workers)?;
-        committer.mode = mode;
-        Ok(committer)
-    }
-
-    /// [`Committer::with_mode`] with [`CommitMode::Hybrid`]'s bound on statements committing
-    /// on tasks at once (`flashscan serve`: `FLASHSCAN_ON_TASK_MAX`).
-    pub fn with_mode_bound(write: Arc<WritePath>, workers: usize, mode: CommitMode, on_task_max: usize) -> Result<Committer, CommitterStartError> {
-        let mut committer = Committer::with_mode(write, workers, mode)?;
         committer.on_task_max = on_task_max;
         Ok(committer)
     }
@@ -334,72 +303,36 @@ impl Committer {
             sender: Mutex::new(Some(sender)),
             stop,
             threads: Mutex::new(threads),
-            inline: RwLock::new(()),
-            inline_active: AtomicUsize::new(0),
-            on_task: AtomicUsize::new(0),
-            mode: COMMIT_MODE_DEFAULT,
+            on_task: OnTaskCount::default(),
             on_task_max: ON_TASK_MAX_DEFAULT,
+            leading_on_threads: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             checkpoint_pending: Arc::new(AtomicBool::new(false)),
             counters,
         })
     }
 
-    /// Commits the statement on this thread when nobody else is committing (see the module
-    /// comment); `None`: it goes to the queue.
-    fn commit_inline(&self, table: &str, batches: &[RecordBatch], rows: u64) -> Option<Result<u64, WriteFailure>> {
-        if rows > INLINE_ROWS_MAX || self.queued.load(Relaxed) != 0 {
-            return None;
-        }
-        if self.inline_active.fetch_add(1, Relaxed) >= inline_slots() {
-            self.inline_active.fetch_sub(1, Relaxed);
-            return None;
-        }
-        let result = self.commit_inline_admitted(table, batches);
-        self.inline_active.fetch_sub(1, Relaxed);
-        result
-    }
-
-    /// One of the `inline_slots()` for a commit that blocks its thread; false if all are taken.
-    fn take_inline_slot(&self) -> bool {
-        if self.inline_active.fetch_add(1, Relaxed) >= inline_slots() {
-            self.inline_active.fetch_sub(1, Relaxed);
+    /// One of the `leading_slots()` for a commit that blocks its thread; false if all are taken.
+    fn take_leading_slot(&self) -> bool {
+        if self.leading_on_threads.fetch_add(1, Relaxed) >= leading_slots() {
+            self.leading_on_threads.fetch_sub(1, Relaxed);
             return false;
         }
         true
     }
 
-    fn commit_inline_admitted(&self, table: &str, batches: &[RecordBatch]) -> Option<Result<u64, WriteFailure>> {
-        let _inline = self.inline.try_read().ok()?;
-        // `stop` sets the flag before it takes `inline` exclusively: a statement that gets
-        // it after that sees the flag and is refused by the queue path.
-        if self.stop.load(Relaxed) {
-            return None;
-        }
-        self.counters.statements_waiting.fetch_add(1, Relaxed);
-        self.counters.groups_in_flight.fetch_add(1, Relaxed);
-        let waited = std::time::Instant::now();
-        // Encoding, logging and the flush it leads or waits for block this thread for about
-        // one fdatasync: the runtime is told (`block_in_place`), so the other connections
-        // this async worker was serving move to another thread meanwhile rather than wait
-        // for the disk (a read query's task, a client's next message).
-        let result = run_blocking(|| self.write.insert_without_checkpoint(table, batches)).map_err(|e| WriteFailure::of(&e));
-        self.counters.groups_in_flight.fetch_sub(1, Relaxed);
-        self.counters.statements_waiting.fetch_sub(1, Relaxed);
-        self.finish_own_commit(result, waited)
-    }
-
-    /// Commits a small statement on the connection's own task ([`CommitMode::Task`],
-    /// [`CommitMode::Hybrid`]); `None`: it goes to the workers (too many rows, stopping, or
-    /// its commit would block).
-    async fn commit_on_task(&self, table: &str, batches: &[RecordBatch], rows: u64, lead_inline: bool) -> Option<Result<u64, WriteFailure>> {
+    /// Commits a small statement on the connection's own task (see the module comment);
+    /// `None`: it goes to the workers (too many rows, too many statements committing,
+    /// stopping, or its commit would block).
+    async fn commit_on_task(&self, table: &str, batches: &[RecordBatch], rows: u64) -> Option<Result<u64, WriteFailure>> {
         if rows > INLINE_ROWS_MAX {
             return None;
         }
-        let _active = OnTask::enter(&self.on_task, &self.stop)?;
+        // Counted until this commit ends, also when its future is dropped: `stop` waits.
+        let _active = self.on_task.enter(&self.stop)?;
         // Many statements at once: the workers group them (one transaction, and the flush
         // chain of a worker thread that is already running), see the module comment.
-        if lead_inline && (self.queued.load(Relaxed) != 0 || self.on_task.load(Relaxed) > self.on_task_max) {
+        if self.queued.load(Relaxed) != 0 || self.on_task.active() > self.on_task_max {
             return None;
         }
         // Cheap (the state mutex): staging below must not block the runtime either.
@@ -418,11 +351,14 @@ impl Committer {
                     self.counters.statements_waiting.fetch_add(1, Relaxed);
                     self.counters.groups_in_flight.fetch_add(1, Relaxed);
                     let _counted = Uncount([&self.counters.statements_waiting, &self.counters.groups_in_flight]);
-                    if lead_inline && pending.would_lead_flush() && self.take_inline_slot() {
-                        // No flush in flight: lead it on this thread, as the inline commit
-                        // does (no hand-off to the log's writer thread and back).
+                    if pending.would_lead_flush() && self.take_leading_slot() {
+                        // No flush in flight: lead it on this thread (no hand-off to the
+                        // log's writer thread and back). The flush blocks this thread for
+                        // about one fdatasync, so the runtime is told (`block_in_place`)
+                        // and moves the other connections this async worker was serving
+                        // to another thread meanwhile.
                         let r = run_blocking(|| pending.wait());
-                        self.inline_active.fetch_sub(1, Relaxed);
+                        self.leading_on_threads.fetch_sub(1, Relaxed);
                         r.map_err(|e| WriteFailure::of(&e))
                     } else {
                         pending.durable().await.map_err(|e| WriteFailure::of(&e))
@@ -433,11 +369,11 @@ impl Committer {
         self.finish_own_commit(result, waited)
     }
 
-    /// The end of a statement committed on its connection's thread or task (its own
-    /// write-path transaction): counted, and the checkpoint it made due started.
+    /// The end of a statement committed on its connection's task (its own write-path
+    /// transaction): counted, and the checkpoint it made due started.
     fn finish_own_commit(&self, result: Result<u64, WriteFailure>, waited: std::time::Instant) -> Option<Result<u64, WriteFailure>> {
         if result.is_ok() {
-            self.counters.statements_inline.fetch_add(1, Relaxed);
+            self.counters.statements_on_task.fetch_add(1, Relaxed);
             self.counters.groups_committed.fetch_add(1, Relaxed);
             self.counters.transactions_committed.fetch_add(1, Relaxed);
             self.start_checkpoint_if_due();
@@ -446,7 +382,7 @@ impl Committer {
         Some(result)
     }
 
-    /// After an inline commit: the automatic checkpoint it made due, on a blocking thread
+    /// After a commit on a task: the automatic checkpoint it made due, on a blocking thread
     /// (seconds of page writes, never a connection's thread), one at a time. Its failure is
     /// kept by the write path (`auto_checkpoint_stats`).
     fn start_checkpoint_if_due(&self) {
@@ -494,18 +430,13 @@ impl Committer {
     /// Commits `batches` into `table` as one statement; returns its rows once durable.
     pub async fn insert(&self, table: &str, batches: Vec<RecordBatch>) -> Result<u64, WriteFailure> {
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
-        let mode = self.mode;
-        if mode == CommitMode::Inline {
-            if let Some(result) = self.commit_inline(table, &batches, rows) {
-                return result;
-            }
-        } else if let Some(result) = self.commit_on_task(table, &batches, rows, mode == CommitMode::Hybrid).await {
+        if let Some(result) = self.commit_on_task(table, &batches, rows).await {
             return result;
         }
         let (reply, answer) = oneshot::channel();
         let stopped = || WriteFailure { code: sqlstate::ADMIN_SHUTDOWN, message: "the server is shutting down: the statement was not committed".into() };
         // Counted before it is queued, so a statement arriving meanwhile queues too rather
-        // than committing on its own thread (`commit_inline`); uncounted when this ends,
+        // than committing on its own task (`commit_on_task`); uncounted when this ends,
         // also when the connection goes away while it waits (the future dropped).
         let _waiting = Waiting::count(&self.queued, &self.counters.statements_waiting);
         let queued = match self.sender.lock() {
@@ -530,13 +461,10 @@ impl Committer {
             s.take();
         }
         self.stop.store(true, SeqCst);
-        // Statements committing on their connections' threads finish first.
-        drop(self.inline.write());
-        // Statements committing on their connections' tasks finish first too (each was
-        // either counted before it saw the flag, or sees it and goes to the closed queue).
-        while self.on_task.load(SeqCst) != 0 {
-            std::thread::sleep(STOP_POLL);
-        }
+        // Statements committing on their connections' tasks finish first (each was either
+        // counted before it saw the flag, or sees it and goes to the closed queue: refused).
+        // Woken by the last one to end, no polling (`OnTaskCount` says why none is missed).
+        self.on_task.wait_for_none(&self.stop);
         let threads = self.threads.lock().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default();
         for t in threads {
             let _ = t.join();
@@ -544,26 +472,80 @@ impl Committer {
     }
 }
 
-/// A commit on a connection's task, counted in `on_task` while it runs (also when its
-/// future is dropped); `None` once the committer stops.
-struct OnTask<'a>(&'a AtomicUsize);
+/// The statements committing on their connections' tasks now, and `stop`'s wait for none.
+///
+/// The count is an atomic, not a `Mutex<usize>`: every commit on a task enters and leaves it
+/// and the bound reads it, and a mutex there would be one more lock every connection takes
+/// twice per statement. Only `stop` sleeps (on `ended_changed`), and a commit takes the
+/// mutex only to wake it: when it leaves as the last one while the committer stops.
+///
+/// Why `stop` neither misses a commit nor sleeps through the last one's end. The flag
+/// (`stop`) and the count are both read and written SeqCst, so these operations fall into
+/// one total order consistent with each thread's program order: `stop` stores the flag (S)
+/// and then loads the count (C); a commit increments the count (I) and then loads the flag
+/// (F1) in `enter`, and when it ends decrements the count (D) and then loads the flag (F2)
+/// in `OnTask::drop`.
+/// - Entering: if F1 reads false, F1 precedes S, so I precedes C: `stop` counts this commit
+///   and waits for it. If F1 reads true, the commit is refused (its D follows at once).
+/// - Leaving: if F2 reads false, F2 precedes S, so D precedes C: `stop` does not count this
+///   commit, nothing to wake. If F2 reads true and D took the count to zero, the commit
+///   takes `ended` before it notifies. `stop` holds `ended` from its load of the count until
+///   `Condvar::wait` releases it atomically with going to sleep, so the notification comes
+///   either before that load (which then reads the count after D: zero, unless a refused
+///   commit is in between, whose own D is such a D again) or while `stop` sleeps (and wakes
+///   it). Every move of the count to zero after S is such a D, so the last commit to end
+///   wakes `stop`.
+#[derive(Default)]
+struct OnTaskCount {
+    active: AtomicUsize,
+    /// Held by `stop` from its check of `active` until it sleeps; taken by the last commit
+    /// to end while stopping, to wake it.
+    ended: Mutex<()>,
+    ended_changed: Condvar,
+}
 
-impl<'a> OnTask<'a> {
-    fn enter(active: &'a AtomicUsize, stop: &AtomicBool) -> Option<OnTask<'a>> {
-        active.fetch_add(1, SeqCst);
-        let entered = OnTask(active);
-        // After the count (SeqCst both sides): `stop` either sees this commit or this
-        // commit sees the flag.
+impl OnTaskCount {
+    /// Commits on tasks now (a hint for the bound: it moves as commits enter and end).
+    fn active(&self) -> usize {
+        self.active.load(Relaxed)
+    }
+
+    /// Counts a commit on a task until the returned guard drops (also when the commit's
+    /// future is dropped); `None` once `stop` is set.
+    fn enter<'a>(&'a self, stop: &'a AtomicBool) -> Option<OnTask<'a>> {
+        self.active.fetch_add(1, SeqCst);
+        let entered = OnTask { count: self, stop };
         if stop.load(SeqCst) {
             return None;
         }
         Some(entered)
     }
+
+    /// Returns once no commit is on a task; called after `stop` was set (no new one stays).
+    fn wait_for_none(&self, stop: &AtomicBool) {
+        debug_assert!(stop.load(SeqCst), "wait_for_none before stop: commits may keep entering");
+        // Nothing panics while holding `ended`, and it guards no data: a poisoned lock is fine.
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        while self.active.load(SeqCst) != 0 {
+            ended = self.ended_changed.wait(ended).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// A commit counted in [`OnTaskCount`] while it runs.
+struct OnTask<'a> {
+    count: &'a OnTaskCount,
+    stop: &'a AtomicBool,
 }
 
 impl Drop for OnTask<'_> {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, SeqCst);
+        let before = self.count.active.fetch_sub(1, SeqCst);
+        debug_assert!(before > 0, "a commit on a task left the count twice");
+        if before == 1 && self.stop.load(SeqCst) {
+            let _ended = self.count.ended.lock().unwrap_or_else(|p| p.into_inner());
+            self.count.ended_changed.notify_all();
+        }
     }
 }
 
@@ -735,17 +717,6 @@ pub struct CopyIn {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn commit_modes_parse_and_nothing_else_does() {
-        assert_eq!(CommitMode::parse("inline"), Some(CommitMode::Inline));
-        assert_eq!(CommitMode::parse("task"), Some(CommitMode::Task));
-        assert_eq!(CommitMode::parse("hybrid"), Some(CommitMode::Hybrid));
-        // A typo is refused, not taken for the default.
-        for bad in ["", "Hybrid", "hybird", "inline "] {
-            assert_eq!(CommitMode::parse(bad), None, "{bad:?}");
-        }
-    }
-
     use std::collections::BTreeSet;
 
     use arrow::array::{Array, Int64Array};
@@ -786,6 +757,105 @@ mod tests {
         ids
     }
 
+    /// The removed switch refuses every value, the former modes' names and the winner's
+    /// included, with one line that names the variable and says what is left; unset, the
+    /// server starts. (`tests/writes.rs` checks that `flashscan serve` exits with it.)
+    #[test]
+    fn the_removed_commit_mode_switch_refuses_every_value() {
+        assert_eq!(commit_mode_refusal(None), Ok(()));
+        for value in ["inline", "task", "hybrid", "", "hybird"] {
+            let refusal = commit_mode_refusal(Some(std::ffi::OsStr::new(value))).expect_err(value);
+            assert!(refusal.starts_with(&format!("FLASHSCAN_COMMIT_MODE={value:?}: ")), "{refusal}");
+            assert!(refusal.contains("removed") && refusal.contains("hybrid is the only commit mode"), "{refusal}");
+            assert!(!refusal.contains('\n'), "one line: {refusal}");
+        }
+    }
+
+    /// `FLASHSCAN_ON_TASK_MAX`: unset the default, a count taken, anything else refused with
+    /// one line naming the variable (a typo must not silently measure the default).
+    #[test]
+    fn on_task_max_takes_a_count_and_refuses_anything_else() {
+        assert_eq!(on_task_max_of(Err(std::env::VarError::NotPresent)), Ok(ON_TASK_MAX_DEFAULT));
+        assert_eq!(on_task_max_of(Ok("3".into())), Ok(3));
+        assert_eq!(on_task_max_of(Ok("0".into())), Ok(0), "0: every statement to the workers");
+        for bad in ["", "eight", "-1", "8 ", "1e3"] {
+            let refusal = on_task_max_of(Ok(bad.into())).expect_err(bad);
+            assert!(refusal.starts_with("FLASHSCAN_ON_TASK_MAX="), "{refusal}");
+            assert!(!refusal.contains('\n'), "one line: {refusal}");
+        }
+        let not_unicode = std::env::VarError::NotUnicode(std::ffi::OsString::from("x"));
+        assert!(on_task_max_of(Err(not_unicode)).expect_err("not unicode").starts_with("FLASHSCAN_ON_TASK_MAX: "));
+    }
+
+    /// `OnTaskCount::wait_for_none` as `stop` calls it (the flag set first), on a thread of
+    /// its own that is not joined: if the wait never ends, the test fails on its timeout
+    /// rather than hanging. Sends the instant it returned.
+    fn stop_on_a_thread(count: &Arc<OnTaskCount>, stop: &Arc<AtomicBool>) -> mpsc::Receiver<std::time::Instant> {
+        let (count, stop) = (count.clone(), stop.clone());
+        let (ended_tx, ended_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            stop.store(true, SeqCst);
+            count.wait_for_none(&stop);
+            let _ = ended_tx.send(std::time::Instant::now());
+        });
+        ended_rx
+    }
+
+    /// `stop`'s wait for the commits on tasks: it waits while one is counted (a commit
+    /// refused after the flag, counted and uncounted meanwhile, and the end of all but the
+    /// last do not end it early) and returns once the last one ends — woken, not polled.
+    #[test]
+    fn the_wait_for_commits_on_tasks_ends_with_the_last_one() {
+        let (count, stop) = (Arc::new(OnTaskCount::default()), Arc::new(AtomicBool::new(false)));
+        let first = count.enter(&stop).expect("before stop");
+        let second = count.enter(&stop).expect("before stop");
+        let ended = stop_on_a_thread(&count, &stop);
+        while !stop.load(SeqCst) {
+            std::thread::yield_now();
+        }
+        assert!(count.enter(&stop).is_none(), "refused after stop");
+        drop(first);
+        assert_eq!(ended.recv_timeout(Duration::from_millis(100)), Err(RecvTimeoutError::Timeout), "one commit is still on its task");
+        let last_ended = std::time::Instant::now();
+        drop(second);
+        let woken = ended.recv_timeout(Duration::from_secs(10)).expect("the wait ends with the last commit");
+        eprintln!("woken {:?} after the last commit ended", woken.saturating_duration_since(last_ended));
+        assert_eq!(count.active(), 0);
+    }
+
+    /// Threads entering and leaving while `stop` comes, many times over: the wait always
+    /// ends (a lost wake-up would leave it asleep: the timeout fails the test), and once it
+    /// has, no commit is counted and none enters any more.
+    #[test]
+    fn the_wait_for_commits_on_tasks_misses_no_wake_up() {
+        const ROUNDS: usize = 300;
+        const THREADS: usize = 4;
+        for round in 0..ROUNDS {
+            let (count, stop) = (Arc::new(OnTaskCount::default()), Arc::new(AtomicBool::new(false)));
+            std::thread::scope(|scope| {
+                for _ in 0..THREADS {
+                    scope.spawn(|| {
+                        while let Some(active) = count.enter(&stop) {
+                            std::hint::spin_loop();
+                            drop(active);
+                        }
+                    });
+                }
+                // Let the threads get going (longer in later rounds), then stop while they
+                // enter and leave.
+                for _ in 0..(round % 50) * 20 {
+                    std::hint::spin_loop();
+                }
+                let ended = stop_on_a_thread(&count, &stop);
+                if ended.recv_timeout(Duration::from_secs(10)).is_err() {
+                    panic!("round {round}: the wait never ended ({} counted)", count.active());
+                }
+                assert!(count.enter(&stop).is_none(), "round {round}: entered after stop returned");
+            });
+            assert_eq!(count.active(), 0, "round {round}");
+        }
+    }
+
     /// `clients` connections at once, each inserting ids `c * 1000 + i` for `i` in
     /// `0..each`, one row a statement; returns once all are acknowledged.
     async fn insert_from_clients(committer: &Arc<Committer>, clients: i64, each: i64) {
@@ -803,39 +873,39 @@ mod tests {
         }
     }
 
-    /// Many connections' single-row statements, in every commit mode (inline: through 1
-    /// and 4 workers), 8 and 48 connections, on a runtime of two async workers (the
-    /// server's on this machine): every statement acknowledged exactly once, every
-    /// acknowledged row durable exactly once (no row of a group lost or doubled when
-    /// groups commit side by side, or when commits on tasks share flushes), no more
-    /// transactions than statements. Hybrid with 8 connections commits every statement on
-    /// its task (within its bound: none reaches the workers); task and hybrid share flushes.
+    /// Many connections' single-row statements, 8 and 48 connections (through 1 and 4
+    /// workers), on a runtime of two async workers (the server's on this machine): every
+    /// statement acknowledged exactly once, every acknowledged row durable exactly once (no
+    /// row of a group lost or doubled when groups commit side by side, or when commits on
+    /// tasks share flushes), no more transactions than statements, flushes shared. 8
+    /// connections are within the bound on tasks: every statement commits on its task, none
+    /// reaches the workers. (Session 9's `every_commit_mode_commits_every_statement_once`
+    /// also ran the removed `inline` and `task` rules.)
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn every_commit_mode_commits_every_statement_once() {
-        let cases = [(CommitMode::Inline, 1, 48), (CommitMode::Inline, 4, 48), (CommitMode::Inline, 4, 8), (CommitMode::Task, 4, 8), (CommitMode::Task, 4, 48), (CommitMode::Hybrid, 4, 8), (CommitMode::Hybrid, 4, 48)];
-        for (mode, workers, clients) in cases {
+    async fn every_statement_commits_once_on_tasks_or_through_workers() {
+        for (workers, clients) in [(4, 8), (1, 48), (4, 48)] {
             let dir = tempfile::tempdir().expect("tempdir");
             let write = writer(dir.path());
-            let committer = Arc::new(Committer::with_mode(write.clone(), workers, mode).expect("committer"));
+            let committer = Arc::new(Committer::with_workers(write.clone(), workers).expect("committer"));
             const EACH: i64 = 25;
             insert_from_clients(&committer, clients, EACH).await;
             let counters = &committer.counters;
+            let case = format!("{workers} worker(s), {clients} connections");
             let statements = counters.statements_committed.load(Relaxed);
-            assert_eq!(statements, (clients * EACH) as u64, "{mode:?}");
+            assert_eq!(statements, (clients * EACH) as u64, "{case}");
             assert_eq!(counters.rows_inserted.load(Relaxed), statements);
             assert_eq!(counters.statements_failed.load(Relaxed), 0);
-            assert_eq!(counters.statements_waiting.load(Relaxed), 0, "{mode:?}");
+            assert_eq!(counters.statements_waiting.load(Relaxed), 0, "{case}");
             let transactions = counters.transactions_committed.load(Relaxed);
             assert!(transactions >= 1 && transactions <= statements, "{transactions} transactions for {statements} statements");
-            let on_tasks = counters.statements_inline.load(Relaxed);
+            let on_tasks = counters.statements_on_task.load(Relaxed);
+            assert!(on_tasks <= statements, "{case}: {on_tasks} on tasks of {statements}");
             let wal = write.wal_stats().expect("writer");
-            eprintln!("{mode:?}, {workers} worker(s), {clients} connections: {statements} statements in {transactions} transactions, {on_tasks} on their own threads/tasks, {} flushes", wal.flushes_count);
-            if mode == CommitMode::Hybrid && clients == 8 {
+            eprintln!("{case}: {statements} statements in {transactions} transactions, {on_tasks} on their tasks, {} flushes", wal.flushes_count);
+            if clients == 8 {
                 assert_eq!(on_tasks, statements, "8 connections are within the bound: all on their tasks");
             }
-            if mode != CommitMode::Inline {
-                assert!(wal.flushes_count < statements, "{mode:?}: no flush shared: {wal:?}");
-            }
+            assert!(wal.flushes_count < statements, "{case}: no flush shared: {wal:?}");
             // A worker answers its group's statements before it counts the group finished,
             // so the count is read once the workers have ended (stop joins them).
             committer.stop();
@@ -843,12 +913,13 @@ mod tests {
             drop(committer);
             drop(write);
             let expected: Vec<i64> = (0..clients).flat_map(|c| (0..EACH).map(move |i| c * 1000 + i)).collect();
-            assert_eq!(durable_ids(dir.path()), expected, "{mode:?}, {workers} worker(s), {clients} connections");
+            assert_eq!(durable_ids(dir.path()), expected, "{case}");
         }
     }
 
-    /// One connection alone: every statement commits on its own thread (no worker
-    /// hand-off), each durable when acknowledged, read back by a fresh reader.
+    /// One connection alone: every statement commits on its own task, leading its flush on
+    /// its thread (no worker hand-off), each durable when acknowledged, read back by a
+    /// fresh reader.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_lone_connection_commits_on_its_own_thread() {
         let dir = tempfile::tempdir().expect("tempdir");
@@ -859,7 +930,7 @@ mod tests {
         }
         let c = &committer.counters;
         assert_eq!(c.statements_committed.load(Relaxed), 200);
-        assert_eq!(c.statements_inline.load(Relaxed), 200, "nobody else committing: all on the connection's thread");
+        assert_eq!(c.statements_on_task.load(Relaxed), 200, "nobody else committing: all on the connection's task");
         assert_eq!(c.statements_waiting.load(Relaxed), 0);
         assert_eq!(c.groups_in_flight.load(Relaxed), 0);
         // A bad statement alone fails alone, with the write path's error.
@@ -868,7 +939,7 @@ mod tests {
         let failure = committer.insert("t", vec![null]).await.expect_err("NULL into NOT NULL");
         assert_eq!(failure.code, sqlstate::NOT_NULL_VIOLATION, "{}", failure.message);
         committer.stop();
-        // After stop, nothing commits on its own thread either.
+        // After stop, nothing commits on its own task either.
         let refused = committer.insert("t", one_row(1_000)).await.expect_err("stopped");
         assert_eq!(refused.code, sqlstate::ADMIN_SHUTDOWN);
         drop(committer);
@@ -876,15 +947,16 @@ mod tests {
         assert_eq!(durable_ids(dir.path()), (0..200).collect::<Vec<i64>>());
     }
 
-    /// Inline commits block their thread for a log flush, but not the runtime: on a runtime
-    /// of ONE async worker, a connection committing back to back (every statement inline —
-    /// nobody is queued — so it never yields between statements) leaves a concurrent task —
-    /// a read query's, a timer — its turns all along. Before `block_in_place`, that task got
-    /// none until the committing loop ended (measured: 0 turns in 300 ms). Then four
-    /// connections at once (inline and queued mixed) do the same. Every acknowledged row is
-    /// durable.
+    /// Commits that lead their flush block their thread for it, but not the runtime: on a
+    /// runtime of ONE async worker, a connection committing back to back (every statement on
+    /// its task, leading an idle log's flush on its thread, so it never yields between
+    /// statements) leaves a concurrent task — a read query's, a timer — its turns all along.
+    /// Before `block_in_place`, that task got none until the committing loop ended
+    /// (measured with session 6's inline commit: 0 turns in 300 ms). Then four connections
+    /// at once (leading, awaiting a flush and queued mixed) do the same. Every acknowledged
+    /// row is durable.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
-    async fn inline_commits_leave_the_runtime_to_other_tasks() {
+    async fn commits_leading_the_flush_leave_the_runtime_to_other_tasks() {
         const COMMITTING: Duration = Duration::from_millis(300);
         let dir = tempfile::tempdir().expect("tempdir");
         let write = writer(dir.path());
@@ -926,16 +998,16 @@ mod tests {
                 // ~300 turns of 1 ms are possible; a loaded machine still gives dozens.
                 assert!(ticks_meanwhile >= 10, "the other task ran {ticks_meanwhile} times during {COMMITTING:?} of commits");
                 if first == 0 {
-                    let inline = committer.counters.statements_inline.load(Relaxed);
-                    assert_eq!(inline, ids.len() as u64, "alone, every statement commits inline");
-                    eprintln!("alone: {} statements, all inline, {ticks_meanwhile} reader turns", ids.len());
+                    let on_task = committer.counters.statements_on_task.load(Relaxed);
+                    assert_eq!(on_task, ids.len() as u64, "alone, every statement commits on its task");
+                    eprintln!("alone: {} statements, all on the task, {ticks_meanwhile} reader turns", ids.len());
                 }
                 acked.extend(ids);
             }
         }
         done.store(true, Relaxed);
         reader.await.expect("reader");
-        eprintln!("{} statements, {} inline", acked.len(), committer.counters.statements_inline.load(Relaxed));
+        eprintln!("{} statements, {} on their tasks", acked.len(), committer.counters.statements_on_task.load(Relaxed));
         committer.stop();
         drop(committer);
         drop(write);
@@ -943,17 +1015,14 @@ mod tests {
         assert_eq!(durable_ids(dir.path()), acked);
     }
 
-    /// `stop` while connections commit on their tasks (hybrid and task modes): it waits for
-    /// the commits under way; each statement is acknowledged (and durable) or refused with
-    /// 57P01 (and absent).
+    /// `stop` while connections commit on their tasks: it waits for the commits under way;
+    /// each statement is acknowledged (and durable) or refused with 57P01 (and absent).
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn stop_waits_for_commits_on_tasks() {
-        for mode in [CommitMode::Task, CommitMode::Hybrid] {
-            let dir = tempfile::tempdir().expect("tempdir");
-            let write = writer(dir.path());
-            let committer = Arc::new(Committer::with_mode(write.clone(), 2, mode).expect("committer"));
-            stop_while_streaming(dir.path(), write, committer, 6, 300, |c| assert!(c.counters.statements_inline.load(Relaxed) > 0, "{mode:?}: commits on tasks happened")).await;
-        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = writer(dir.path());
+        let committer = Arc::new(Committer::with_workers(write.clone(), 2).expect("committer"));
+        stop_while_streaming(dir.path(), write, committer, 6, 300, |c| assert!(c.counters.statements_on_task.load(Relaxed) > 0, "commits on tasks happened")).await;
     }
 
     /// `clients` connections insert back to back until refused; once `acked_before_stop`

@@ -296,6 +296,42 @@ async fn sigterm_drains_checkpoints_and_exits() {
     assert_eq!(reopened(&db, "select count(*), sum(k) from s").await, vec![vec!["200".to_string(), (200 * 201 / 2).to_string()]]);
 }
 
+/// `flashscan serve`'s start with the removed FLASHSCAN_COMMIT_MODE set (any value, even
+/// `hybrid`, the one mode left) or a FLASHSCAN_ON_TASK_MAX that is no count: refused before
+/// anything is opened, with one line naming the variable (the child prints it after "child
+/// server failed: " and exits 1, as `flashscan serve` prints it after "flashscan serve: "),
+/// no "listening", the database not taken (no serve info file). Unset, the same child
+/// serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removed_commit_mode_or_bad_bound_stops_the_start() {
+    let (_guard, db) = new_db();
+    const SWITCHES: [&str; 2] = ["FLASHSCAN_COMMIT_MODE", "FLASHSCAN_ON_TASK_MAX"];
+    let refused = [
+        ("FLASHSCAN_COMMIT_MODE", "inline", "this switch was removed; hybrid is the only commit mode now"),
+        ("FLASHSCAN_COMMIT_MODE", "task", "this switch was removed; hybrid is the only commit mode now"),
+        ("FLASHSCAN_COMMIT_MODE", "hybrid", "this switch was removed; hybrid is the only commit mode now"),
+        ("FLASHSCAN_ON_TASK_MAX", "eight", "expected a count of statements"),
+    ];
+    for (name, value, why) in refused {
+        let out = common::run_child_server("child_serve_until_signal", &db, &[(name, value)], &SWITCHES);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}={value}: {stderr}");
+        let failed: Vec<&str> = stderr.lines().filter(|l| l.starts_with("child server failed: ")).collect();
+        let prefix = format!("child server failed: {name}={value:?}: {why}");
+        assert!(failed.len() == 1 && failed[0].starts_with(&prefix), "one line starting {prefix:?}: {stderr}");
+        assert!(!stderr.contains("listening on"), "{stderr}");
+        assert!(!db.join(flashscan_server::ownership::SERVE_INFO_FILE_NAME).exists(), "{name}={value}: the database was taken");
+    }
+    // Neither set (as in this test process): the server starts on the same database and
+    // takes writes.
+    let ChildServer { process: mut child, port, .. } = spawn_child_server("child_serve_until_signal", &db).await;
+    let client = connect_port(port).await;
+    client.simple_query("CREATE TABLE s (k bigint NOT NULL)").await.expect("create");
+    assert_eq!(tag(&client, "INSERT INTO s VALUES (1), (2)").await, 2);
+    child.kill().expect("kill the child server");
+    let _ = child.wait();
+}
+
 async fn try_password(port: u16, password: Option<&str>) -> Result<Client, tokio_postgres::Error> {
     common::try_connect(port, "alice", "x", password).await
 }

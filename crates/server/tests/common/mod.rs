@@ -149,6 +149,18 @@ pub async fn spawn_child_server(child_test: &str, db: &Path) -> ChildServer {
     ChildServer { process, port, startup_log, stderr_lines }
 }
 
+/// The child test `child_test` (which calls [`serve_in_child`]) run to its end on `db`, with
+/// `env` set and `env_removed` unset: for a server that must refuse to start.
+pub fn run_child_server(child_test: &str, db: &Path, env: &[(&str, &str)], env_removed: &[&str]) -> std::process::Output {
+    let mut command = Command::new(std::env::current_exe().expect("test binary"));
+    command.args(["--exact", child_test, "--nocapture", "--test-threads", "1"]).env(CHILD_DB_VARIABLE, db).stdin(Stdio::null());
+    for name in env_removed {
+        command.env_remove(name);
+    }
+    command.envs(env.iter().copied());
+    command.output().expect("run the child server")
+}
+
 /// The parameters of one execution of a prepared INSERT.
 pub type InsertParams = Vec<Box<dyn ToSql + Sync + Send>>;
 
