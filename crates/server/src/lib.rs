@@ -180,9 +180,6 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let tables = catalog_tables(&base, &config.db_dir).await?;
     pg_catalog::register_functions(&base);
     pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
-    let committer = write.clone().map(|w| Committer::with_on_task_max(w, config.commit_workers, on_task_max)).transpose()?;
-    let database = Database { session: session.clone(), write, committer, ddl: tokio::sync::RwLock::new(()) };
-
     let admission = Admission::new(
         config.max_connections,
         config.max_active_queries,
@@ -190,6 +187,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         config.scan_buffer_budget_bytes,
         config.scan_buffer_bytes_per_query(),
     );
+    let committer = write
+        .clone()
+        .map(|w| Committer::with_on_task_max(w, config.commit_workers, on_task_max).map(|c| c.watching_queries(admission.clone())))
+        .transpose()?;
+    let database = Database { session: session.clone(), write, committer, ddl: tokio::sync::RwLock::new(()) };
     let sampler = Sampler::new(&config.db_dir, admission.clone(), config::SAMPLE_RING_SECONDS);
     if let (Some(c), Some(w)) = (&database.committer, &database.write) {
         sampler.set_write_source(sampler::WriteSource { counters: c.counters.clone(), write: w.clone() });

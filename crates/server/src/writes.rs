@@ -177,6 +177,10 @@ pub struct WriteCounters {
     /// Statements committed on their connection's own task (`commit_on_task`), not by a
     /// commit worker.
     pub statements_on_task: AtomicU64,
+    /// Flushes led on a connection's thread by blocking it outright (no query running,
+    /// see [`Committer::lead_flush`]); the others led there went through `block_in_place`.
+    pub flush_leads_direct: AtomicU64,
+    pub flush_leads_in_place: AtomicU64,
 }
 
 impl WriteCounters {
@@ -235,13 +239,17 @@ pub struct Committer {
     /// An automatic checkpoint handed to a blocking thread after a commit on a task has not
     /// finished yet: the commits meanwhile start no other (it is due until it is done).
     checkpoint_pending: Arc<AtomicBool>,
+    /// The server's admission: whether a query runs now, which decides how a commit
+    /// leading a flush blocks its thread ([`Committer::lead_flush`]). `None` (tests, a
+    /// committer alone): always `block_in_place`.
+    queries: Option<Arc<crate::admission::Admission>>,
     pub counters: Arc<WriteCounters>,
 }
 
 /// How many commits on tasks may lead a log flush on their connections' threads at once:
 /// one fewer than the async worker threads, one on a runtime of one thread. Each holds an
-/// OS thread for a flush (`block_in_place` hands its async worker to another thread); past
-/// the slots a commit awaits the flush instead, which blocks no thread.
+/// OS thread for a flush (`Committer::lead_flush`); past the slots a commit awaits the
+/// flush instead, which blocks no thread.
 fn leading_slots() -> usize {
     match tokio::runtime::Handle::try_current() {
         Ok(h) => h.metrics().num_workers().saturating_sub(1).max(1),
@@ -269,6 +277,14 @@ impl Committer {
         let mut committer = Committer::with_workers(write, workers)?;
         committer.on_task_max = on_task_max;
         Ok(committer)
+    }
+
+    /// Tells the committer whether queries run (the server's admission): while none does,
+    /// a commit leading a log flush blocks its async worker outright instead of handing
+    /// it over ([`Committer::lead_flush`]).
+    pub fn watching_queries(mut self, admission: Arc<crate::admission::Admission>) -> Committer {
+        self.queries = Some(admission);
+        self
     }
 
     /// [`Committer::with_workers`] with each worker's stack size (`None`: the default);
@@ -308,6 +324,7 @@ impl Committer {
             leading_on_threads: AtomicUsize::new(0),
             queued: AtomicUsize::new(0),
             checkpoint_pending: Arc::new(AtomicBool::new(false)),
+            queries: None,
             counters,
         })
     }
@@ -353,11 +370,9 @@ impl Committer {
                     let _counted = Uncount([&self.counters.statements_waiting, &self.counters.groups_in_flight]);
                     if pending.would_lead_flush() && self.take_leading_slot() {
                         // No flush in flight: lead it on this thread (no hand-off to the
-                        // log's writer thread and back). The flush blocks this thread for
-                        // about one fdatasync, so the runtime is told (`block_in_place`)
-                        // and moves the other connections this async worker was serving
-                        // to another thread meanwhile.
-                        let r = run_blocking(|| pending.wait());
+                        // log's writer thread and back), blocking it for about one
+                        // fdatasync (`lead_flush` says how).
+                        let r = self.lead_flush(|| pending.wait());
                         self.leading_on_threads.fetch_sub(1, Relaxed);
                         r.map_err(|e| WriteFailure::of(&e))
                     } else {
@@ -367,6 +382,34 @@ impl Committer {
             },
         };
         self.finish_own_commit(result, waited)
+    }
+
+    /// Runs a log flush this commit leads on its connection's async worker thread, which
+    /// it blocks for about one fdatasync.
+    ///
+    /// While no query runs (the server's admission is idle) and the runtime has another
+    /// async worker, it blocks the thread outright, as a PostgreSQL backend does in
+    /// `XLogFlush`: at most `leading_slots()` = workers − 1 commits do so at once, so a
+    /// worker is always left for the other connections, and there is nothing else to run.
+    /// Otherwise `block_in_place`: the runtime hands this worker's queue to another
+    /// thread meanwhile, so a running query keeps every worker (and a runtime of one
+    /// worker is never stalled). The hand-off is not free: it wakes a thread of the
+    /// blocking pool for every flush and takes the worker back after it — at one client
+    /// two more context switches per statement and ~40 µs of CPU, a third of the round trip
+    /// (docs/server.md, "Leading the flush without the hand-off", session 10).
+    fn lead_flush<T>(&self, f: impl FnOnce() -> T) -> T {
+        let Ok(h) = tokio::runtime::Handle::try_current() else { return f() };
+        if h.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return f();
+        }
+        let queries_idle = self.queries.as_ref().is_some_and(|a| a.idle());
+        if blocks_outright(h.metrics().num_workers(), queries_idle) {
+            self.counters.flush_leads_direct.fetch_add(1, Relaxed);
+            f()
+        } else {
+            self.counters.flush_leads_in_place.fetch_add(1, Relaxed);
+            tokio::task::block_in_place(f)
+        }
     }
 
     /// The end of a statement committed on its connection's task (its own write-path
@@ -694,6 +737,12 @@ impl Transaction {
     }
 }
 
+/// Whether a commit leading a flush may block its async worker outright: another worker
+/// is left for the other connections, and no query runs that would want every worker.
+fn blocks_outright(async_workers: usize, queries_idle: bool) -> bool {
+    async_workers >= 2 && queries_idle
+}
+
 /// Runs `f` on this thread, telling a multi-thread runtime first (`block_in_place`) so the
 /// thread's other tasks are not stuck behind it; elsewhere it just runs.
 fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
@@ -1008,6 +1057,82 @@ mod tests {
         done.store(true, Relaxed);
         reader.await.expect("reader");
         eprintln!("{} statements, {} on their tasks", acked.len(), committer.counters.statements_on_task.load(Relaxed));
+        committer.stop();
+        drop(committer);
+        drop(write);
+        acked.sort_unstable();
+        assert_eq!(durable_ids(dir.path()), acked);
+    }
+
+    #[test]
+    fn a_leading_commit_blocks_its_worker_outright_only_with_another_worker_and_no_query() {
+        assert!(blocks_outright(2, true));
+        assert!(blocks_outright(8, true));
+        assert!(!blocks_outright(1, true), "the one worker would stall every connection");
+        assert!(!blocks_outright(2, false), "a running query keeps every worker");
+        assert!(!blocks_outright(0, true));
+    }
+
+    /// With no query running, a commit leading its flush blocks its worker outright; the
+    /// runtime's other worker keeps a concurrent task ticking all along. Once a query runs
+    /// (the admission's count), the same commits go through `block_in_place`. Every
+    /// acknowledged row is durable.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn leading_commits_block_outright_only_while_no_query_runs() {
+        const COMMITTING: Duration = Duration::from_millis(200);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = writer(dir.path());
+        let admission = crate::admission::Admission::new(10, 2, Duration::from_secs(1), 64 << 20, 16 << 20);
+        let committer = Arc::new(Committer::with_workers(write.clone(), 2).expect("committer").watching_queries(admission.clone()));
+        let ticks = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let (ticks, done) = (ticks.clone(), done.clone());
+            tokio::spawn(async move {
+                while !done.load(Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                    ticks.fetch_add(1, Relaxed);
+                }
+            })
+        };
+        let mut acked = Vec::new();
+        for query_running in [false, true] {
+            if query_running {
+                admission.counters.queries_running.fetch_add(1, Relaxed);
+            }
+            let (direct_before, in_place_before) =
+                (committer.counters.flush_leads_direct.load(Relaxed), committer.counters.flush_leads_in_place.load(Relaxed));
+            let (c, t) = (committer.clone(), ticks.clone());
+            let base = if query_running { 1_000_000 } else { 0 };
+            let (ids, ticks_meanwhile) = tokio::spawn(async move {
+                let (start, ticks_before) = (std::time::Instant::now(), t.load(Relaxed));
+                let mut ids = Vec::new();
+                while start.elapsed() < COMMITTING {
+                    let id = base + ids.len() as i64;
+                    assert_eq!(c.insert("t", one_row(id)).await.expect("insert"), 1);
+                    ids.push(id);
+                }
+                (ids, t.load(Relaxed) - ticks_before)
+            })
+            .await
+            .expect("writer");
+            let direct = committer.counters.flush_leads_direct.load(Relaxed) - direct_before;
+            let in_place = committer.counters.flush_leads_in_place.load(Relaxed) - in_place_before;
+            eprintln!("query running {query_running}: {} statements, {direct} flushes led outright, {in_place} in place, {ticks_meanwhile} ticks", ids.len());
+            assert!(!ids.is_empty());
+            if query_running {
+                assert_eq!(direct, 0, "a query runs: no worker is blocked outright");
+                assert!(in_place > 0, "alone, the connection leads its flushes");
+            } else {
+                assert_eq!(in_place, 0, "no query: every flush led outright");
+                assert!(direct > 0, "alone, the connection leads its flushes");
+            }
+            // ~200 turns of 1 ms are possible; a loaded machine still gives a few.
+            assert!(ticks_meanwhile >= 5, "the other task ran {ticks_meanwhile} times during {COMMITTING:?} of commits");
+            acked.extend(ids);
+        }
+        done.store(true, Relaxed);
+        ticker.await.expect("ticker");
         committer.stop();
         drop(committer);
         drop(write);
