@@ -24,10 +24,10 @@
 //! While few statements commit at once (none queued, at most [`ON_TASK_MAX_DEFAULT`] on
 //! tasks), a statement of at most [`INLINE_ROWS_MAX`] rows is encoded and logged by the
 //! connection's task itself (the log's short lock, no blocking). If no log flush is in
-//! flight it then leads one on its thread, as PostgreSQL's `XLogFlush` does — under
-//! `tokio::task::block_in_place`, so the async worker's other tasks move to another thread
-//! meanwhile instead of waiting for the disk; at one client that is the whole commit, with
-//! no hand-off. If a flush is in flight it *awaits* the flush that will cover it
+//! flight it then leads one on its thread, as PostgreSQL's `XLogFlush` does: blocking the
+//! thread outright while no query runs and another async worker is left, else under
+//! `tokio::task::block_in_place` so a running query keeps every worker meanwhile
+//! (`Committer::lead_flush`); at one client that is the whole commit, with no hand-off. If a flush is in flight it *awaits* the flush that will cover it
 //! (`PendingCommit::durable`): no thread blocked and no hand-off to a commit worker and
 //! back; the log's writer thread leads the next flush right after the one running and wakes
 //! the tasks it made durable. At 8 clients this took the server's CPU per single-row INSERT
