@@ -996,6 +996,21 @@ mod tests {
         assert_eq!(durable_ids(dir.path()), (0..200).collect::<Vec<i64>>());
     }
 
+    /// A task that ticks every 1 ms until `done`: the turns another task (a read query's, a
+    /// timer) gets while connections commit.
+    fn spawn_ticker() -> (Arc<AtomicU64>, Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
+        let ticks = Arc::new(AtomicU64::new(0));
+        let done = Arc::new(AtomicBool::new(false));
+        let (t, d) = (ticks.clone(), done.clone());
+        let handle = tokio::spawn(async move {
+            while !d.load(Relaxed) {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                t.fetch_add(1, Relaxed);
+            }
+        });
+        (ticks, done, handle)
+    }
+
     /// Commits that lead their flush block their thread for it, but not the runtime: on a
     /// runtime of ONE async worker, a connection committing back to back (every statement on
     /// its task, leading an idle log's flush on its thread, so it never yields between
@@ -1010,17 +1025,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let write = writer(dir.path());
         let committer = Arc::new(Committer::with_workers(write.clone(), 2).expect("committer"));
-        let ticks = Arc::new(AtomicU64::new(0));
-        let done = Arc::new(AtomicBool::new(false));
-        let reader = {
-            let (ticks, done) = (ticks.clone(), done.clone());
-            tokio::spawn(async move {
-                while !done.load(Relaxed) {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    ticks.fetch_add(1, Relaxed);
-                }
-            })
-        };
+        let (ticks, done, reader) = spawn_ticker();
         // The reader ticks once before the commits start: it is running.
         while ticks.load(Relaxed) == 0 {
             tokio::task::yield_now().await;
@@ -1084,17 +1089,7 @@ mod tests {
         let write = writer(dir.path());
         let admission = crate::admission::Admission::new(10, 2, Duration::from_secs(1), 64 << 20, 16 << 20);
         let committer = Arc::new(Committer::with_workers(write.clone(), 2).expect("committer").watching_queries(admission.clone()));
-        let ticks = Arc::new(AtomicU64::new(0));
-        let done = Arc::new(AtomicBool::new(false));
-        let ticker = {
-            let (ticks, done) = (ticks.clone(), done.clone());
-            tokio::spawn(async move {
-                while !done.load(Relaxed) {
-                    tokio::time::sleep(Duration::from_millis(1)).await;
-                    ticks.fetch_add(1, Relaxed);
-                }
-            })
-        };
+        let (ticks, done, ticker) = spawn_ticker();
         let mut acked = Vec::new();
         for query_running in [false, true] {
             if query_running {
