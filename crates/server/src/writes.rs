@@ -178,7 +178,8 @@ pub struct WriteCounters {
     /// commit worker.
     pub statements_on_task: AtomicU64,
     /// Flushes led on a connection's thread by blocking it outright (no query running,
-    /// see [`Committer::lead_flush`]); the others led there went through `block_in_place`.
+    /// see [`Committer::lead_flush`]); the others led there went through `run_blocking`
+    /// (`block_in_place` on the server's multi-thread runtime).
     pub flush_leads_direct: AtomicU64,
     pub flush_leads_in_place: AtomicU64,
 }
@@ -398,17 +399,16 @@ impl Committer {
     /// two more context switches per statement and ~40 µs of CPU, a third of the round trip
     /// (docs/server.md, "Leading the flush without the hand-off", session 10).
     fn lead_flush<T>(&self, f: impl FnOnce() -> T) -> T {
-        let Ok(h) = tokio::runtime::Handle::try_current() else { return f() };
-        if h.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return f();
-        }
         let queries_idle = self.queries.as_ref().is_some_and(|a| a.idle());
-        if blocks_outright(h.metrics().num_workers(), queries_idle) {
+        let outright = tokio::runtime::Handle::try_current().is_ok_and(|h| {
+            h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread && blocks_outright(h.metrics().num_workers(), queries_idle)
+        });
+        if outright {
             self.counters.flush_leads_direct.fetch_add(1, Relaxed);
             f()
         } else {
             self.counters.flush_leads_in_place.fetch_add(1, Relaxed);
-            tokio::task::block_in_place(f)
+            run_blocking(f)
         }
     }
 
