@@ -64,6 +64,7 @@ pub mod sqlstate {
     pub const UNDEFINED_OBJECT: &str = "42704";
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const PROTOCOL_VIOLATION: &str = "08P01";
+    pub const CONNECTION_FAILURE: &str = "08006";
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
 }
 

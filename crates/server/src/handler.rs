@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
+use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -37,11 +38,12 @@ use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use crate::admission::{AdmissionRefusal, QuerySlot};
 use crate::cancel::QueryCancel;
 use crate::config::parse_duration_setting;
-use crate::error::{pg_error, sql_error_to_pg, sqlstate};
+use crate::error::{pg_error, pg_fatal, sql_error_to_pg, sqlstate};
+use crate::hangup;
 use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
 use crate::shared::Shared;
-use crate::startup::{Backend, SERVER_VERSION};
+use crate::startup::{Backend, DurationSetting, SERVER_VERSION};
 use crate::statement::{classify, split_statements, Command, CopyFromOptions};
 use crate::writes::{CopyIn, Transaction};
 
@@ -201,6 +203,11 @@ struct Running {
     timeout: Duration,
     shared: Arc<Shared>,
     started: Instant,
+    /// The client's socket, checked every `client_check_interval` while no batch comes;
+    /// `None` outside a connection (unit tests) or with the check off.
+    peer: Option<RawFd>,
+    client_check_interval: Duration,
+    next_client_check: tokio::time::Instant,
 }
 
 impl Running {
@@ -212,10 +219,27 @@ impl Running {
                 None => futures::future::pending::<()>().await,
             }
         };
-        tokio::select! {
-            r = self.batches.next() => r.map(|r| r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))),
-            _ = self.cancel.canceled() => Some(Err(canceled_error())),
-            _ = timer => Some(Err(timeout_error(self.timeout))),
+        tokio::pin!(timer);
+        loop {
+            let check = async {
+                match self.peer {
+                    Some(_) => tokio::time::sleep_until(self.next_client_check).await,
+                    None => futures::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                r = self.batches.next() => return r.map(|r| r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))),
+                _ = self.cancel.canceled() => return Some(Err(canceled_error())),
+                _ = &mut timer => return Some(Err(timeout_error(self.timeout))),
+                _ = check => {
+                    if self.peer.is_some_and(hangup::peer_hung_up) {
+                        // Counted as canceled, like PostgreSQL's "connection to client lost".
+                        self.cancel.cancel();
+                        return Some(Err(client_gone_error()));
+                    }
+                    self.next_client_check = tokio::time::Instant::now() + self.client_check_interval;
+                }
+            }
         }
     }
 
@@ -250,6 +274,11 @@ enum Outcome {
 
 fn canceled_error() -> PgWireError {
     pg_error(sqlstate::QUERY_CANCELED, "canceling statement due to user request")
+}
+
+/// Nobody reads it (the client is gone); it ends the query the way a cancel does.
+fn client_gone_error() -> PgWireError {
+    pg_fatal(sqlstate::CONNECTION_FAILURE, "terminating query: the client closed its connection")
 }
 
 fn timeout_error(t: Duration) -> PgWireError {
@@ -314,6 +343,7 @@ impl QueryHandler {
     async fn start(&self, backend: &Backend, plan: LogicalPlan) -> PgWireResult<Running> {
         let cancel = backend.cancel.start_query();
         let timeout = backend.statement_timeout();
+        let client_check_interval = backend.duration(DurationSetting::ClientConnectionCheckInterval);
         let deadline = (!timeout.is_zero()).then(|| tokio::time::Instant::now() + timeout);
         let started = Instant::now();
         let admit = self.shared.admission.admit(&cancel);
@@ -348,6 +378,9 @@ impl QueryHandler {
             timeout,
             shared: shared.clone(),
             started,
+            peer: hangup::current_peer().filter(|_| !client_check_interval.is_zero()),
+            client_check_interval,
+            next_client_check: tokio::time::Instant::now() + client_check_interval,
         };
         let setup = async {
             let ctx = shared.query_context(&settings)?;
@@ -396,8 +429,8 @@ impl QueryHandler {
 
     fn show(&self, backend: &Backend, name: &str) -> PgWireResult<RecordBatch> {
         let value = match name {
-            "statement_timeout" => {
-                let t = backend.statement_timeout();
+            name if DurationSetting::named(name).is_some() => {
+                let t = DurationSetting::named(name).map(|s| backend.duration(s)).unwrap_or_default();
                 if t.is_zero() { "0".to_string() } else { format!("{}ms", t.as_millis()) }
             }
             "server_version" => SERVER_VERSION.to_string(),
@@ -622,12 +655,12 @@ impl QueryHandler {
         match command {
             Command::Empty => Ok(Response::EmptyQuery),
             Command::Set { name, value } => {
-                if name == "statement_timeout" {
-                    let v = if value.eq_ignore_ascii_case("default") { Some(Duration::ZERO) } else { parse_duration_setting(value) };
+                if let Some(setting) = DurationSetting::named(name) {
+                    let v = if value.eq_ignore_ascii_case("default") { Some(setting.default()) } else { parse_duration_setting(value) };
                     let Some(d) = v else {
-                        return Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"statement_timeout\": {value} (use milliseconds, or a number with ms, s, min)")));
+                        return Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{name}\": {value} (use milliseconds, or a number with ms, s, min)")));
                     };
-                    backend.set_statement_timeout(d);
+                    backend.set_duration(setting, d);
                 } else if let Some(key) = name.strip_prefix("flashscan.") {
                     set_flashscan(backend, key, value)?;
                 } else if name.starts_with("datafusion.") {
@@ -639,8 +672,10 @@ impl QueryHandler {
                 Ok(Response::Execution(Tag::new("SET")))
             }
             Command::Reset { name } => {
-                if name == "statement_timeout" || name == "all" {
-                    backend.set_statement_timeout(Duration::ZERO);
+                for setting in DurationSetting::ALL {
+                    if name == setting.name() || name == "all" {
+                        backend.set_duration(setting, setting.default());
+                    }
                 }
                 if name == "all" || name.starts_with("flashscan.") {
                     // Back to the server's (its environment at start), not the built-in defaults.

@@ -6,7 +6,8 @@
 //! - [`statement`]: SET/SHOW/BEGIN/COPY recognised before DataFusion;
 //! - [`psql_catalog`]: the catalog answers psql's `\d` needs;
 //! - [`admission`]: query slots, queue timeout, scan buffer budget;
-//! - [`cancel`]: cancel requests; [`params`]: bind parameters;
+//! - [`cancel`]: cancel requests; [`hangup`]: a client gone mid-query ends it;
+//!   [`params`]: bind parameters;
 //! - [`sampler`], [`stats_tables`], [`http`]: the one-second counters as SQL, Prometheus
 //!   text and a live page;
 //! - [`ownership`]: one process serves a database.
@@ -21,6 +22,7 @@ pub mod copy_from;
 pub mod error;
 pub mod fast_insert;
 pub mod handler;
+pub mod hangup;
 pub mod http;
 pub mod ownership;
 pub mod params;
@@ -277,9 +279,10 @@ async fn accept_loop(
             accepted = listener.accept() => {
                 if let Ok((socket, _)) = accepted {
                     let h = handlers.clone();
-                    connections.spawn(async move {
+                    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+                    connections.spawn(hangup::serving(fd, async move {
                         let _ = pgwire::tokio::process_socket(socket, None, h).await;
-                    });
+                    }));
                 }
             }
             // Reap finished connection tasks so the set does not grow.

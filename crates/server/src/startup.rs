@@ -102,8 +102,8 @@ struct ScramStep(crate::scram::Exchange);
 pub struct Backend {
     pub pid: i32,
     pub cancel: Arc<BackendCancel>,
-    /// Zero: no timeout (PostgreSQL's default).
-    pub statement_timeout: Mutex<Duration>,
+    /// The session's [`DurationSetting`]s, by index.
+    durations: Mutex<[Duration; DurationSetting::ALL.len()]>,
     /// `SET flashscan.*`: this connection's switches, from the server's at connect.
     pub settings: Mutex<flashscan_sql::FlashscanSettings>,
     /// BEGIN … COMMIT: rows waiting for COMMIT.
@@ -114,12 +114,16 @@ pub struct Backend {
 }
 
 impl Backend {
-    pub fn statement_timeout(&self) -> Duration {
-        *self.statement_timeout.lock().unwrap_or_else(|p| p.into_inner())
+    pub fn duration(&self, setting: DurationSetting) -> Duration {
+        self.durations.lock().unwrap_or_else(|p| p.into_inner())[setting as usize]
     }
 
-    pub fn set_statement_timeout(&self, d: Duration) {
-        *self.statement_timeout.lock().unwrap_or_else(|p| p.into_inner()) = d;
+    pub fn set_duration(&self, setting: DurationSetting, d: Duration) {
+        self.durations.lock().unwrap_or_else(|p| p.into_inner())[setting as usize] = d;
+    }
+
+    pub fn statement_timeout(&self) -> Duration {
+        self.duration(DurationSetting::StatementTimeout)
     }
 
     pub fn settings(&self) -> std::sync::MutexGuard<'_, flashscan_sql::FlashscanSettings> {
@@ -132,6 +136,39 @@ impl Backend {
 
     pub fn copy_in(&self) -> std::sync::MutexGuard<'_, Option<crate::writes::CopyIn>> {
         self.copy_in.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A session setting that is a length of time, taken as PostgreSQL takes it (`SET name = 250`
+/// in milliseconds, or `'5s'`); zero turns it off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DurationSetting {
+    /// A query longer than this is canceled. Off by default (PostgreSQL's default).
+    StatementTimeout,
+    /// How often a running query checks that its client is still there (server/hangup.rs).
+    /// On by default, unlike PostgreSQL's.
+    ClientConnectionCheckInterval,
+}
+
+impl DurationSetting {
+    pub const ALL: [Self; 2] = [Self::StatementTimeout, Self::ClientConnectionCheckInterval];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::StatementTimeout => "statement_timeout",
+            Self::ClientConnectionCheckInterval => "client_connection_check_interval",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    pub fn default(self) -> Duration {
+        match self {
+            Self::StatementTimeout => Duration::ZERO,
+            Self::ClientConnectionCheckInterval => crate::hangup::CLIENT_CHECK_INTERVAL,
+        }
     }
 }
 
@@ -215,7 +252,7 @@ impl Startup {
         client.session_extensions().insert(Backend {
             pid,
             cancel,
-            statement_timeout: Mutex::new(Duration::ZERO),
+            durations: Mutex::new(DurationSetting::ALL.map(DurationSetting::default)),
             settings: Mutex::new(self.shared.settings()),
             transaction: Mutex::new(Default::default()),
             copy_in: Mutex::new(None),

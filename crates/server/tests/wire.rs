@@ -317,7 +317,10 @@ async fn a_query_over_its_memory_budget_fails_alone() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Four workers, not two: the server runs in this test's runtime, and the long query's two
+// partitions hold a worker each for long stretches (a nested-loop join yields rarely). With two
+// workers the watcher below could sleep through the whole query (CI saw it once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_client_killed_mid_query_frees_its_slot() {
     let (_guard, db) = fresh_db();
     let server = flashscan_server::start(config(&db)).await.expect("start");
@@ -325,6 +328,14 @@ async fn a_client_killed_mid_query_frees_its_slot() {
     cfg.host("127.0.0.1").port(server.listen.port()).user("victim").dbname("x");
     let (client, connection) = cfg.connect(NoTls).await.expect("connect");
     let conn_task = tokio::spawn(connection);
+    // On by default at 1 s; a tenth of that keeps the check well inside the query's length
+    // (~3 s here) on a fast machine too. SHOW and RESET know the setting.
+    assert_eq!(wire_rows(&client, "show client_connection_check_interval").await, vec![vec![Some("1000ms".to_string())]]);
+    client.simple_query("SET client_connection_check_interval = 0").await.expect("off");
+    assert_eq!(wire_rows(&client, "show client_connection_check_interval").await, vec![vec![Some("0".to_string())]]);
+    client.simple_query("RESET client_connection_check_interval").await.expect("reset");
+    assert_eq!(wire_rows(&client, "show client_connection_check_interval").await, vec![vec![Some("1000ms".to_string())]]);
+    client.simple_query("SET client_connection_check_interval = '100ms'").await.expect("set");
     let query = tokio::spawn(async move { client.simple_query(LONG_QUERY).await.map(|_| ()) });
     let started = Instant::now();
     while server.shared.admission.counters.queries_running.load(std::sync::atomic::Ordering::Relaxed) == 0 {
@@ -338,7 +349,14 @@ async fn a_client_killed_mid_query_frees_its_slot() {
     // The socket closes under the running query (like a killed client).
     conn_task.abort();
     let _ = query.await;
+    let killed = Instant::now();
     wait_until_idle(&server).await;
+    // The server noticed the hang-up (server/hangup.rs) and ended the query: it did not run
+    // to its end on behalf of nobody.
+    let counters = &server.shared.admission.counters;
+    let load = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!((load(&counters.queries_canceled), load(&counters.queries_completed)), (1, 0), "freed after {:?}", killed.elapsed());
+    eprintln!("the slot was free {:?} after the client died", killed.elapsed());
     let other = connect(&server).await;
     assert_eq!(wire_rows(&other, "select 4").await, vec![vec![Some("4".to_string())]]);
     server.shutdown().await;
