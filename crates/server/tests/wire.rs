@@ -232,7 +232,8 @@ async fn prepared_statements_take_parameters_and_type_their_results() {
     server.shutdown().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Four workers for the reason given at a_client_killed_mid_query_frees_its_slot.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_cancel_request_stops_the_query_and_the_connection_lives_on() {
     let Served { _guard, server, client, .. } = serve(fresh_db()).await;
     let token = client.cancel_token();
