@@ -15,7 +15,6 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow_pg::encoder::{encode_value, Encoder};
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
-use datafusion::execution::SendableRecordBatchStream;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{LogicalPlan, WriteOp};
 use datafusion::execution::context::SQLOptions;
@@ -40,6 +39,7 @@ use crate::cancel::QueryCancel;
 use crate::config::parse_duration_setting;
 use crate::error::{pg_error, pg_fatal, sql_error_to_pg, sqlstate};
 use crate::hangup;
+use crate::query_runtime::QueryStream;
 use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
 use crate::shared::Shared;
@@ -196,7 +196,7 @@ fn encode_rows<E: Encoder>(encoder: &mut E, batch: &RecordBatch, fields: &[Field
 
 /// A running query: its batches, the slot it holds, and what may stop it.
 struct Running {
-    batches: SendableRecordBatchStream,
+    batches: QueryStream,
     slot: Option<QuerySlot>,
     cancel: QueryCancel,
     deadline: Option<tokio::time::Instant>,
@@ -370,22 +370,23 @@ impl QueryHandler {
         };
         let shared = self.shared.clone();
         let settings = backend.settings().clone();
+        let plan_shared = shared.clone();
+        let batches = shared.queries.start(async move {
+            let ctx = plan_shared.query_context(&settings)?;
+            let frame = ctx.execute_logical_plan(plan).await?;
+            frame.execute_stream().await
+        });
         let mut running = Running {
-            batches: Box::pin(datafusion::physical_plan::EmptyRecordBatchStream::new(Arc::new(Schema::empty()))),
+            batches,
             slot: Some(slot),
             cancel: cancel.clone(),
             deadline,
             timeout,
-            shared: shared.clone(),
+            shared,
             started,
             peer: hangup::current_peer().filter(|_| !client_check_interval.is_zero()),
             client_check_interval,
             next_client_check: tokio::time::Instant::now() + client_check_interval,
-        };
-        let setup = async {
-            let ctx = shared.query_context(&settings)?;
-            let frame = ctx.execute_logical_plan(plan).await?;
-            frame.execute_stream().await
         };
         let timer = async move {
             match deadline {
@@ -393,16 +394,13 @@ impl QueryHandler {
                 None => futures::future::pending::<()>().await,
             }
         };
-        let batches = tokio::select! {
-            r = setup => r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
+        let planned = tokio::select! {
+            r = running.batches.ready() => r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
             _ = cancel.canceled() => Err(canceled_error()),
             _ = timer => Err(timeout_error(timeout)),
         };
-        match batches {
-            Ok(b) => {
-                running.batches = b;
-                Ok(running)
-            }
+        match planned {
+            Ok(()) => Ok(running),
             Err(e) => {
                 running.finish(Outcome::Failed);
                 Err(e)

@@ -6,6 +6,7 @@
 //! - [`statement`]: SET/SHOW/BEGIN/COPY recognised before DataFusion;
 //! - [`psql_catalog`]: the catalog answers psql's `\d` needs;
 //! - [`admission`]: query slots, queue timeout, scan buffer budget;
+//! - [`query_runtime`]: every query's plan runs on a runtime of its own;
 //! - [`cancel`]: cancel requests; [`hangup`]: a client gone mid-query ends it;
 //!   [`params`]: bind parameters;
 //! - [`sampler`], [`stats_tables`], [`http`]: the one-second counters as SQL, Prometheus
@@ -29,6 +30,7 @@ pub mod params;
 pub mod pg_catalog;
 pub mod pg_syntax;
 pub mod psql_catalog;
+pub mod query_runtime;
 pub mod sampler;
 pub mod scram;
 pub mod shared;
@@ -44,6 +46,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use datafusion::catalog::MemorySchemaProvider;
 use flashscan_sql::{FlashscanSession, SessionOptions};
+use query_runtime::QueryRuntime;
 use pgwire::api::cancel::CancelHandler;
 use pgwire::api::PgWireServerHandlers;
 use pgwire::messages::cancel::CancelRequest;
@@ -205,7 +208,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         base.register_table("sys.dm_io_virtual_file_stats", Arc::new(StatsTable::new(StatsView::FileStats, sampler.clone())))
             .map_err(flashscan_sql::SqlError::from)?;
     }
-    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database).with_fast_insert(config.fast_insert));
+    let queries = QueryRuntime::for_queries(config.max_active_queries, config.target_partitions.unwrap_or_else(config::cores))
+        .map_err(|e| ServerError::InvalidArgument(format!("cannot start the query runtime's threads: {e}")))?;
+    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database, queries).with_fast_insert(config.fast_insert));
 
     let (listener, moved) = bind_listener(&config).await?;
     let listen = listener.local_addr().map_err(|e| ServerError::Listen { addr: "bound socket".into(), source: e })?;

@@ -13,6 +13,7 @@ use crate::admission::Admission;
 use crate::cancel::CancelRegistry;
 use crate::sampler::Sampler;
 use crate::psql_catalog::CatalogTable;
+use crate::query_runtime::QueryRuntime;
 use crate::startup::AuthMethod;
 use crate::writes::Committer;
 
@@ -44,6 +45,8 @@ pub struct Shared {
     /// Prepared (and literal) `INSERT … VALUES` skip DataFusion per execution
     /// (`fast_insert.rs`); off only to compare against the SQL path.
     pub fast_insert: bool,
+    /// Where every query's plan runs (`query_runtime.rs`).
+    pub queries: QueryRuntime,
 }
 
 impl Shared {
@@ -55,6 +58,7 @@ impl Shared {
         sampler: Arc<Sampler>,
         tables: Vec<CatalogTable>,
         database: Database,
+        queries: QueryRuntime,
     ) -> Shared {
         Shared {
             base,
@@ -67,6 +71,7 @@ impl Shared {
             database,
             draining: AtomicBool::new(false),
             fast_insert: true,
+            queries,
         }
     }
 

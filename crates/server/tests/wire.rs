@@ -232,8 +232,7 @@ async fn prepared_statements_take_parameters_and_type_their_results() {
     server.shutdown().await;
 }
 
-// Four workers for the reason given at a_client_killed_mid_query_frees_its_slot.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_request_stops_the_query_and_the_connection_lives_on() {
     let Served { _guard, server, client, .. } = serve(fresh_db()).await;
     let token = client.cancel_token();
@@ -318,10 +317,11 @@ async fn a_query_over_its_memory_budget_fails_alone() {
     server.shutdown().await;
 }
 
-// Four workers, not two: the server runs in this test's runtime, and the long query's two
-// partitions hold a worker each for long stretches (a nested-loop join yields rarely). With two
-// workers the watcher below could sleep through the whole query (CI saw it once).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+// The server's connections run on this test's two workers, its queries' plans on the query
+// runtime (server/query_runtime.rs). Before that split, the long query's two partitions held
+// both workers for seconds at a time and the watcher below slept through the whole query
+// (CI saw it once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_killed_mid_query_frees_its_slot() {
     let (_guard, db) = fresh_db();
     let server = flashscan_server::start(config(&db)).await.expect("start");
