@@ -15,6 +15,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow_pg::encoder::{encode_value, Encoder};
 use async_trait::async_trait;
 use datafusion::common::ParamValues;
+use datafusion::error::DataFusionError;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{LogicalPlan, WriteOp};
 use datafusion::execution::context::SQLOptions;
@@ -196,7 +197,8 @@ fn encode_rows<E: Encoder>(encoder: &mut E, batch: &RecordBatch, fields: &[Field
 
 /// A running query: its batches, the slot it holds, and what may stop it.
 struct Running {
-    batches: QueryStream,
+    /// `None` until planned.
+    batches: Option<QueryStream>,
     slot: Option<QuerySlot>,
     cancel: QueryCancel,
     deadline: Option<tokio::time::Instant>,
@@ -228,7 +230,7 @@ impl Running {
                 }
             };
             tokio::select! {
-                r = self.batches.next() => return r.map(|r| r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))),
+                r = next_of(&mut self.batches) => return r.map(|r| r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))),
                 _ = self.cancel.canceled() => return Some(Err(canceled_error())),
                 _ = &mut timer => return Some(Err(timeout_error(self.timeout))),
                 _ = check => {
@@ -255,6 +257,13 @@ impl Running {
             };
             self.shared.sampler.record_query(self.started.elapsed());
         }
+    }
+}
+
+async fn next_of(batches: &mut Option<QueryStream>) -> Option<Result<RecordBatch, DataFusionError>> {
+    match batches {
+        Some(b) => b.next().await,
+        None => None,
     }
 }
 
@@ -370,23 +379,25 @@ impl QueryHandler {
         };
         let shared = self.shared.clone();
         let settings = backend.settings().clone();
-        let plan_shared = shared.clone();
-        let batches = shared.queries.start(async move {
-            let ctx = plan_shared.query_context(&settings)?;
-            let frame = ctx.execute_logical_plan(plan).await?;
-            frame.execute_stream().await
-        });
         let mut running = Running {
-            batches,
+            batches: None,
             slot: Some(slot),
             cancel: cancel.clone(),
             deadline,
             timeout,
-            shared,
+            shared: shared.clone(),
             started,
             peer: hangup::current_peer().filter(|_| !client_check_interval.is_zero()),
             client_check_interval,
             next_client_check: tokio::time::Instant::now() + client_check_interval,
+        };
+        // Planning here (short; its errors come before any row), execution on the query
+        // runtime (query_runtime.rs).
+        let plan = async {
+            let ctx = shared.query_context(&settings)?;
+            let frame = ctx.execute_logical_plan(plan).await?;
+            let task_ctx = Arc::new(frame.task_ctx());
+            Ok::<_, DataFusionError>((frame.create_physical_plan().await?, task_ctx))
         };
         let timer = async move {
             match deadline {
@@ -395,12 +406,15 @@ impl QueryHandler {
             }
         };
         let planned = tokio::select! {
-            r = running.batches.ready() => r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
+            r = plan => r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
             _ = cancel.canceled() => Err(canceled_error()),
             _ = timer => Err(timeout_error(timeout)),
         };
         match planned {
-            Ok(()) => Ok(running),
+            Ok((physical, task_ctx)) => {
+                running.batches = Some(shared.queries.start(move || datafusion::physical_plan::execute_stream(physical, task_ctx)));
+                Ok(running)
+            }
             Err(e) => {
                 running.finish(Outcome::Failed);
                 Err(e)

@@ -11,20 +11,20 @@
 //! another.
 //!
 //! Here the connections, cancel requests, the hang-up checks and the group committer stay on
-//! the server's runtime (its workers are never held by a plan), and every query's plan is
-//! started and polled on this one. It has a worker for every partition of every query that
+//! the server's runtime (its workers are never held by a plan); a query is planned there
+//! (milliseconds at most, and its errors come before any row), and executed on this one:
+//! `ExecutionPlan::execute` spawns the partitions' tasks on the runtime it is called on. It has a worker for every partition of every query that
 //! may run at once (`--max-active-queries` × partitions), so an admitted query always finds
 //! an idle worker: the operating system shares the cores among them, as it shares them among
 //! PostgreSQL's backends. Batches cross to the connection's task through a channel of
 //! [`BATCHES_IN_FLIGHT`].
 
-use std::future::Future;
 
 use arrow::array::RecordBatch;
 use datafusion::error::DataFusionError;
 use datafusion::execution::SendableRecordBatchStream;
 use futures::StreamExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// Batches a query may compute ahead of its client: one being sent, one ready. More only
 /// holds memory the query's pool does not see.
@@ -53,25 +53,21 @@ impl QueryRuntime {
         Ok(QueryRuntime { runtime: Some(runtime), workers })
     }
 
-    /// Starts `plan` (planning included) on the query runtime. The returned stream owns it:
-    /// dropped, the query stops at its next await.
-    pub fn start<F>(&self, plan: F) -> QueryStream
+    /// Runs `execute` (a physical plan's `execute`, which spawns the plan's partition
+    /// tasks on the current runtime) and polls its stream on the query runtime. Planning
+    /// stays with the caller: it is short, and its errors come before any row. The returned
+    /// stream owns the query: dropped, the query stops at its next await.
+    pub fn start<F>(&self, execute: F) -> QueryStream
     where
-        F: Future<Output = Result<SendableRecordBatchStream, DataFusionError>> + Send + 'static,
+        F: FnOnce() -> Result<SendableRecordBatchStream, DataFusionError> + Send + 'static,
     {
-        let (ready_tx, ready_rx) = oneshot::channel();
         let (tx, rx) = mpsc::channel(BATCHES_IN_FLIGHT);
         let runtime = self.runtime.as_ref().expect("the query runtime lives until dropped");
         let task = runtime.spawn(async move {
-            let mut batches = match plan.await {
-                Ok(s) => {
-                    if ready_tx.send(Ok(())).is_err() {
-                        return;
-                    }
-                    s
-                }
+            let mut batches = match execute() {
+                Ok(s) => s,
                 Err(e) => {
-                    let _ = ready_tx.send(Err(e));
+                    let _ = tx.send(Err(e)).await;
                     return;
                 }
             };
@@ -81,7 +77,7 @@ impl QueryRuntime {
                 }
             }
         });
-        QueryStream { ready: Some(ready_rx), batches: rx, task, ended: false }
+        QueryStream { batches: rx, task, ended: false }
     }
 }
 
@@ -97,7 +93,6 @@ impl Drop for QueryRuntime {
 
 /// One query running on the query runtime.
 pub struct QueryStream {
-    ready: Option<oneshot::Receiver<Result<(), DataFusionError>>>,
     batches: mpsc::Receiver<Result<RecordBatch, DataFusionError>>,
     task: tokio::task::JoinHandle<()>,
     /// The task's end was awaited (a JoinHandle is awaited once).
@@ -105,27 +100,15 @@ pub struct QueryStream {
 }
 
 impl QueryStream {
-    /// Waits for planning to end: its error, or the go-ahead for [`QueryStream::next`].
-    pub async fn ready(&mut self) -> Result<(), DataFusionError> {
-        match self.ready.take() {
-            Some(rx) => rx.await.unwrap_or_else(|_| Err(stopped())),
-            None => Ok(()),
-        }
-    }
-
     /// The next batch; `None` at the end.
     pub async fn next(&mut self) -> Option<Result<RecordBatch, DataFusionError>> {
-        if self.ready.is_some() {
-            if let Err(e) = self.ready().await {
-                return Some(Err(e));
-            }
-        }
         let item = self.batches.recv().await;
         if item.is_none() && !self.ended {
             // The sender is gone, so the task is ending: at the end of its rows, or in a
             // panic of the plan, which must be an error, not a short answer.
+            let end = (&mut self.task).await;
             self.ended = true;
-            if let Err(e) = (&mut self.task).await {
+            if let Err(e) = end {
                 if e.is_panic() {
                     return Some(Err(DataFusionError::Execution(format!("the query stopped: {e}"))));
                 }
@@ -133,10 +116,6 @@ impl QueryStream {
         }
         item
     }
-}
-
-fn stopped() -> DataFusionError {
-    DataFusionError::Execution("the query stopped while it was planned (a panic in planning, or the server is stopping)".into())
 }
 
 impl Drop for QueryStream {
@@ -152,6 +131,7 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
+    use tokio::sync::oneshot;
 
     fn one_batch_stream() -> SendableRecordBatchStream {
         let schema = Arc::new(Schema::new(vec![arrow::datatypes::Field::new("x", arrow::datatypes::DataType::Int64, false)]));
@@ -166,7 +146,7 @@ mod tests {
         let queries = QueryRuntime::for_queries(1, 1).expect("runtime");
         let spinning = Arc::new(AtomicBool::new(true));
         let spin = spinning.clone();
-        let mut stream = queries.start(async move {
+        let mut stream = queries.start(move || {
             while spin.load(Ordering::Relaxed) {
                 std::hint::spin_loop();
             }
@@ -178,7 +158,6 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5));
         assert!(tokio::spawn(async { 7 }).await.unwrap() == 7);
         spinning.store(false, Ordering::Relaxed);
-        stream.ready().await.expect("planned");
         let batch = stream.next().await.expect("a batch").expect("ok");
         assert_eq!(batch.num_rows(), 3);
         assert!(stream.next().await.is_none());
@@ -186,13 +165,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_planning_error_comes_from_ready_and_from_next() {
+    async fn an_execute_error_is_the_first_item() {
         let queries = QueryRuntime::for_queries(2, 2).expect("runtime");
         assert_eq!(queries.workers, 4);
-        let mut s = queries.start(async { Err(DataFusionError::Plan("no such table".into())) });
-        assert!(s.ready().await.unwrap_err().to_string().contains("no such table"));
-        let mut s = queries.start(async { Err(DataFusionError::Plan("no such column".into())) });
-        assert!(s.next().await.expect("the error").unwrap_err().to_string().contains("no such column"));
+        let mut s = queries.start(|| Err(DataFusionError::Execution("cannot open the file".into())));
+        assert!(s.next().await.expect("the error").unwrap_err().to_string().contains("cannot open the file"));
+        assert!(s.next().await.is_none());
         drop(queries);
     }
 
@@ -206,10 +184,14 @@ mod tests {
                 let _ = self.0.take().map(|s| s.send(()));
             }
         }
-        let s = queries.start(async move {
-            let _signal = Signal(Some(dropped_tx));
-            futures::future::pending::<()>().await;
-            Ok(one_batch_stream())
+        let s = queries.start(move || {
+            let signal = Signal(Some(dropped_tx));
+            let never = futures::stream::once(async move {
+                let _signal = signal;
+                futures::future::pending::<()>().await;
+                Ok(RecordBatch::new_empty(Arc::new(Schema::empty())))
+            });
+            Ok(Box::pin(datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(Arc::new(Schema::empty()), never)) as SendableRecordBatchStream)
         });
         drop(s);
         // Sent (dropped while pending) or closed (dropped before its first poll): either
@@ -222,7 +204,7 @@ mod tests {
     async fn a_panicking_plan_is_an_error_not_an_end() {
         let queries = QueryRuntime::for_queries(1, 1).expect("runtime");
         let schema = Arc::new(Schema::empty());
-        let mut s = queries.start(async move {
+        let mut s = queries.start(move || {
             let panicking = futures::stream::once(async {
                 if true {
                     panic!("operator bug");
@@ -231,7 +213,6 @@ mod tests {
             });
             Ok(Box::pin(datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, panicking)) as SendableRecordBatchStream)
         });
-        s.ready().await.expect("planned");
         let item = s.next().await.expect("an error, not the end");
         assert!(item.unwrap_err().to_string().contains("stopped"));
         drop(queries);
