@@ -440,11 +440,11 @@ impl QueryHandler {
     }
 
     fn show(&self, backend: &Backend, name: &str) -> PgWireResult<RecordBatch> {
+        if let Some(setting) = DurationSetting::named(name) {
+            let t = backend.duration(setting);
+            return Ok(single_text_column(name, &if t.is_zero() { "0".to_string() } else { format!("{}ms", t.as_millis()) }));
+        }
         let value = match name {
-            name if DurationSetting::named(name).is_some() => {
-                let t = DurationSetting::named(name).map(|s| backend.duration(s)).unwrap_or_default();
-                if t.is_zero() { "0".to_string() } else { format!("{}ms", t.as_millis()) }
-            }
             "server_version" => SERVER_VERSION.to_string(),
             "server_version_num" => "150000".to_string(),
             "transaction_isolation" | "default_transaction_isolation" => "read committed".to_string(),
