@@ -125,7 +125,17 @@ impl Admission {
     /// the query's scan buffers, at most `queue_timeout`, and gives up on a cancel.
     pub async fn admit(self: &Arc<Self>, cancel: &QueryCancel) -> Result<QuerySlot, AdmissionRefusal> {
         let started = Instant::now();
+        // Counted out on every way out, the caller dropping this future included (a
+        // statement_timeout or a client gone while queued): a count left behind would keep
+        // `idle()` false for good.
+        struct Queued<'a>(&'a AdmissionCounters);
+        impl Drop for Queued<'_> {
+            fn drop(&mut self) {
+                self.0.queries_queued.fetch_sub(1, Relaxed);
+            }
+        }
         self.counters.queries_queued.fetch_add(1, Relaxed);
+        let queued = Queued(&self.counters);
         let wait = async {
             let query = self.queries.clone().acquire_owned().await;
             let buffers = self.scan_buffers.clone().acquire_many_owned(self.scan_buffer_units_per_query).await;
@@ -139,7 +149,7 @@ impl Admission {
             },
             _ = cancel.canceled() => Err(AdmissionRefusal::Canceled),
         };
-        self.counters.queries_queued.fetch_sub(1, Relaxed);
+        drop(queued);
         let queued_for = started.elapsed();
         self.counters.queue_wait_us.fetch_add(queued_for.as_micros() as u64, Relaxed);
         match outcome {
@@ -210,6 +220,19 @@ mod tests {
         assert!(a.admit(&cancel).await.is_err());
         drop(q1);
         assert!(a.admit(&cancel).await.is_ok());
+    }
+
+    /// statement_timeout and a client gone while queued both drop the wait.
+    #[tokio::test]
+    async fn a_dropped_wait_leaves_the_queue() {
+        let a = Admission::new(10, 1, Duration::from_secs(30), 64 << 20, 16 << 20);
+        let cancel = QueryCancel::new();
+        let first = a.admit(&cancel).await.expect("first");
+        let waited = tokio::time::timeout(Duration::from_millis(50), a.admit(&cancel)).await;
+        assert!(waited.is_err(), "still queued when dropped");
+        assert_eq!(a.counters.queries_queued.load(Relaxed), 0);
+        drop(first);
+        assert!(a.idle());
     }
 
     #[tokio::test]

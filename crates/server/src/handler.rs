@@ -5,7 +5,6 @@
 
 use std::collections::VecDeque;
 use std::fmt::Debug;
-use std::os::fd::RawFd;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,7 +18,8 @@ use datafusion::error::DataFusionError;
 use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{LogicalPlan, WriteOp};
 use datafusion::execution::context::SQLOptions;
-use futures::{stream, Sink, Stream, StreamExt};
+use futures::future::{BoxFuture, Fuse};
+use futures::{stream, FutureExt, Sink, Stream, StreamExt};
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{
@@ -205,11 +205,8 @@ struct Running {
     timeout: Duration,
     shared: Arc<Shared>,
     started: Instant,
-    /// The client's socket, checked every `client_check_interval` while no batch comes;
-    /// `None` outside a connection (unit tests) or with the check off.
-    peer: Option<RawFd>,
-    client_check_interval: Duration,
-    next_client_check: tokio::time::Instant,
+    /// Resolves when the client hangs up (`hangup.rs`); fused: pending once it resolved.
+    hung_up: Fuse<BoxFuture<'static, ()>>,
 }
 
 impl Running {
@@ -221,26 +218,14 @@ impl Running {
                 None => futures::future::pending::<()>().await,
             }
         };
-        tokio::pin!(timer);
-        loop {
-            let check = async {
-                match self.peer {
-                    Some(_) => tokio::time::sleep_until(self.next_client_check).await,
-                    None => futures::future::pending::<()>().await,
-                }
-            };
-            tokio::select! {
-                r = next_of(&mut self.batches) => return r.map(|r| r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))),
-                _ = self.cancel.canceled() => return Some(Err(canceled_error())),
-                _ = &mut timer => return Some(Err(timeout_error(self.timeout))),
-                _ = check => {
-                    if self.peer.is_some_and(hangup::peer_hung_up) {
-                        // Counted as canceled, like PostgreSQL's "connection to client lost".
-                        self.cancel.cancel();
-                        return Some(Err(client_gone_error()));
-                    }
-                    self.next_client_check = tokio::time::Instant::now() + self.client_check_interval;
-                }
+        tokio::select! {
+            r = next_of(&mut self.batches) => r.map(|r| r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))),
+            _ = self.cancel.canceled() => Some(Err(canceled_error())),
+            _ = timer => Some(Err(timeout_error(self.timeout))),
+            _ = &mut self.hung_up => {
+                // Counted as canceled, like PostgreSQL's "connection to client lost".
+                self.cancel.cancel();
+                Some(Err(client_gone_error()))
             }
         }
     }
@@ -355,7 +340,18 @@ impl QueryHandler {
         let client_check_interval = backend.duration(DurationSetting::ClientConnectionCheckInterval);
         let deadline = (!timeout.is_zero()).then(|| tokio::time::Instant::now() + timeout);
         let started = Instant::now();
-        let admit = self.shared.admission.admit(&cancel);
+        // One check of the client from the queue to the last row: a client gone while its
+        // query waits for a slot does not take the slot.
+        let mut hung_up = hangup::hung_up(hangup::current_peer(), client_check_interval).boxed().fuse();
+        let admit = async {
+            tokio::select! {
+                r = self.shared.admission.admit(&cancel) => r,
+                _ = &mut hung_up => {
+                    cancel.cancel();
+                    Err(AdmissionRefusal::Canceled)
+                }
+            }
+        };
         let slot = match deadline {
             Some(d) => match tokio::time::timeout_at(d, admit).await {
                 Ok(r) => r,
@@ -387,9 +383,7 @@ impl QueryHandler {
             timeout,
             shared: shared.clone(),
             started,
-            peer: hangup::current_peer().filter(|_| !client_check_interval.is_zero()),
-            client_check_interval,
-            next_client_check: tokio::time::Instant::now() + client_check_interval,
+            hung_up,
         };
         // Planning here (short; its errors come before any row), execution on the query
         // runtime (query_runtime.rs).

@@ -36,6 +36,18 @@ pub fn current_peer() -> Option<RawFd> {
     PEER_FD.try_with(|fd| *fd).ok()
 }
 
+/// Resolves once the peer of `peer` hangs up, checked every `every`; never without a peer
+/// (or with the check off: `every` zero).
+pub async fn hung_up(peer: Option<RawFd>, every: Duration) {
+    let Some(fd) = peer.filter(|_| !every.is_zero()) else { return std::future::pending().await };
+    loop {
+        tokio::time::sleep(every).await;
+        if peer_hung_up(fd) {
+            return;
+        }
+    }
+}
+
 /// True when the peer closed or reset the connection. Data waiting to be read (a pipelined
 /// message) is not a hang-up.
 pub fn peer_hung_up(fd: RawFd) -> bool {
@@ -69,6 +81,21 @@ mod tests {
         drop(client);
         std::thread::sleep(Duration::from_millis(20));
         assert!(peer_hung_up(server_side.as_raw_fd()), "the peer closed");
+    }
+
+    #[tokio::test]
+    async fn hung_up_resolves_after_the_peer_closes_and_never_without_a_peer() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let client = std::net::TcpStream::connect(listener.local_addr().expect("addr")).expect("connect");
+        let (server_side, _) = listener.accept().expect("accept");
+        let every = Duration::from_millis(10);
+        let open = tokio::time::timeout(Duration::from_millis(100), hung_up(Some(server_side.as_raw_fd()), every)).await;
+        assert!(open.is_err(), "an open peer is not a hang-up");
+        drop(client);
+        tokio::time::timeout(Duration::from_secs(5), hung_up(Some(server_side.as_raw_fd()), every)).await.expect("noticed");
+        let off = tokio::time::timeout(Duration::from_millis(50), hung_up(Some(server_side.as_raw_fd()), Duration::ZERO)).await;
+        assert!(off.is_err(), "a zero interval turns the check off");
+        assert!(tokio::time::timeout(Duration::from_millis(50), hung_up(None, every)).await.is_err());
     }
 
     #[tokio::test]

@@ -364,6 +364,48 @@ async fn a_client_killed_mid_query_frees_its_slot() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_killed_while_its_query_waits_for_a_slot_never_takes_it() {
+    let (_guard, db) = fresh_db();
+    let mut c = config(&db);
+    c.max_active_queries = 1;
+    let server = flashscan_server::start(c).await.expect("start");
+    let counters = &server.shared.admission.counters;
+    let load = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::Relaxed);
+    async fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let started = Instant::now();
+        while !done() {
+            assert!(started.elapsed() < Duration::from_secs(60), "{what}: not within 60 s");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    // The one slot: a long query.
+    let holder = connect(&server).await;
+    let token = holder.cancel_token();
+    let long = tokio::spawn(async move { holder.simple_query(LONG_QUERY).await.map(|_| ()) });
+    wait_for("the long query runs", || load(&counters.queries_running) == 1).await;
+    // A second client's query waits for it; then the client dies.
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(server.listen.port()).user("queued").dbname("x");
+    let (client, connection) = cfg.connect(NoTls).await.expect("connect");
+    let conn_task = tokio::spawn(connection);
+    client.simple_query("SET client_connection_check_interval = 100").await.expect("set");
+    let queued = tokio::spawn(async move { client.simple_query("select 1").await.map(|_| ()) });
+    wait_for("the second query queues", || load(&counters.queries_queued) == 1).await;
+    conn_task.abort();
+    let _ = queued.await;
+    let killed = Instant::now();
+    wait_for("the dead client leaves the queue", || load(&counters.queries_queued) == 0).await;
+    eprintln!("the dead client left the queue {:?} after it died", killed.elapsed());
+    assert_eq!(load(&counters.queries_running), 1, "the long query still holds the slot");
+    token.cancel_query(NoTls).await.expect("cancel sent");
+    let _ = long.await;
+    wait_until_idle(&server).await;
+    // The dead client's query never started.
+    assert_eq!(counters.queries_started.load(std::sync::atomic::Ordering::Relaxed), 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_concurrent_readers_get_the_same_answers() {
     let (_guard, db) = fresh_db();
     let mut c = config(&db);
