@@ -256,6 +256,25 @@ async fn a_cancel_request_stops_the_query_and_the_connection_lives_on() {
     server.shutdown().await;
 }
 
+/// A client whose connection task the test holds: aborting it closes the socket, as a
+/// killed client does.
+async fn killable_client(server: &RunningServer, user: &str) -> (Client, tokio::task::JoinHandle<Result<(), tokio_postgres::Error>>) {
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(server.listen.port()).user(user).dbname("x");
+    let (client, connection) = cfg.connect(NoTls).await.expect("connect");
+    (client, tokio::spawn(connection))
+}
+
+/// Polls `done` (async: a blocked worker would stall the server's tasks on it) for up to 60 s,
+/// generous for a loaded 2-core machine where a dozen test servers share the cores.
+async fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < Duration::from_secs(60), "{what}: not within 60 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 async fn wait_until_idle(server: &RunningServer) {
     let started = Instant::now();
     while !server.shared.admission.idle() {
@@ -325,10 +344,7 @@ async fn a_query_over_its_memory_budget_fails_alone() {
 async fn a_client_killed_mid_query_frees_its_slot() {
     let (_guard, db) = fresh_db();
     let server = flashscan_server::start(config(&db)).await.expect("start");
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(server.listen.port()).user("victim").dbname("x");
-    let (client, connection) = cfg.connect(NoTls).await.expect("connect");
-    let conn_task = tokio::spawn(connection);
+    let (client, conn_task) = killable_client(&server, "victim").await;
     // On by default at 1 s; a tenth of that keeps the check well inside the query's length
     // (~3 s here) on a fast machine too. SHOW and RESET know the setting.
     assert_eq!(wire_rows(&client, "show client_connection_check_interval").await, vec![vec![Some("1000ms".to_string())]]);
@@ -338,14 +354,10 @@ async fn a_client_killed_mid_query_frees_its_slot() {
     assert_eq!(wire_rows(&client, "show client_connection_check_interval").await, vec![vec![Some("1000ms".to_string())]]);
     client.simple_query("SET client_connection_check_interval = '100ms'").await.expect("set");
     let query = tokio::spawn(async move { client.simple_query(LONG_QUERY).await.map(|_| ()) });
-    let started = Instant::now();
-    while server.shared.admission.counters.queries_running.load(std::sync::atomic::Ordering::Relaxed) == 0 {
-        // Generous: on a loaded 2-core machine twelve servers share the cores (it failed once at 10 s).
-        if query.is_finished() {
-            panic!("the query ended before it was seen running: {:?}", query.await);
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the query never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    let running = &server.shared.admission.counters.queries_running;
+    wait_for("the query runs", || running.load(std::sync::atomic::Ordering::Relaxed) == 1 || query.is_finished()).await;
+    if query.is_finished() {
+        panic!("the query ended before it was seen running: {:?}", query.await);
     }
     // The socket closes under the running query (like a killed client).
     conn_task.abort();
@@ -371,23 +383,13 @@ async fn a_client_killed_while_its_query_waits_for_a_slot_never_takes_it() {
     let server = flashscan_server::start(c).await.expect("start");
     let counters = &server.shared.admission.counters;
     let load = |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::Relaxed);
-    async fn wait_for(what: &str, done: impl Fn() -> bool) {
-        let started = Instant::now();
-        while !done() {
-            assert!(started.elapsed() < Duration::from_secs(60), "{what}: not within 60 s");
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
     // The one slot: a long query.
     let holder = connect(&server).await;
     let token = holder.cancel_token();
     let long = tokio::spawn(async move { holder.simple_query(LONG_QUERY).await.map(|_| ()) });
     wait_for("the long query runs", || load(&counters.queries_running) == 1).await;
     // A second client's query waits for it; then the client dies.
-    let mut cfg = tokio_postgres::Config::new();
-    cfg.host("127.0.0.1").port(server.listen.port()).user("queued").dbname("x");
-    let (client, connection) = cfg.connect(NoTls).await.expect("connect");
-    let conn_task = tokio::spawn(connection);
+    let (client, conn_task) = killable_client(&server, "queued").await;
     client.simple_query("SET client_connection_check_interval = 100").await.expect("set");
     let queued = tokio::spawn(async move { client.simple_query("select 1").await.map(|_| ()) });
     wait_for("the second query queues", || load(&counters.queries_queued) == 1).await;
