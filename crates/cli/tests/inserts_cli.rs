@@ -190,3 +190,29 @@ fn copy_from_csv_and_parquet() {
     assert!(out.contains("COMMIT: 3 rows"), "{out}");
     assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 13);
 }
+
+/// One DROP TABLE: SQL's takes the table's indexes with it, as `flashscan drop` does (it
+/// once left their catalog entries and files behind).
+#[test]
+fn sql_drop_table_takes_its_indexes() {
+    let (_dir, db) = new_db();
+    let d = db.to_string_lossy().into_owned();
+    ok(run(&["sql", &d, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, 30, NULL)"]));
+    ok(run(&["checkpoint", &d]));
+    ok(run(&["index", "create", &d, "t", "--name", "t_id", "--columns", "id"]));
+    let catalog = std::fs::read_to_string(db.join("catalog.json")).unwrap();
+    assert!(catalog.contains("t_id"), "{catalog}");
+    let index_files = |db: &Path| -> Vec<String> {
+        std::fs::read_dir(db).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.contains("t_id")).collect()
+    };
+    assert!(!index_files(&db).is_empty(), "the index has a file");
+    ok(run(&["sql", &d, "DROP TABLE t"]));
+    let catalog = std::fs::read_to_string(db.join("catalog.json")).unwrap();
+    assert!(!catalog.contains("t_id"), "the index left the catalog: {catalog}");
+    assert!(index_files(&db).is_empty(), "the index file is removed: {:?}", index_files(&db));
+    // The name is free again, for a table and for an index.
+    ok(run(&["sql", &d, "CREATE TABLE t (id BIGINT NOT NULL, qty INT NOT NULL, note VARCHAR) WITH (partitions = 2)"]));
+    ok(run(&["sql", &d, "INSERT INTO t VALUES (4, 40, 'd')"]));
+    ok(run(&["checkpoint", &d]));
+    ok(run(&["index", "create", &d, "t", "--name", "t_id", "--columns", "id"]));
+}

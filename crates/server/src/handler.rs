@@ -96,7 +96,7 @@ fn schema_of_show(name: &str) -> SchemaRef {
 
 /// Plans a SQL statement against the shared tables: queries, and INSERT when the
 /// database takes writes (no other DDL/DML, no `SET datafusion.*`: one process owns the
-/// files, and CREATE/DROP TABLE go through the write path, see `Command::Ddl`).
+/// files, and CREATE/DROP TABLE and TRUNCATE go through the write path, see `Command::Ddl`).
 pub async fn plan_sql(shared: &Shared, sql: &str) -> PgWireResult<LogicalPlan> {
     let _no_ddl_meanwhile = shared.database.ddl.read().await;
     let state = shared.base.state();
@@ -556,12 +556,11 @@ impl QueryHandler {
 
     /// CREATE TABLE / DROP TABLE through the SQL session's write path (one catalog commit),
     /// with no statement being planned meanwhile; then psql's table list is refreshed.
-    async fn run_ddl(&self, sql: &str) -> PgWireResult<Response> {
+    async fn run_ddl(&self, tag: &'static str, sql: &str) -> PgWireResult<Response> {
         let database = &self.shared.database;
         if database.write.is_none() {
             return Err(read_only_database(&self.shared));
         }
-        let tag = if sql.trim_start().to_ascii_lowercase().starts_with("create") { "CREATE TABLE" } else { "DROP TABLE" };
         {
             let _ddl = database.ddl.write().await;
             database.session.run_one(sql).await.map_err(|e| sql_error_to_pg(&e))?;
@@ -722,7 +721,7 @@ impl QueryHandler {
                 *backend.transaction() = Transaction::Idle;
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }
-            Command::Ddl(sql) => self.run_ddl(sql).await,
+            Command::Ddl { tag, sql } => self.run_ddl(tag, sql).await,
             Command::CopyFrom(options) => self.start_copy_in(backend, options).await,
             Command::NoOp(tag) => Ok(Response::Execution(Tag::new(tag))),
             Command::CopyTo { query, csv, header, delimiter } => self.copy_response(backend, query, *csv, *header, delimiter.clone()).await,

@@ -160,13 +160,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     writes::refuse_removed_commit_mode().map_err(ServerError::InvalidArgument)?;
     let on_task_max = writes::on_task_max_from_env().map_err(ServerError::InvalidArgument)?;
     let auth = AuthMethod::from_password_file_with(config.password_file.as_deref(), config.password_auth)?;
-    let writable = flashscan_storage::Catalog::read(&config.db_dir).map_err(flashscan_sql::SqlError::from)?.write.is_some();
-    // A load-made database: the plain database lock first (a second server fails before
-    // opening anything). An init-made one: the writer's lock, taken with the log below.
-    let early_ownership = if writable { None } else { Some(DatabaseOwnership::acquire(&config.db_dir)?) };
     let session = Arc::new(FlashscanSession::open(&config.db_dir, SessionOptions { target_partitions: config.target_partitions, ..SessionOptions::default() })?);
+    // The server is the database's one writer: the lock and the log (a database made by
+    // `flashscan load` gets its log here).
     let write = match session.take_writer(WRITER_NAME) {
-        Ok(w) => w,
+        Ok(w) => Some(w),
         Err(flashscan_sql::SqlError::Write(e @ flashscan_write::WriteError::Locked { .. })) => {
             return Err(match ownership::read_serve_info(&config.db_dir) {
                 Some(_) => ServerError::DatabaseBusy(ownership::busy_message(&config.db_dir)),
@@ -175,10 +173,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
         }
         Err(e) => return Err(e.into()),
     };
-    let ownership = match early_ownership {
-        Some(o) => o,
-        None => DatabaseOwnership::held_by_write_path(&config.db_dir),
-    };
+    let ownership = DatabaseOwnership::held_by_write_path(&config.db_dir);
     let base = session.context().clone();
     // psql, drivers and BI tools write PostgreSQL's dialect.
     base.state_ref().write().config_mut().options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;

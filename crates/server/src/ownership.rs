@@ -3,7 +3,7 @@
 //! where it listens in a small file beside it, so a second `serve` (or a load) is told to
 //! connect instead of waiting or failing obscurely.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::os::unix::fs::OpenOptionsExt;
@@ -18,36 +18,18 @@ pub use flashscan_storage::load::SERVE_INFO_FILE_NAME;
 /// The info file is a few lines; anything longer is not ours.
 const SERVE_INFO_BYTES_MAX: u64 = 4096;
 
-/// Held while serving; dropping it removes the info file and releases the lock.
+/// Held while serving; dropping it removes the info file. The database lock itself is the
+/// write path's (`FlashscanSession::take_writer` takes it at start: the server is the
+/// database's one writer, whichever command made the database).
 #[derive(Debug)]
 pub struct DatabaseOwnership {
-    /// `None` when the write path holds the database lock (a database made by `flashscan
-    /// init`: its writer lock is the same flock, taken by `FlashscanSession::take_writer`).
-    _lock: Option<File>,
     info_path: PathBuf,
 }
 
 impl DatabaseOwnership {
-    /// Takes the database lock without waiting.
-    pub fn acquire(db_dir: &Path) -> Result<DatabaseOwnership, ServerError> {
-        let lock_path = db_dir.join(LOCK_FILE_NAME);
-        let lock = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&lock_path)
-            .map_err(|e| ServerError::Io { what: "opening lock", path: lock_path.clone(), source: e })?;
-        let taken = flashscan_io::file_lock::try_lock_exclusive(&lock).map_err(|e| ServerError::Io { what: "locking", path: lock_path.clone(), source: e })?;
-        if !taken {
-            return Err(ServerError::DatabaseBusy(busy_message(db_dir)));
-        }
-        Ok(DatabaseOwnership { _lock: Some(lock), info_path: db_dir.join(SERVE_INFO_FILE_NAME) })
-    }
-
-    /// For a database whose write path already holds the lock (the server is its writer).
+    /// For a database whose write path holds the lock (the server is its writer).
     pub fn held_by_write_path(db_dir: &Path) -> DatabaseOwnership {
-        DatabaseOwnership { _lock: None, info_path: db_dir.join(SERVE_INFO_FILE_NAME) }
+        DatabaseOwnership { info_path: db_dir.join(SERVE_INFO_FILE_NAME) }
     }
 
     /// Records the address clients should use. A file left by a killed server is ours (we
@@ -126,13 +108,12 @@ mod tests {
     #[test]
     fn a_second_owner_is_told_where_to_connect() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let first = DatabaseOwnership::acquire(dir.path()).expect("first owner");
+        assert!(busy_message(dir.path()).contains("in use by another flashscan process"));
+        let first = DatabaseOwnership::held_by_write_path(dir.path());
         first.publish("127.0.0.1:5999".parse().expect("addr")).expect("publish");
-        let second = DatabaseOwnership::acquire(dir.path());
-        let message = second.expect_err("the lock is held").to_string();
+        let message = busy_message(dir.path());
         assert!(message.contains("127.0.0.1:5999") && message.contains("connect"), "{message}");
         drop(first);
         assert!(!dir.path().join(SERVE_INFO_FILE_NAME).exists());
-        assert!(DatabaseOwnership::acquire(dir.path()).is_ok());
     }
 }

@@ -87,6 +87,12 @@ impl Shared {
         let runtime = RuntimeEnvBuilder::new().with_memory_limit(self.query_memory_bytes, 1.0).build_arc()?;
         let mut state = SessionStateBuilder::new_from_existing(self.base.state()).with_runtime_env(runtime).build();
         state.config_mut().options_mut().extensions.insert(settings.clone());
+        // READ COMMITTED: the query reads every table as of now, each transaction whole or
+        // not at all (`flashscan_write::ReadSnapshot`, found by the tables' scans here).
+        if let Some(write) = &self.database.write {
+            let snapshot = write.read_snapshot().map_err(|e| DataFusionError::External(Box::new(e)))?;
+            state.config_mut().set_extension(Arc::new(snapshot));
+        }
         Ok(SessionContext::new_with_state(state))
     }
 

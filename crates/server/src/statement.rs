@@ -34,8 +34,10 @@ pub enum Command {
     CopyTo { query: String, csv: bool, header: bool, delimiter: Option<String> },
     /// `COPY table [(columns)] FROM STDIN [options]`: rows from the client into the table.
     CopyFrom(CopyFromOptions),
-    /// CREATE TABLE / DROP TABLE: run by the write path (one catalog commit each).
-    Ddl(String),
+    /// CREATE TABLE, DROP TABLE, TRUNCATE (and CREATE INDEX / ALTER TABLE, refused there
+    /// with what to do): run by `flashscan sql`'s session and the write path, one catalog
+    /// commit each. The tag PostgreSQL answers with, and the statement.
+    Ddl { tag: &'static str, sql: String },
     /// Refused with a reason (SQLSTATE 0A000).
     Unsupported(String),
     Sql(String),
@@ -54,7 +56,11 @@ static COPY_FROM_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static NULL_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bnull\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
 static HEADER_OFF_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bheader\s+(?:false|off|0)\b").expect("static regex"));
-static DDL_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^(?:create|drop)\s+table\b").expect("static regex"));
+/// Statements `flashscan sql`'s session runs (or refuses with what to do instead): the
+/// first group is the command tag PostgreSQL answers them with.
+static DDL_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?is)^(create\s+table|drop\s+table|truncate|alter\s+table|create\s+(?:unique\s+)?index)\b").expect("static regex")
+});
 static DELIMITER_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)delimiter\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
 
 /// Sorts one statement (no trailing semicolon needed).
@@ -139,8 +145,16 @@ pub fn classify(text: &str) -> Command {
         }
         return Command::Unsupported("COPY writes only TO STDOUT over the wire (psql: \\copy ... to 'file')".into());
     }
-    if DDL_RE.is_match(t) {
-        return Command::Ddl(t.to_string());
+    if let Some(c) = DDL_RE.captures(t) {
+        let words: Vec<String> = c[1].split_whitespace().map(|w| w.to_ascii_uppercase()).collect();
+        let tag = match words.join(" ").as_str() {
+            "CREATE TABLE" => "CREATE TABLE",
+            "DROP TABLE" => "DROP TABLE",
+            "TRUNCATE" => "TRUNCATE TABLE",
+            "ALTER TABLE" => "ALTER TABLE",
+            _ => "CREATE INDEX",
+        };
+        return Command::Ddl { tag, sql: t.to_string() };
     }
     Command::Sql(t.to_string())
 }
@@ -294,8 +308,13 @@ mod tests {
             Command::CopyFrom(o) => assert!(o.csv && o.header),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(classify("create table t (a int)"), Command::Ddl(_)));
-        assert!(matches!(classify("DROP TABLE IF EXISTS t"), Command::Ddl(_)));
+        assert!(matches!(classify("create table t (a int)"), Command::Ddl { tag: "CREATE TABLE", .. }));
+        assert!(matches!(classify("DROP TABLE IF EXISTS t"), Command::Ddl { tag: "DROP TABLE", .. }));
+        assert!(matches!(classify("truncate pgbench_accounts, pgbench_branches"), Command::Ddl { tag: "TRUNCATE TABLE", .. }));
+        assert!(matches!(classify("TRUNCATE TABLE t"), Command::Ddl { tag: "TRUNCATE TABLE", .. }));
+        assert!(matches!(classify("alter table t add primary key (a)"), Command::Ddl { tag: "ALTER TABLE", .. }));
+        assert!(matches!(classify("create unique index i on t (a)"), Command::Ddl { tag: "CREATE INDEX", .. }));
+        assert!(matches!(classify("truncated_table_query"), Command::Sql(_)));
         assert!(matches!(classify("create view v as select 1"), Command::Sql(_)));
     }
 }

@@ -792,7 +792,7 @@ mod tests {
     /// The ids in table t of the database in `dir`, read back by a fresh reader: the log
     /// replayed, independent of the writer that committed them.
     fn durable_ids(dir: &std::path::Path) -> Vec<i64> {
-        let read = WritePath::open(&dir.join("db")).expect("open").expect("a database with a log");
+        let read = WritePath::open(&dir.join("db")).expect("open");
         let table = read.catalog().expect("catalog").tables["t"].clone();
         let delta = read.delta("t").expect("delta");
         let mut ids = Vec::new();

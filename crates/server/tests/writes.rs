@@ -380,3 +380,56 @@ async fn scram_and_cleartext_passwords_and_no_public_address_without_one() {
         server.shutdown().await;
     }
 }
+
+/// READ COMMITTED's one snapshot per statement: every transaction inserts one row into `a`
+/// and one into `b`, so no statement may see their counts differ. Before statements read a
+/// snapshot (each table's delta was read when its scan was planned), 196 of 8,764 answers
+/// here were -1: one statement saw half of a committed transaction.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_sees_each_transaction_whole() {
+    let Served { _guard, db: _, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE a (id bigint NOT NULL) WITH (partitions = 2); CREATE TABLE b (id bigint NOT NULL) WITH (partitions = 2)").await.expect("create");
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut writers = Vec::new();
+    for w in 0..4i64 {
+        let client = connect(&server).await;
+        writers.push(tokio::spawn(async move {
+            let mut i = 0i64;
+            while Instant::now() < until {
+                let id = w * 1_000_000 + i;
+                client.batch_execute(&format!("BEGIN; INSERT INTO a VALUES ({id}); INSERT INTO b VALUES ({id}); COMMIT")).await.expect("transaction");
+                i += 1;
+            }
+            i
+        }));
+    }
+    let mut readers = Vec::new();
+    for _ in 0..2 {
+        let client = connect(&server).await;
+        readers.push(tokio::spawn(async move {
+            let (mut answers, mut torn) = (0u64, Vec::new());
+            while Instant::now() < until {
+                let difference = one(&client, "SELECT (SELECT count(*) FROM a) - (SELECT count(*) FROM b)").await;
+                answers += 1;
+                if difference != "0" {
+                    torn.push(difference);
+                }
+            }
+            (answers, torn)
+        }));
+    }
+    let mut committed = 0;
+    for w in writers {
+        committed += w.await.expect("writer");
+    }
+    let mut answers = 0;
+    for r in readers {
+        let (n, torn) = r.await.expect("reader");
+        answers += n;
+        assert!(torn.is_empty(), "{} of {n} answers saw half a transaction: {:?}", torn.len(), &torn[..torn.len().min(5)]);
+    }
+    assert!(committed > 20 && answers > 20, "too little ran to tell: {committed} transactions, {answers} answers");
+    assert_eq!(one(&client, "SELECT count(*) FROM a").await, committed.to_string());
+    assert_eq!(one(&client, "SELECT count(*) FROM b").await, committed.to_string());
+    server.shutdown().await;
+}

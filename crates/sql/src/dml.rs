@@ -22,7 +22,7 @@ use datafusion::datasource::sink::DataSink;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType};
-use datafusion::sql::sqlparser::ast::{CreateTable, CreateTableOptions, SqlOption};
+use datafusion::sql::sqlparser::ast::{ColumnOption, CreateTable, CreateTableOptions, SqlOption};
 use flashscan_write::{NewTable, WritePath};
 use futures::StreamExt;
 
@@ -70,7 +70,8 @@ impl DataSink for WriteSink {
     }
 }
 
-/// Table options of CREATE TABLE: `partitions`, `partition_by`.
+/// Table options of CREATE TABLE: `partitions`, `partition_by`, and PostgreSQL's
+/// `fillfactor` at 100 (what flashscan does).
 pub fn table_options(ct: &mut CreateTable) -> Result<(Option<u32>, Option<String>), SqlError> {
     let options: Vec<SqlOption> = match std::mem::replace(&mut ct.table_options, CreateTableOptions::None) {
         CreateTableOptions::None => Vec::new(),
@@ -95,7 +96,16 @@ pub fn table_options(ct: &mut CreateTable) -> Result<(Option<u32>, Option<String
                 partitions = Some(value.parse::<u32>().map_err(|_| SqlError::Plan(format!("partitions = {value}: give a whole number of partitions")))?)
             }
             "partition_by" => partition_by = Some(value),
-            _ => return Err(SqlError::Plan(format!("CREATE TABLE option {key:?} is unknown: the options are partitions and partition_by"))),
+            // PostgreSQL's storage parameter (pgbench -i sends `fillfactor = 100`): heap
+            // pages are filled completely, which is what 100 asks; any other value would be
+            // a request flashscan does not honour.
+            "fillfactor" if value == "100" => {}
+            "fillfactor" => {
+                return Err(SqlError::Plan(format!(
+                    "CREATE TABLE option fillfactor = {value} is not supported: flashscan fills heap pages completely (fillfactor = 100); leave it out or give 100"
+                )))
+            }
+            _ => return Err(SqlError::Plan(format!("CREATE TABLE option {key:?} is unknown: the options are partitions, partition_by and fillfactor (100)"))),
         }
     }
     Ok((partitions, partition_by))
@@ -119,7 +129,37 @@ pub fn refuse_unsupported_create(ct: &CreateTable) -> Result<(), SqlError> {
     if ct.like.is_some() || ct.clone.is_some() {
         return no("CREATE TABLE … LIKE/CLONE", "list the columns");
     }
+    for column in &ct.columns {
+        for option in &column.options {
+            refuse_column_option(&column.name.value, &option.option)?;
+        }
+    }
     Ok(())
+}
+
+/// A column option flashscan does not honour is refused, never accepted and dropped: a
+/// PRIMARY KEY or UNIQUE that is not enforced would store the duplicates the user declared
+/// impossible. NULL / NOT NULL are honoured; DEFAULT is refused after planning (it arrives
+/// as DataFusion's `column_defaults`); everything else is refused here, by name.
+fn refuse_column_option(column: &str, option: &ColumnOption) -> Result<(), SqlError> {
+    let refuse = |what: &str, instead: &str| Err(SqlError::Plan(format!("column {column}: {what} is not supported yet: {instead}")));
+    match option {
+        ColumnOption::Null | ColumnOption::NotNull | ColumnOption::Default(_) => Ok(()),
+        ColumnOption::PrimaryKey(_) => refuse(
+            "PRIMARY KEY (not enforced yet, and flashscan refuses a key it would not enforce)",
+            "declare the column NOT NULL without the key; a B+tree index comes from `flashscan index create`",
+        ),
+        ColumnOption::Unique(_) => refuse(
+            "UNIQUE (not enforced yet, and flashscan refuses a constraint it would not enforce)",
+            "drop UNIQUE from the column; a B+tree index comes from `flashscan index create`",
+        ),
+        ColumnOption::ForeignKey(_) => refuse("REFERENCES (foreign keys are not enforced)", "drop REFERENCES from the column"),
+        ColumnOption::Check(_) => refuse("CHECK (not enforced)", "drop the CHECK and validate the rows before INSERT"),
+        ColumnOption::Identity(_) | ColumnOption::Generated { .. } => {
+            refuse("an identity or generated column", "give the column's value in every INSERT")
+        }
+        other => refuse(&format!("the column option {other}"), "drop it from the column"),
+    }
 }
 
 pub fn new_table(name: String, columns: Vec<flashscan_storage::ColumnDef>, partitions: Option<u32>, partition_by: Option<String>, if_not_exists: bool) -> NewTable {

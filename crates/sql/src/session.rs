@@ -9,11 +9,12 @@ use std::time::Instant;
 
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
-use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion::execution::session_state::SessionState;
+use datafusion::prelude::{DataFrame, SessionConfig, SessionContext};
 use datafusion::logical_expr::{DdlStatement, LogicalPlan};
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{ObjectType, Statement as SqlStatement};
-use flashscan_storage::{Catalog, ColumnDef, ColumnType, Database};
+use flashscan_storage::{Catalog, ColumnDef, ColumnType};
 use flashscan_write::WritePath;
 
 use crate::column_statistics::column_store_statistics;
@@ -59,9 +60,8 @@ pub struct FlashscanSession {
     db_dir: PathBuf,
     table_names: RwLock<Vec<String>>,
     options: SessionOptions,
-    /// Databases made by `flashscan init`: the catalog, the deltas, and (once a statement
-    /// writes) the lock and the log.
-    write: Option<Arc<WritePath>>,
+    /// The catalog, the deltas, and (once a statement writes) the lock and the log.
+    write: Arc<WritePath>,
     /// `BEGIN … COMMIT` (session_txn.rs).
     txn: std::sync::Mutex<txn::TxnState>,
 }
@@ -77,7 +77,7 @@ impl FlashscanSession {
     /// Opens the database and registers each of its tables. Table names are registered in
     /// lower case, as SQL folds unquoted names to lower case.
     pub fn open(db_dir: &Path, options: SessionOptions) -> Result<FlashscanSession, SqlError> {
-        let write = WritePath::open(db_dir)?.map(Arc::new);
+        let write = Arc::new(WritePath::open(db_dir)?);
         // `SET flashscan.*` and `SHOW flashscan.*`; a new session starts from the environment.
         let settings = FlashscanSettings::from_env().map_err(|e| SqlError::InvalidArgument(e.to_string()))?;
         let mut config = SessionConfig::new().with_information_schema(true).with_option_extension(settings);
@@ -97,12 +97,30 @@ impl FlashscanSession {
         Ok(session)
     }
 
+    /// The state one statement plans and runs with: the session's, with a snapshot of
+    /// now attached — READ COMMITTED: the statement reads every table as of one moment,
+    /// each transaction whole or not at all (`flashscan_write::ReadSnapshot`, which the
+    /// tables' scans find here). A copy per statement, so no statement can read another's
+    /// (older) snapshot from the session.
+    pub(crate) fn statement_state(&self) -> Result<SessionState, SqlError> {
+        let mut state = self.ctx.state();
+        state.config_mut().set_extension(Arc::new(self.write.read_snapshot()?));
+        Ok(state)
+    }
+
+    /// Runs a plan made with `state` (from [`FlashscanSession::statement_state`]): a query
+    /// or DML on that state and its snapshot; DDL and `SET` on the session, which they
+    /// change.
+    pub(crate) async fn frame_of(&self, state: SessionState, plan: LogicalPlan) -> datafusion::error::Result<DataFrame> {
+        match plan {
+            LogicalPlan::Ddl(_) | LogicalPlan::Statement(_) => self.ctx.execute_logical_plan(plan).await,
+            plan => Ok(DataFrame::new(state, plan)),
+        }
+    }
+
     /// The database's catalog as it is now.
     fn current_catalog(&self) -> Result<Catalog, SqlError> {
-        Ok(match &self.write {
-            Some(w) => w.catalog()?,
-            None => Database::open(&self.db_dir)?.catalog().clone(),
-        })
+        Ok(self.write.catalog()?)
     }
 
     /// The session's `flashscan.*` settings as they are now.
@@ -126,9 +144,7 @@ impl FlashscanSession {
         for table in catalog.tables.values() {
             let name = table.name.to_lowercase();
             let mut provider = FlashscanTable::new(table.clone(), db_dir.to_path_buf(), options.read, scan_log.clone(), &settings);
-            if let Some(w) = &self.write {
-                provider = provider.with_write(w.clone(), w.delta(&table.name));
-            }
+            provider = provider.with_write(self.write.clone());
             if table.is_column_store() {
                 // A directory that does not read or verify leaves the table without
                 // statistics; its scan reads the same directories and reports the error.
@@ -147,12 +163,7 @@ impl FlashscanSession {
     /// Takes the database lock and the log for this session's first write (a second
     /// writer gets an error naming the holder), then sees the database as it is now.
     fn ensure_writer(&self) -> Result<&Arc<WritePath>, SqlError> {
-        let Some(w) = &self.write else {
-            return Err(SqlError::Plan(format!(
-                "{} takes no writes: it was made by `flashscan load` and has no write-ahead log; make a database with `flashscan init` for CREATE TABLE and INSERT",
-                self.db_dir.display()
-            )));
-        };
+        let w = &self.write;
         if w.become_writer(WRITER_NAME)? {
             self.register_tables(&w.catalog()?)?;
         }
@@ -161,24 +172,22 @@ impl FlashscanSession {
 
     /// Takes the database lock and the log now, naming `holder` in the lock (`flashscan
     /// serve` does at start: it is the database's one writer while it runs), and returns
-    /// the write path its tables insert through; `None` for a database made by `flashscan
-    /// load` (no log).
-    pub fn take_writer(&self, holder: &str) -> Result<Option<Arc<WritePath>>, SqlError> {
-        let Some(w) = &self.write else { return Ok(None) };
-        if w.become_writer(holder)? {
-            self.register_tables(&w.catalog()?)?;
+    /// the write path its tables insert through (a database made by `flashscan load` gets
+    /// its log here).
+    pub fn take_writer(&self, holder: &str) -> Result<Arc<WritePath>, SqlError> {
+        if self.write.become_writer(holder)? {
+            self.register_tables(&self.write.catalog()?)?;
         }
-        Ok(Some(w.clone()))
+        Ok(self.write.clone())
     }
 
     pub fn context(&self) -> &SessionContext {
         &self.ctx
     }
 
-    /// The write path of a database made by `flashscan init` (`None` for a loaded one):
-    /// its limits, automatic checkpoint figures and log counters.
-    pub fn write_path(&self) -> Option<&Arc<flashscan_write::WritePath>> {
-        self.write.as_ref()
+    /// The write path: its limits, automatic checkpoint figures and log counters.
+    pub fn write_path(&self) -> &Arc<flashscan_write::WritePath> {
+        &self.write
     }
 
     pub fn db_dir(&self) -> &Path {
@@ -245,9 +254,20 @@ impl FlashscanSession {
                     self.register_tables(&w.catalog()?)?;
                     return status_output(text, format!("dropped {}", if dropped.is_empty() { "nothing".into() } else { dropped.join(", ") }), started);
                 }
-                SqlStatement::Update(_) | SqlStatement::Delete(_) | SqlStatement::Merge(_) | SqlStatement::Truncate(_) => {
+                SqlStatement::CreateIndex(_) => {
                     return Err(SqlError::Plan(
-                        "UPDATE, DELETE, MERGE and TRUNCATE are not supported yet: flashscan takes INSERT only (the log reserves record kinds for them)".into(),
+                        "CREATE INDEX is not supported yet (INSERT would not maintain it): build a B+tree with `flashscan index create DB TABLE --name NAME --columns COL`".into(),
+                    ));
+                }
+                SqlStatement::AlterTable(_) => {
+                    return Err(SqlError::Plan(
+                        "ALTER TABLE is not supported yet (constraints, added or renamed columns): create a new table and INSERT INTO it … SELECT".into(),
+                    ));
+                }
+                SqlStatement::Truncate(truncate) => return self.truncate(truncate, text).await,
+                SqlStatement::Update(_) | SqlStatement::Delete(_) | SqlStatement::Merge(_) => {
+                    return Err(SqlError::Plan(
+                        "UPDATE, DELETE and MERGE are not supported yet: flashscan takes INSERT and TRUNCATE (the log reserves record kinds for them)".into(),
                     ));
                 }
                 SqlStatement::Insert(insert) => {
@@ -266,10 +286,11 @@ impl FlashscanSession {
         self.scan_log.take();
         let started = Instant::now();
         let mut table_setting_changed = false;
+        let state = self.statement_state()?;
         let result = async {
-            let plan = self.ctx.state().statement_to_plan(statement).await?;
+            let plan = state.statement_to_plan(statement).await?;
             table_setting_changed = sets_a_table_setting(&plan);
-            let frame = self.ctx.execute_logical_plan(plan).await?;
+            let frame = self.frame_of(state, plan).await?;
             let schema = frame.schema().inner().clone();
             let batches = frame.collect().await?;
             // Column stores hand strings on as views; answers keep the declared Utf8.
@@ -314,9 +335,10 @@ impl FlashscanSession {
         };
         self.scan_log.take();
         let started = Instant::now();
+        let state = self.statement_state()?;
         let result = async {
-            let plan = self.ctx.state().statement_to_plan(statement).await.map_err(SqlError::from)?;
-            let frame = self.ctx.execute_logical_plan(plan).await.map_err(SqlError::from)?;
+            let plan = state.statement_to_plan(statement).await.map_err(SqlError::from)?;
+            let frame = self.frame_of(state, plan).await.map_err(SqlError::from)?;
             let mut stream = frame.execute_stream().await.map_err(SqlError::from)?;
             // Column stores hand strings on as views; files keep the declared Utf8.
             let schema = crate::reader::answer_schema(&stream.schema());
@@ -363,6 +385,32 @@ impl FlashscanSession {
         let table = w.create_table(crate::dml::new_table(name, columns, partitions, partition_by, if_not_exists))?;
         self.register_tables(&w.catalog()?)?;
         status_output(text, format!("table {} ({} partitions, hashed on {})", table.name, table.partitions.len(), table.partition_by), started)
+    }
+
+    /// TRUNCATE [TABLE] t [, …]: every table emptied in one catalog commit (the write
+    /// path's `truncate_tables`). Options PostgreSQL has and flashscan would not honour
+    /// (partitions, CASCADE into referencing tables, identity sequences) are refused.
+    async fn truncate(&self, truncate: &datafusion::sql::sqlparser::ast::Truncate, text: String) -> Result<QueryOutput, SqlError> {
+        use datafusion::sql::sqlparser::ast::{CascadeOption, TruncateIdentityOption};
+        let started = Instant::now();
+        if truncate.partitions.is_some() || truncate.on_cluster.is_some() {
+            return Err(SqlError::Plan("TRUNCATE … PARTITION / ON CLUSTER is not supported: TRUNCATE the whole table".into()));
+        }
+        if matches!(truncate.cascade, Some(CascadeOption::Cascade)) {
+            return Err(SqlError::Plan("TRUNCATE … CASCADE is not supported: flashscan has no foreign keys, so name every table to empty".into()));
+        }
+        if matches!(truncate.identity, Some(TruncateIdentityOption::Restart)) {
+            return Err(SqlError::Plan("TRUNCATE … RESTART IDENTITY is not supported: flashscan has no identity columns or sequences".into()));
+        }
+        let names: Vec<String> = truncate.table_names.iter().map(|t| t.name.0.last().map(|p| p.to_string()).unwrap_or_default().trim_matches('"').to_string()).collect();
+        let w = self.ensure_writer()?;
+        let known = w.catalog()?;
+        let names: Vec<&str> = if truncate.if_exists { names.iter().map(String::as_str).filter(|n| known.tables.keys().any(|k| k.eq_ignore_ascii_case(n))).collect() } else { names.iter().map(String::as_str).collect() };
+        if !names.is_empty() {
+            w.truncate_tables(&names)?;
+        }
+        self.register_tables(&w.catalog()?)?;
+        status_output(text, format!("truncated {}", if names.is_empty() { "nothing".to_string() } else { names.join(", ") }), started)
     }
 
     /// Adds what the user needs to fix an unknown table: the tables there are.

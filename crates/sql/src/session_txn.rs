@@ -215,8 +215,8 @@ impl FlashscanSession {
                 "the transaction was aborted by an earlier error ({cause}): statements are refused until ROLLBACK (or COMMIT, which writes nothing) ends it"
             )))),
             TxnState::Open { .. } => match statement {
-                DFStatement::Statement(s) if matches!(s.as_ref(), SqlStatement::CreateTable(_) | SqlStatement::Drop { .. } | SqlStatement::CreateIndex(_) | SqlStatement::AlterTable(_)) => {
-                    Some(Err(SqlError::Plan("CREATE/DROP/ALTER inside BEGIN … COMMIT is not supported (DDL commits on its own): COMMIT first".into())))
+                DFStatement::Statement(s) if matches!(s.as_ref(), SqlStatement::CreateTable(_) | SqlStatement::Drop { .. } | SqlStatement::CreateIndex(_) | SqlStatement::AlterTable(_) | SqlStatement::Truncate(_)) => {
+                    Some(Err(SqlError::Plan("CREATE/DROP/ALTER/TRUNCATE inside BEGIN … COMMIT is not supported yet (DDL commits on its own): COMMIT first".into())))
                 }
                 _ => None,
             },
@@ -245,7 +245,8 @@ impl FlashscanSession {
         let started = Instant::now();
         let text = statement.to_string();
         let w = self.ensure_writer()?.clone();
-        let plan = self.ctx.state().statement_to_plan(statement).await?;
+        let state = self.statement_state()?;
+        let plan = state.statement_to_plan(statement).await?;
         let LogicalPlan::Dml(dml) = plan else {
             return Err(SqlError::Internal("INSERT did not plan as an insert".into()));
         };
@@ -253,7 +254,7 @@ impl FlashscanSession {
             return Err(SqlError::Plan(format!("{}: only INSERT INTO (append) is supported", dml.op)));
         }
         let table = dml.table_name.table().to_string();
-        let frame = self.ctx.execute_logical_plan(dml.input.as_ref().clone()).await?;
+        let frame = self.frame_of(state, dml.input.as_ref().clone()).await?;
         let batches = frame.collect().await?;
         let mut st = self.txn_state()?;
         let Some(txn) = Self::staged_statement(&mut st) else {

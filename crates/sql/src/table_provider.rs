@@ -19,7 +19,7 @@ use datafusion::logical_expr::dml::InsertOp;
 use datafusion::physical_plan::union::UnionExec;
 use datafusion::physical_plan::ExecutionPlan;
 use flashscan_storage::{PartitionMeta, TableMeta};
-use flashscan_write::{TableDelta, WritePath};
+use flashscan_write::{ReadSnapshot, SnapshotTable, WritePath};
 
 use crate::exec_plan::{FlashscanExec, ScanSpec};
 use crate::metrics::ScanLog;
@@ -46,10 +46,8 @@ pub struct FlashscanTable {
     /// Per column over the whole table (min, max, nulls) for the planner; unknown unless
     /// the format records them (the column store).
     column_statistics: Arc<Vec<ColumnStatistics>>,
-    /// Committed rows not yet in the table's pages (databases made by `flashscan init`):
-    /// every scan unions them with the partitions' pages.
-    delta: Option<Arc<TableDelta>>,
-    /// Where INSERT goes; `None` for a database without a write-ahead log.
+    /// Where INSERT goes, and the snapshots scans read committed rows by (pages, and the
+    /// rows still only in the delta); `None` for a cluster coordinator's tables.
     write: Option<Arc<WritePath>>,
     /// The registering session's settings: `slices` and `views` shape the schema and the
     /// filters the scan takes over (answered before any scan is planned), so they are the
@@ -70,36 +68,36 @@ impl FlashscanTable {
             scan_log,
             partition_ranges: Vec::new(),
             column_statistics: Arc::new(Vec::new()),
-            delta: None,
             write: None,
             table_settings: settings.clone(),
         }
     }
 
-    /// The table's delta (merged into scans) and the write path INSERT goes to.
-    pub fn with_write(mut self, write: Arc<WritePath>, delta: Option<Arc<TableDelta>>) -> FlashscanTable {
+    /// The write path INSERT goes to and scans read snapshots of.
+    pub fn with_write(mut self, write: Arc<WritePath>) -> FlashscanTable {
         self.write = Some(write);
-        self.delta = delta;
         self
     }
 
-    /// The table as committed now and its delta, taken together. A checkpoint (on demand
-    /// or automatic, in this process) moves delta rows into pages and starts a fresh delta,
-    /// swapping both at once; a provider that kept the pair it was registered with would
-    /// miss every row inserted after that checkpoint. So scans and statistics ask the write
-    /// path each time; a database without a log never changes under a session.
-    fn current(&self) -> (Arc<TableMeta>, Option<Arc<TableDelta>>) {
-        if let Some(w) = &self.write {
-            if let Ok(Some((table, delta))) = w.table_snapshot(&self.table.name) {
-                return (Arc::new(table), delta);
-            }
+    /// The table as a statement's snapshot sees it: its pages, and the rows still only in
+    /// its delta that the snapshot sees. The statement's snapshot comes with the session
+    /// state (`flashscan sql` and the server attach one per statement, so every table of a
+    /// statement is read as of one moment); without one, a snapshot of now. A checkpoint
+    /// moves delta rows into pages and starts a fresh delta, so a provider never keeps the
+    /// pair it was registered with. Column store tables take no writes and are not in a
+    /// snapshot: their registered meta is the committed one.
+    fn view(&self, state: Option<&dyn Session>) -> (Arc<TableMeta>, Option<SnapshotTable>) {
+        let attached = state.and_then(|s| s.config().get_extension::<ReadSnapshot>());
+        let snapshot = attached.or_else(|| self.write.as_ref().and_then(|w| w.read_snapshot().ok()).map(Arc::new));
+        match snapshot.as_ref().and_then(|s| s.table(&self.table.name)) {
+            Some(t) => (t.table().clone(), Some(t.clone())),
+            None => (self.table.clone(), None),
         }
-        (self.table.clone(), self.delta.clone())
     }
 
     /// Committed rows only in the delta now.
     fn delta_rows(&self) -> u64 {
-        self.current().1.map(|d| d.row_count()).unwrap_or(0)
+        self.view(None).1.map(|d| d.delta_row_count()).unwrap_or(0)
     }
 
     /// Per column statistics for the planner; ignored unless one per column.
@@ -330,8 +328,8 @@ impl TableProvider for FlashscanTable {
     }
 
     fn statistics(&self) -> Option<Statistics> {
-        let (table, delta) = self.current();
-        let delta_rows = delta.as_ref().map(|d| d.row_count()).unwrap_or(0);
+        let (table, delta) = self.view(None);
+        let delta_rows = delta.as_ref().map(|d| d.delta_row_count()).unwrap_or(0);
         let mut statistics = Statistics::new_unknown(&self.schema)
             .with_num_rows(Precision::Exact((table.row_count + delta_rows) as usize))
             .with_total_byte_size(Precision::Inexact(table.size_bytes as usize));
@@ -342,7 +340,7 @@ impl TableProvider for FlashscanTable {
     }
 
     async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
-        let (table, delta) = self.current();
+        let (table, delta) = self.view(Some(state));
         let projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
             None => (0..table.columns.len()).collect(),
@@ -381,12 +379,13 @@ impl TableProvider for FlashscanTable {
         };
         spec.sampled_selectivity = sample_off_the_planner(&spec).await;
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
-        let Some(delta) = delta.as_ref().filter(|d| d.row_count() > 0) else { return Ok(pages) };
+        let Some(delta) = delta.as_ref().filter(|d| d.delta_row_count() > 0) else { return Ok(pages) };
         if row_filter.is_some() {
-            // Filters are exact only for tables without delta rows: rows arrived between
-            // planning and the scan would go unfiltered.
-            return Err(datafusion::error::DataFusionError::Plan(format!(
-                "table {}: rows were inserted while the query was planned; run it again",
+            // Filters are exact only for tables without delta rows, decided from a view
+            // taken after the statement's snapshot: a snapshot with delta rows here means
+            // the table gained rows before the decision, which then said Inexact.
+            return Err(datafusion::error::DataFusionError::Internal(format!(
+                "table {}: a filter taken over as exact, but the snapshot has rows in the delta",
                 table.name
             )));
         }
@@ -395,7 +394,7 @@ impl TableProvider for FlashscanTable {
         let schema = pages.schema();
         let mut batches = Vec::new();
         for &p in &kept_positions {
-            let decoded = delta.decode(&table, p, &projection).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            let decoded = delta.decode_delta(p, &projection).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
             if let Some(b) = decoded {
                 // As the scan declares them (a column store's strings are views).
                 let columns = b
@@ -424,7 +423,7 @@ impl TableProvider for FlashscanTable {
         }
         let Some(write) = &self.write else {
             return Err(datafusion::error::DataFusionError::Plan(format!(
-                "table {} takes no INSERT: its database was made by `flashscan load` and has no write-ahead log (make one with `flashscan init`)",
+                "table {} takes no INSERT through a cluster coordinator: insert on the host that owns the database (`flashscan sql` or `flashscan serve` there)",
                 self.table.name
             )));
         };

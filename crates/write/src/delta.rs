@@ -8,7 +8,7 @@
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::heap::header::{read_header, seal};
@@ -83,6 +83,10 @@ impl PartitionDelta {
 /// appends to it after each commit).
 pub struct TableDelta {
     table: String,
+    /// The table as committed when this delta began: the pages its rows sit on top of. A
+    /// table's pages change only by a checkpoint, which starts a fresh delta in the same
+    /// step, so this pair is always consistent (what a statement's snapshot reads).
+    table_meta: Arc<TableMeta>,
     column_count: u16,
     partitions: Mutex<Vec<PartitionDelta>>,
     row_count: AtomicU64,
@@ -99,6 +103,7 @@ impl TableDelta {
         let column_count = table.columns.len() as u16;
         TableDelta {
             table: table.name.clone(),
+            table_meta: Arc::new(table.clone()),
             column_count,
             partitions: Mutex::new((0..table.partitions.len()).map(|_| PartitionDelta::new(column_count)).collect()),
             row_count: AtomicU64::new(0),
@@ -107,6 +112,17 @@ impl TableDelta {
 
     pub fn row_count(&self) -> u64 {
         self.row_count.load(Ordering::Acquire)
+    }
+
+    /// The table as committed when this delta began (see the field).
+    pub fn table_meta(&self) -> &Arc<TableMeta> {
+        &self.table_meta
+    }
+
+    /// Rows in each partition now: what a snapshot taken now sees
+    /// ([`TableDelta::decode_prefix`] reads no further).
+    pub fn partition_row_counts(&self) -> Vec<u64> {
+        self.partitions.lock().map(|parts| parts.iter().map(|p| p.row_count).collect()).unwrap_or_default()
     }
 
     /// Memory the delta holds (pages and the open pages' rows): what the write path's
@@ -166,6 +182,18 @@ impl TableDelta {
             decoder.push_page(page, DELTA_PAGE_ID.0, Path::new("(delta in memory)"), (i * PAGE_SIZE_BYTES) as u64)?;
         }
         Ok(Some(decoder.finish()))
+    }
+
+    /// The partition's first `rows` rows decoded (projected): a snapshot's view, which
+    /// commits appended after it do not change (a partition's rows only ever append).
+    pub fn decode_prefix(&self, table: &TableMeta, partition: usize, projection: &[usize], rows: u64) -> Result<Option<RecordBatch>, StorageError> {
+        if rows == 0 {
+            return Ok(None);
+        }
+        let Some(batch) = self.decode(table, partition, projection)? else { return Ok(None) };
+        let rows = rows as usize;
+        debug_assert!(batch.num_rows() >= rows, "a partition's delta only grows: {} rows now, {rows} seen before", batch.num_rows());
+        Ok(Some(if batch.num_rows() > rows { batch.slice(0, rows) } else { batch }))
     }
 }
 

@@ -37,6 +37,7 @@ use flashscan_wal::{InsertRow, Lsn, Record, TxnId, Wal, WalError};
 use crate::delta::{rows_of_page, TableDelta};
 use crate::error::WriteError;
 use crate::gate::SharedGate;
+use crate::snapshot::Visibility;
 use crate::write_path::{key_of, meta_of, State, WritePath};
 
 /// Rows per partition, each in the page's row encoding.
@@ -224,7 +225,7 @@ impl WritePath {
             let _ = logged.wal.abort(logged.txn);
             return Err(e.into());
         }
-        append_to_deltas(staged, &logged.targets)?;
+        append_to_deltas(&self.visibility, staged, &logged.targets)?;
         Ok(row_count)
     }
 
@@ -242,7 +243,8 @@ impl WritePath {
                 let delta = match st.deltas.get(&s.key) {
                     Some(d) => d.clone(),
                     None => {
-                        let d = Arc::new(TableDelta::new(&s.table));
+                        // On top of the table's pages as committed (what snapshots pair it with).
+                        let d = Arc::new(TableDelta::new(st.catalog.tables.get(&s.key).unwrap_or(&s.table)));
                         st.deltas.insert(s.key.clone(), d.clone());
                         d
                     }
@@ -295,7 +297,7 @@ impl WritePath {
         let Some(gate) = self.try_commit_gate() else { return Ok(Err(txn)) };
         let mut staged = txn.staged;
         let logged = self.log_staged(&mut staged)?;
-        Ok(Ok(PendingCommit { _gate: gate, logged, staged, row_count, finished: false }))
+        Ok(Ok(PendingCommit { _gate: gate, visibility: &self.visibility, logged, staged, row_count, finished: false }))
     }
 
     /// A prepared insert into `table`: the embedded API for many small commits (what
@@ -322,7 +324,10 @@ struct Logged {
 }
 
 /// The rows of a commit whose record is durable join the deltas (visible from now on).
-fn append_to_deltas(staged: &[Staged], targets: &[Target]) -> Result<(), WriteError> {
+/// A commit's rows into its tables' deltas, all of them before any snapshot can see one
+/// (snapshot.rs).
+fn append_to_deltas(visibility: &Visibility, staged: &[Staged], targets: &[Target]) -> Result<(), WriteError> {
+    let _publishing = visibility.publish();
     for (s, t) in staged.iter().zip(targets) {
         for (partition, part_rows) in s.rows.iter().enumerate() {
             if !part_rows.is_empty() {
@@ -341,6 +346,7 @@ fn append_to_deltas(staged: &[Staged], targets: &[Target]) -> Result<(), WriteEr
 /// too (and in the deltas before any checkpoint's redo point passes them).
 pub struct PendingCommit<'a> {
     _gate: SharedGate<'a>,
+    visibility: &'a Visibility,
     logged: Logged,
     staged: Vec<Staged>,
     row_count: u64,
@@ -378,7 +384,7 @@ impl PendingCommit<'_> {
         self.finished = true;
         match durable {
             Ok(()) => {
-                append_to_deltas(&self.staged, &self.logged.targets)?;
+                append_to_deltas(self.visibility, &self.staged, &self.logged.targets)?;
                 Ok(self.row_count)
             }
             Err(e) => {

@@ -10,6 +10,8 @@
 //!   API) and `BEGIN … COMMIT` transactions, waited for on a thread or awaited by an async
 //!   caller ([`PendingCommit`]);
 //! - `gate`: the commit gate that keeps a checkpoint's redo point out of a commit;
+//! - `snapshot`: [`ReadSnapshot`], a statement's view of every heap table, each
+//!   transaction whole or not at all;
 //! - [`checkpoint`]: the deltas written as new heap pages, one catalog commit with the new
 //!   page counts and the redo point, then the log recycled;
 //! - [`limits`]: the delta's memory bound and the automatic checkpoint's triggers;
@@ -31,6 +33,7 @@ pub mod init;
 pub mod insert;
 pub mod limits;
 pub mod lock;
+mod snapshot;
 pub mod unflushed;
 pub mod write_path;
 
@@ -41,5 +44,6 @@ pub use error::WriteError;
 pub use init::{init_database, InitOptions, InitReport};
 pub use insert::{PendingCommit, PreparedInsert, Transaction};
 pub use lock::WriterLock;
+pub use snapshot::{ReadSnapshot, SnapshotTable};
 pub use unflushed::{refuse_if_unflushed, unflushed_rows};
 pub use write_path::{recover, AutoCheckpointStats, NewTable, RecoveryReport, WriteLimits, WritePath};

@@ -30,6 +30,7 @@ use crate::error::WriteError;
 use crate::gate::{CommitGate, ExclusiveGate, SharedGate};
 use crate::limits::{CHECKPOINT_DELTA_BYTES_DEFAULT, CHECKPOINT_INTERVAL_S_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT, DELTA_BYTES_MAX_DEFAULT};
 use crate::lock::WriterLock;
+use crate::snapshot::{ReadSnapshot, Visibility};
 
 /// A table to create (from CREATE TABLE).
 #[derive(Debug, Clone)]
@@ -173,6 +174,9 @@ pub struct WritePath {
     /// flush); `lock_state` (DDL, checkpoint, becoming the writer) holds it exclusive, so a
     /// checkpoint's redo point never falls between a commit's records and its delta rows.
     commit_gate: CommitGate,
+    /// A commit's rows join all their tables' deltas at once with respect to snapshots
+    /// (snapshot.rs).
+    pub(crate) visibility: Visibility,
 }
 
 /// The state with no commit in flight: what DDL and the checkpoint hold.
@@ -208,10 +212,62 @@ fn poisoned() -> WriteError {
 pub(crate) fn meta_of(catalog: &Catalog, db_dir: &Path) -> Result<WriteMeta, WriteError> {
     catalog.write.clone().ok_or_else(|| {
         WriteError::NotSupported(format!(
-            "{} takes no writes: it was made by `flashscan load` and has no write-ahead log; make a database with `flashscan init` for CREATE TABLE and INSERT",
+            "{} has no write-ahead log yet (it was made by `flashscan load`), so there is nothing to checkpoint or recover: its first write (INSERT or CREATE TABLE in `flashscan sql` or `flashscan serve`) gives it one",
             db_dir.display()
         ))
     })
+}
+
+/// Gives a database made by `flashscan load` its write-ahead log, so that it takes writes
+/// like one made by `flashscan init` (every database has a log). The caller holds the
+/// database lock. Two steps: the log is created in `wal/` inside the database, then one
+/// atomic catalog commit names it. A crash between them leaves a log that names this
+/// database and holds no record (nothing can be logged before the catalog names the log);
+/// the next call adopts it. Anything else already at `wal/` is refused and left untouched.
+/// Returns the catalog as committed.
+fn add_log(db_dir: &Path, catalog: &Catalog) -> Result<Catalog, WriteError> {
+    debug_assert!(catalog.write.is_none(), "add_log on a database that has a log");
+    let wal_path = db_dir.join(crate::init::DEFAULT_WAL_DIR_NAME);
+    let label = std::path::absolute(db_dir).map_err(crate::error::file_err(db_dir))?.to_string_lossy().into_owned();
+    let refuse = |why: String| WriteError::InvalidArgument(format!("{}: {why}; move it out of the database to let it take writes", wal_path.display()));
+    let (id, redo_lsn) = match std::fs::symlink_metadata(&wal_path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let id: u128 = rand::random();
+            Wal::create(WalConfig::new(&wal_path), DatabaseIdentity { id, label: label.clone() })?.close()?;
+            (id, flashscan_wal::FIRST_RECORD_LSN.0)
+        }
+        Err(e) => return Err(crate::error::file_err(&wal_path)(e)),
+        Ok(m) if !m.is_dir() => return Err(refuse("it is not a directory flashscan made".into())),
+        Ok(_) => {
+            let control = read_control(&wal_path).map_err(|e| refuse(format!("it is not a log flashscan can adopt ({e})")))?;
+            if control.identity.label != label {
+                return Err(refuse(format!("it holds the log of another database ({:?})", control.identity.label)));
+            }
+            let scan = scan_dir(&wal_path, control.segment_size_bytes, control.identity.id, control.checkpoint_redo_lsn)?;
+            if !scan.records.is_empty() {
+                return Err(refuse(format!("it holds a log of {} records that the catalog does not name", scan.records.len())));
+            }
+            (control.identity.id, control.checkpoint_redo_lsn.0)
+        }
+    };
+    let mut next = catalog.clone();
+    next.write = Some(WriteMeta {
+        database_id: format!("{id:032x}"),
+        wal_dir: crate::init::DEFAULT_WAL_DIR_NAME.to_string(),
+        // New data files go where the load put its own: the volumes it declared.
+        volumes: catalog.volumes.clone(),
+        redo_lsn,
+        next_table_id: 1,
+        table_ids: BTreeMap::new(),
+    });
+    next.generation += 1;
+    next.write_atomic(db_dir)?;
+    Ok(next)
+}
+
+/// An empty delta for each heap table (column stores take no INSERT).
+fn empty_deltas(catalog: &Catalog) -> BTreeMap<String, Arc<TableDelta>> {
+    catalog.tables.values().filter(|t| !t.is_column_store()).map(|t| (t.name.clone(), Arc::new(TableDelta::new(t)))).collect()
 }
 
 pub(crate) fn wal_dir_of(db_dir: &Path, meta: &WriteMeta) -> PathBuf {
@@ -252,8 +308,7 @@ fn tables_by_id(catalog: &Catalog, meta: &WriteMeta) -> BTreeMap<u32, String> {
 /// Redo: committed inserts from the catalog's redo point on, into fresh deltas.
 fn replay(catalog: &Catalog, meta: &WriteMeta, scan: &Scan) -> Result<(BTreeMap<String, Arc<TableDelta>>, RecoveryReport), WriteError> {
     let started = Instant::now();
-    let deltas: BTreeMap<String, Arc<TableDelta>> =
-        catalog.tables.values().filter(|t| !t.is_column_store()).map(|t| (t.name.clone(), Arc::new(TableDelta::new(t)))).collect();
+    let deltas = empty_deltas(catalog);
     let by_id = tables_by_id(catalog, meta);
     let mut report = RecoveryReport { redo_lsn: meta.redo_lsn, end_lsn: scan.end_lsn.0, log_records_scanned: scan.records.len() as u64, ..Default::default() };
     // Rows are appended per (table, partition) in log order; batching consecutive rows of
@@ -292,13 +347,20 @@ pub(crate) fn key_of(catalog: &Catalog, name: &str) -> Option<String> {
 
 impl WritePath {
     /// Opens for reading: the catalog and the deltas replayed from the log without taking
-    /// it. `None` for a database without a log (made by `flashscan load`).
-    pub fn open(db_dir: &Path) -> Result<Option<WritePath>, WriteError> {
+    /// it. A database made by `flashscan load` has no log until its first write: nothing to
+    /// replay, and [`WritePath::become_writer`] gives it one.
+    pub fn open(db_dir: &Path) -> Result<WritePath, WriteError> {
         let catalog = Catalog::read(db_dir)?;
-        let Some(meta) = catalog.write.clone() else { return Ok(None) };
-        let scan = read_only_scan(db_dir, &meta)?;
-        let (deltas, recovery) = replay(&catalog, &meta, &scan)?;
-        Ok(Some(WritePath { db_dir: db_dir.to_path_buf(), state: Mutex::new(State::new(catalog, deltas, None, recovery)), commit_gate: CommitGate::default() }))
+        let (deltas, recovery) = match catalog.write.clone() {
+            Some(meta) => replay(&catalog, &meta, &read_only_scan(db_dir, &meta)?)?,
+            None => (empty_deltas(&catalog), RecoveryReport::default()),
+        };
+        Ok(WritePath {
+            db_dir: db_dir.to_path_buf(),
+            state: Mutex::new(State::new(catalog, deltas, None, recovery)),
+            commit_gate: CommitGate::default(),
+            visibility: Visibility::default(),
+        })
     }
 
     /// Opens as the one writer: the database lock, the log (recovery: scan from the redo
@@ -310,6 +372,7 @@ impl WritePath {
             db_dir: db_dir.to_path_buf(),
             state: Mutex::new(State::new(catalog, BTreeMap::new(), None, RecoveryReport::default())),
             commit_gate: CommitGate::default(),
+            visibility: Visibility::default(),
         };
         wp.become_writer(holder)?;
         Ok(wp)
@@ -346,8 +409,9 @@ impl WritePath {
     }
 
     /// Takes the lock and the log (if not held yet), re-reads the catalog and replays the
-    /// log again: another writer may have committed since this reader opened. Returns
-    /// true when it changed anything (the caller re-registers its tables).
+    /// log again: another writer may have committed since this reader opened. A database
+    /// made by `flashscan load` gets its log here (`add_log`). Returns true when it changed
+    /// anything (the caller re-registers its tables).
     pub fn become_writer(&self, holder: &str) -> Result<bool, WriteError> {
         // Every INSERT asks: answer from the mutex alone, without draining commits.
         if self.is_writer() {
@@ -359,6 +423,10 @@ impl WritePath {
         }
         let lock = WriterLock::acquire(&self.db_dir, holder)?;
         let catalog = Catalog::read(&self.db_dir)?;
+        let catalog = match catalog.write {
+            Some(_) => catalog,
+            None => add_log(&self.db_dir, &catalog)?,
+        };
         let meta = meta_of(&catalog, &self.db_dir)?;
         let identity = identity_of(&self.db_dir, &meta)?;
         let (wal, scan) = Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity)?;
@@ -373,14 +441,18 @@ impl WritePath {
         Ok(self.lock_state_shared()?.catalog.clone())
     }
 
-    /// The table as committed now and its delta, read together under the state mutex: a
-    /// checkpoint replaces both at once (new page counts, a fresh delta), so a reader that
-    /// takes them here sees every committed row exactly once. `None`: no such table.
-    pub fn table_snapshot(&self, table: &str) -> Result<Option<(TableMeta, Option<Arc<TableDelta>>)>, WriteError> {
+    /// Every heap table's committed rows as of now, each transaction whole or not at all:
+    /// what one statement reads (snapshot.rs).
+    pub fn read_snapshot(&self) -> Result<ReadSnapshot, WriteError> {
+        let _no_commit_publishes = self.visibility.read();
         let st = self.lock_state_shared()?;
-        let Some(key) = key_of(&st.catalog, table) else { return Ok(None) };
-        let Some(meta) = st.catalog.tables.get(&key) else { return Ok(None) };
-        Ok(Some((meta.clone(), st.deltas.get(&key).cloned())))
+        #[cfg(debug_assertions)]
+        for (name, delta) in &st.deltas {
+            // The pairing the snapshot relies on: a table's pages change only together
+            // with a fresh delta (checkpoint, CREATE TABLE).
+            debug_assert!(st.catalog.tables.get(name) == Some(delta.table_meta().as_ref()), "table {name}: the catalog and its delta's pages differ");
+        }
+        Ok(ReadSnapshot::new(&st.deltas))
     }
 
     pub fn delta(&self, table: &str) -> Option<Arc<TableDelta>> {
@@ -556,8 +628,10 @@ impl WritePath {
         Ok(table)
     }
 
-    /// DROP TABLE: out of the catalog (atomic commit, its id retired), then its files
-    /// removed (only files the catalog listed for it). Its logged rows are skipped by redo.
+    /// DROP TABLE: the table and its indexes out of the catalog (one atomic commit, its id
+    /// retired, their files listed as unreferenced), then those files removed
+    /// (`Catalog::remove_table` and `commit_and_sweep`, as `flashscan drop` does). Its logged
+    /// rows are skipped by redo.
     pub fn drop_table(&self, name: &str, if_exists: bool) -> Result<bool, WriteError> {
         let mut st = self.lock_state()?;
         Self::require_writer(&st)?;
@@ -566,21 +640,88 @@ impl WritePath {
             if if_exists {
                 return Ok(false);
             }
-            return Err(StorageError::UnknownTable { name: name.to_string(), known: st.catalog.tables.keys().cloned().collect::<Vec<_>>().join(", ") }.into());
+            return Err(Self::unknown_table(&st, name));
         };
         let mut next = st.catalog.clone();
-        let Some(table) = next.tables.remove(&key) else { return Ok(false) };
+        if next.remove_table(&key).is_none() {
+            return Ok(false);
+        }
         if let Some(meta) = next.write.as_mut() {
             meta.table_ids.remove(&key);
         }
         next.generation += 1;
         next.write_atomic(&self.db_dir)?;
-        st.catalog = next;
         st.deltas.remove(&key);
-        for f in &table.files {
-            let _ = std::fs::remove_file(self.db_dir.join(&f.path));
-        }
+        Self::commit_then_sweep(&mut st, next, &self.db_dir);
         Ok(true)
+    }
+
+    /// `next` is committed (written): it becomes the state's catalog, then the files it
+    /// lists as unreferenced are removed and the list rewritten. A sweep that fails leaves
+    /// them listed for the next writer; the statement has succeeded either way.
+    fn commit_then_sweep(st: &mut State, next: Catalog, db_dir: &Path) {
+        st.catalog = next.clone();
+        let mut swept = next;
+        if swept.commit_and_sweep(db_dir).is_ok() {
+            st.catalog = swept;
+        }
+    }
+
+    /// TRUNCATE: the tables emptied in one atomic catalog commit — each keeps its columns
+    /// and partitioning, has no pages, and gets a new table id (so redo skips the rows
+    /// logged before) — then their files removed (listed as unreferenced first). Refused,
+    /// with nothing changed, if any of them is a column store or has indexes (they would
+    /// go stale: `flashscan index drop` them first).
+    pub fn truncate_tables(&self, names: &[&str]) -> Result<(), WriteError> {
+        let mut st = self.lock_state()?;
+        Self::require_writer(&st)?;
+        self.refuse_cluster_host(&st, "TRUNCATE")?;
+        let mut next = st.catalog.clone();
+        let mut meta = meta_of(&next, &self.db_dir)?;
+        let mut keys = Vec::with_capacity(names.len());
+        for name in names {
+            let Some(key) = key_of(&st.catalog, name) else { return Err(Self::unknown_table(&st, name)) };
+            let table = st.catalog.tables[&key].clone();
+            if table.is_column_store() {
+                return Err(WriteError::NotSupported(format!(
+                    "TRUNCATE {key}: a column store table is not supported yet: DROP TABLE it and load it again, or rebuild it as a heap first (`flashscan rebuild DB {key} --compression none`)"
+                )));
+            }
+            let indexes: Vec<&str> = st.catalog.indexes_on(&key).map(|i| i.name.as_str()).collect();
+            if !indexes.is_empty() {
+                return Err(WriteError::NotSupported(format!(
+                    "TRUNCATE {key}: the table has indexes ({}) that TRUNCATE does not maintain yet: drop them first (`flashscan index drop DB {key} INDEX`)",
+                    indexes.join(", ")
+                )));
+            }
+            next.remove_table(&key);
+            let id = meta.next_table_id;
+            meta.next_table_id = id.checked_add(1).ok_or_else(|| WriteError::InvalidArgument("the database has used all 2^32 table ids".into()))?;
+            meta.table_ids.insert(key.clone(), id);
+            let emptied = TableMeta {
+                partitions: table.partitions.iter().map(|p| PartitionMeta { index: p.index, row_count: 0, page_count: 0, filegroup: p.filegroup, runs: vec![], row_groups: vec![] }).collect(),
+                row_count: 0,
+                filegroups: table.filegroups.iter().map(|g| FilegroupMeta { index: g.index, files: vec![] }).collect(),
+                files: vec![],
+                size_bytes: 0,
+                load_lsn: next.next_lsn,
+                ..table
+            };
+            next.tables.insert(key.clone(), emptied);
+            keys.push(key);
+        }
+        next.write = Some(meta);
+        next.generation += 1;
+        next.write_atomic(&self.db_dir)?;
+        for key in keys {
+            st.deltas.insert(key.clone(), Arc::new(TableDelta::new(&next.tables[&key])));
+        }
+        Self::commit_then_sweep(&mut st, next, &self.db_dir);
+        Ok(())
+    }
+
+    fn unknown_table(st: &State, name: &str) -> WriteError {
+        StorageError::UnknownTable { name: name.to_string(), known: st.catalog.tables.keys().cloned().collect::<Vec<_>>().join(", ") }.into()
     }
 
     /// After the log stopped on an I/O error (a full disk while a segment was created or

@@ -268,3 +268,65 @@ fn a_cluster_host_refuses_writes_and_stays_readable() {
     assert_eq!(unflushed_rows(&db, "t").unwrap(), 0);
     assert!(all_rows(&db).is_empty());
 }
+
+/// A database made by `flashscan load` (no log) takes INSERT once a writer opens it: the
+/// writer gives it a log (`add_log`), the loaded table takes rows, and they survive a
+/// reopen (replayed from the new log).
+#[test]
+fn a_loaded_database_gets_a_log_at_its_first_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    load_nation(&db);
+    assert!(Catalog::read(&db).unwrap().write.is_none(), "a load makes no log");
+    // A reader opens it without writing anything.
+    let reader = WritePath::open(&db).unwrap();
+    assert!(!reader.is_writer());
+    assert!(!db.join("wal").exists(), "a reader adds no log");
+    let loaded = common::table_batches(&db, "nation");
+    let loaded_rows: usize = loaded.iter().map(|b| b.num_rows()).sum();
+    assert_eq!(loaded_rows, 25);
+    // The first writer adds the log, and the loaded table takes rows at once.
+    reader.become_writer("test").unwrap();
+    let meta = Catalog::read(&db).unwrap().write.expect("the writer gave it a log");
+    assert_eq!(meta.wal_dir, "wal");
+    assert_eq!(reader.insert("nation", &loaded).unwrap(), 25);
+    reader.close().unwrap();
+    let rows: usize = common::table_batches(&db, "nation").iter().map(|b| b.num_rows()).sum();
+    assert_eq!(rows, 50, "the inserted rows are replayed from the new log");
+    // Opening again keeps the same log.
+    common::writer(&db).close().unwrap();
+    assert_eq!(Catalog::read(&db).unwrap().write.unwrap().database_id, meta.database_id);
+}
+
+/// A crash between creating the log and the catalog commit that names it leaves an empty
+/// log naming this database: the next writer adopts it. A log of another database (or
+/// anything else at `wal/`) is refused and left as it was.
+#[test]
+fn a_half_added_log_is_adopted_and_a_foreign_one_refused() {
+    use flashscan_wal::{DatabaseIdentity, Wal, WalConfig};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    load_nation(&db);
+    let label = std::path::absolute(&db).unwrap().to_string_lossy().into_owned();
+    Wal::create(WalConfig::new(db.join("wal")), DatabaseIdentity { id: 0xabc, label }).unwrap().close().unwrap();
+    let wp = WritePath::open(&db).unwrap();
+    wp.become_writer("test").unwrap();
+    wp.close().unwrap();
+    assert_eq!(u128::from_str_radix(&Catalog::read(&db).unwrap().write.unwrap().database_id, 16).unwrap(), 0xabc);
+
+    let other = tempfile::tempdir().unwrap();
+    let db = other.path().join("db");
+    load_nation(&db);
+    Wal::create(WalConfig::new(db.join("wal")), DatabaseIdentity { id: 0xdef, label: "/elsewhere/db".into() }).unwrap().close().unwrap();
+    let e = WritePath::open(&db).unwrap().become_writer("test").unwrap_err().to_string();
+    assert!(e.contains("another database") && e.contains("/elsewhere/db") && !e.contains('\n'), "{e}");
+    assert!(Catalog::read(&db).unwrap().write.is_none(), "nothing committed");
+    assert_eq!(flashscan_wal::files::read_control(&db.join("wal")).unwrap().identity.id, 0xdef, "the foreign log is untouched");
+}
+
+/// TPC-H's nation (25 rows) loaded as a heap, as `flashscan load` does.
+fn load_nation(db: &Path) {
+    let source = flashscan_storage::load::tpch::tpch_source("nation", 0.01, 1).unwrap();
+    let options = flashscan_storage::load::LoadOptions { partition_count: 2, threads: 1, ..Default::default() };
+    flashscan_storage::load::load_table(db, source, &options).unwrap();
+}

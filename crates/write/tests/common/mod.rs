@@ -66,7 +66,7 @@ impl AsRef<Path> for TestDb {
 /// Every row of `table` (all columns): its pages (the heap reader) plus its delta replayed
 /// from the log, as a fresh open sees them.
 pub fn table_batches(db: &Path, table: &str) -> Vec<RecordBatch> {
-    let wp = WritePath::open(db).unwrap().unwrap();
+    let wp = WritePath::open(db).unwrap();
     let catalog = wp.catalog().unwrap();
     let meta = &catalog.tables[table];
     let projection: Vec<usize> = (0..meta.columns.len()).collect();
