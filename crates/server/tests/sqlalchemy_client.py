@@ -127,6 +127,14 @@ def main():
     say("read_sql_chunks", *[len(c) for c in pd.read_sql("select * from frames", engine, chunksize=3)])
     say("read_sql_table_chunks", *[len(c) for c in pd.read_sql("frames", engine, chunksize=5)])
 
+    # A tz-aware column: psycopg binds its values as timestamptz; each moment is kept (read
+    # back in UTC, whether the column keeps the zone or not).
+    berlin = pd.DataFrame({"k": [1, 2], "t": pd.to_datetime(["2024-01-01 10:00", "2024-06-01 12:00"]).tz_localize("Europe/Berlin")})
+    berlin.to_sql("moments", engine, index=False)
+    moments = pd.read_sql("select k, t from moments order by k", engine)["t"]
+    utc = moments.dt.tz_convert("UTC").dt.tz_localize(None) if moments.dt.tz is not None else moments
+    say("moments", *[t.isoformat() for t in utc])
+
     # The DataFrame's index written as a column of its own, named `index` (a keyword in
     # some SQL dialects, a name in PostgreSQL's): works. pandas' default (index=True) also
     # asks for a secondary index on it, which is refused.

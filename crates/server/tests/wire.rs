@@ -784,6 +784,8 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     assert!(dtypes[0] == "id:int64" && dtypes[2] == "score:float64" && dtypes[3] == "ok:bool" && dtypes[4].starts_with("at:datetime64"), "{stdout}");
     assert_eq!(one("read_sql_chunks"), ["3", "3", "2"], "{stdout}");
     assert_eq!(one("read_sql_table_chunks"), ["5", "3"], "{stdout}");
+    // A tz-aware column's moments, in UTC (Berlin is UTC+1 in January, +2 in June).
+    assert_eq!(one("moments"), ["2024-01-01T09:00:00", "2024-06-01T10:00:00"], "{stdout}");
     // The index as a plain column named `index` works; pandas' own index asks for CREATE
     // INDEX: refused, saying what to do. The table it created first stays (DDL is not
     // transactional here; PostgreSQL would have rolled it back).
