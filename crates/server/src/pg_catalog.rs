@@ -1,7 +1,9 @@
 //! Real `pg_catalog` tables, built from flashscan's catalog, for what drivers and BI tools
 //! ask with ordinary SQL: `pg_catalog.pg_namespace`, `pg_class`, `pg_attribute`, `pg_type`,
 //! `pg_database` (psql's `\l`), and the functions those queries call
-//! (`pg_get_userbyid`, `pg_encoding_to_char`, `pg_table_is_visible`, `format_type`).
+//! (`pg_get_userbyid`, `pg_encoding_to_char`, `pg_table_is_visible`, `format_type`, and
+//! what SQLAlchemy's PostgreSQL dialect asks: `version()`, `current_schema()`,
+//! `pg_backend_pid()`, `has_table_privilege`, `obj_description`, … — `register_functions`).
 //! `information_schema.tables` / `columns` are DataFusion's own (the session enables them).
 //!
 //! Small in-memory tables (DataFusion `MemTable`s in a `pg_catalog` schema), rebuilt when
@@ -11,7 +13,8 @@
 //! flashscan has nothing to put in. psql's `\dt` and every step of `\d t` run on these
 //! tables, their PostgreSQL spellings rewritten first (`pg_syntax.rs`); the tables of
 //! what flashscan does not have (defaults, inheritance, policies, extended statistics,
-//! publications, indexes, constraints) exist with their columns and no rows.
+//! publications, indexes, constraints, comments, sequences, enums, tablespaces) exist with
+//! their columns and no rows.
 
 use std::sync::Arc;
 

@@ -79,6 +79,9 @@ def main():
     with engine.connect() as c:
         say("version", *engine.dialect.server_version_info)
         say("current", *c.execute(sa.text("select current_schema(), current_database()")).one())
+        # The pid the server gave this connection at startup (its cancel key's).
+        pid = c.execute(sa.text("select pg_backend_pid()")).scalar_one()
+        say("backend_pid", pid == c.connection.driver_connection.info.backend_pid, pid > 0)
 
     # to_sql creates the table (no key: pandas declares none with index=False) and inserts.
     say("to_sql", frame.to_sql("frames", engine, index=False, if_exists="fail"))

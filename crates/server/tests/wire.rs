@@ -752,6 +752,7 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     // Connected: the dialect parsed version() as PostgreSQL 15.0.
     assert_eq!(one("version"), ["15", "0"], "{stdout}");
     assert_eq!(one("current"), ["public", "flashscan"], "{stdout}");
+    assert_eq!(one("backend_pid"), ["True", "True"], "pg_backend_pid() is the connection's: {stdout}");
     // to_sql: refused a second time (pandas saw the table); its rows are counted below, as
     // read back. (It returns -1 here and against PostgreSQL 15 alike: SQLAlchemy's batched
     // executemany reports no row count.)
