@@ -44,7 +44,7 @@ use crate::query_runtime::QueryStream;
 use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
 use crate::shared::Shared;
-use crate::startup::{Backend, DurationSetting, SERVER_VERSION};
+use crate::startup::{Backend, DurationSetting};
 use crate::statement::{classify, split_statements, Command, CopyFromOptions};
 use crate::writes::{CopyIn, Transaction};
 
@@ -375,6 +375,7 @@ impl QueryHandler {
         };
         let shared = self.shared.clone();
         let settings = backend.settings().clone();
+        let backend_pid = backend.pid;
         let mut running = Running {
             batches: None,
             slot: Some(slot),
@@ -388,7 +389,7 @@ impl QueryHandler {
         // Planning here (short; its errors come before any row), execution on the query
         // runtime (query_runtime.rs).
         let plan = async {
-            let ctx = shared.query_context(&settings)?;
+            let ctx = shared.query_context(&settings, backend_pid)?;
             let frame = ctx.execute_logical_plan(plan).await?;
             let task_ctx = Arc::new(frame.task_ctx());
             Ok::<_, DataFusionError>((frame.create_physical_plan().await?, task_ctx))
@@ -438,16 +439,10 @@ impl QueryHandler {
             let t = backend.duration(setting);
             return Ok(single_text_column(name, &if t.is_zero() { "0".to_string() } else { format!("{}ms", t.as_millis()) }));
         }
+        if let Some(value) = crate::pg_catalog::fixed_setting(name) {
+            return Ok(single_text_column(name, &value));
+        }
         let value = match name {
-            "server_version" => SERVER_VERSION.to_string(),
-            "server_version_num" => "150000".to_string(),
-            "transaction_isolation" | "default_transaction_isolation" => "read committed".to_string(),
-            "transaction_read_only" | "default_transaction_read_only" => "on".to_string(),
-            "standard_conforming_strings" | "integer_datetimes" => "on".to_string(),
-            "client_encoding" | "server_encoding" => "UTF8".to_string(),
-            "datestyle" => "ISO, MDY".to_string(),
-            "timezone" => "UTC".to_string(),
-            "search_path" => "public".to_string(),
             "max_connections" => self.shared.admission.max_connections.to_string(),
             "max_active_queries" => self.shared.admission.max_active_queries.to_string(),
             "query_memory" => format!("{}MB", self.shared.query_memory_bytes >> 20),
@@ -563,7 +558,7 @@ impl QueryHandler {
         }
         {
             let _ddl = database.ddl.write().await;
-            database.session.run_one(sql).await.map_err(|e| sql_error_to_pg(&e))?;
+            database.session.run_one(&crate::pg_syntax::normalize_ddl(sql)).await.map_err(|e| sql_error_to_pg(&e))?;
         }
         // The statement is committed: a table list that fails to refresh is said on the
         // server's stderr, never reported to the client as the statement's failure.

@@ -43,6 +43,13 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, pg_type: &Type) -> P
             portal.parameter::<chrono::NaiveDateTime>(i, pg_type)?.map(|t| t.and_utc().timestamp_micros()),
             None,
         ),
+        // A moment (psycopg sends tz-aware datetimes so: pandas' tz-aware columns): in
+        // UTC, which the cast below keeps as the wall time of a column without a time
+        // zone, as PostgreSQL stores it with the session's `TimeZone` (UTC here).
+        Type::TIMESTAMPTZ => ScalarValue::TimestampMicrosecond(
+            portal.parameter::<chrono::DateTime<chrono::FixedOffset>>(i, pg_type)?.map(|t| t.timestamp_micros()),
+            Some("UTC".into()),
+        ),
         _ => {
             // Text, varchar, unknown and anything else: the client's text, which the cast
             // below turns into the type the plan wants.

@@ -1,7 +1,9 @@
 //! Real `pg_catalog` tables, built from flashscan's catalog, for what drivers and BI tools
 //! ask with ordinary SQL: `pg_catalog.pg_namespace`, `pg_class`, `pg_attribute`, `pg_type`,
 //! `pg_database` (psql's `\l`), and the functions those queries call
-//! (`pg_get_userbyid`, `pg_encoding_to_char`, `pg_table_is_visible`, `format_type`).
+//! (`pg_get_userbyid`, `pg_encoding_to_char`, `pg_table_is_visible`, `format_type`, and
+//! what SQLAlchemy's PostgreSQL dialect asks: `version()`, `current_schema()`,
+//! `pg_backend_pid()`, `has_table_privilege`, `obj_description`, … — `register_functions`).
 //! `information_schema.tables` / `columns` are DataFusion's own (the session enables them).
 //!
 //! Small in-memory tables (DataFusion `MemTable`s in a `pg_catalog` schema), rebuilt when
@@ -11,7 +13,8 @@
 //! flashscan has nothing to put in. psql's `\dt` and every step of `\d t` run on these
 //! tables, their PostgreSQL spellings rewritten first (`pg_syntax.rs`); the tables of
 //! what flashscan does not have (defaults, inheritance, policies, extended statistics,
-//! publications, indexes, constraints) exist with their columns and no rows.
+//! publications, indexes, constraints, comments, sequences, enums, tablespaces) exist with
+//! their columns and no rows.
 
 use std::sync::Arc;
 
@@ -256,6 +259,8 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             text("relreplident"),
             int64("reltoastrelid"),
             text("relpartbound"),
+            // Storage parameters (`WITH (…)`): SQLAlchemy's index reflection reads them.
+            Field::new("reloptions", list_of(DataType::Utf8), true),
         ],
         vec![
             Arc::new(Int64Array::from_iter_values(tables.iter().map(|t| t.oid))),
@@ -283,6 +288,7 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             strings(std::iter::repeat_n("d", n)),
             Arc::new(Int64Array::from(vec![0; n])),
             new_null_array(&DataType::Utf8, n),
+            new_null_array(&list_of(DataType::Utf8), n),
         ],
     )
 }
@@ -410,7 +416,7 @@ fn list_of(t: DataType) -> DataType {
 
 /// The catalog tables of what flashscan does not have: column defaults, collations (see
 /// `NO_COLLATION_OID`), inheritance and partitions, row-level policies, extended
-/// statistics, publications, indexes, constraints, triggers, rules. They exist, with PostgreSQL's columns (those clients read), and no rows,
+/// statistics, publications, indexes, constraints, triggers, rules, comments, sequences. They exist, with PostgreSQL's columns (those clients read), and no rows,
 /// so queries over them plan and answer truthfully: nothing.
 fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
     let b = |n: &str| Field::new(n, DataType::Boolean, true);
@@ -434,13 +440,93 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
         ("pg_publication_namespace", vec![i("oid"), i("pnpubid"), i("pnnspid")]),
         (
             "pg_index",
-            vec![i("indexrelid"), i("indrelid"), Field::new("indnatts", DataType::Int16, true), b("indisunique"), b("indisprimary"), b("indisexclusion"), b("indimmediate"), b("indisclustered"), b("indisvalid"), b("indisreplident"), t("indpred"), t("indexprs")],
+            vec![
+                i("indexrelid"),
+                i("indrelid"),
+                Field::new("indnatts", DataType::Int16, true),
+                Field::new("indnkeyatts", DataType::Int16, true),
+                b("indisunique"),
+                b("indnullsnotdistinct"),
+                b("indisprimary"),
+                b("indisexclusion"),
+                b("indimmediate"),
+                b("indisclustered"),
+                b("indisvalid"),
+                b("indisreplident"),
+                // int2vector / oidvector in PostgreSQL: arrays here.
+                Field::new("indkey", list_of(DataType::Int16), true),
+                Field::new("indclass", list_of(DataType::Int64), true),
+                Field::new("indoption", list_of(DataType::Int16), true),
+                t("indpred"),
+                t("indexprs"),
+            ],
         ),
-        ("pg_constraint", vec![i("oid"), t("conname"), i("connamespace"), t("contype"), b("condeferrable"), b("condeferred"), b("convalidated"), i("conrelid"), i("conindid"), i("confrelid"), t("conbin")]),
+        (
+            "pg_constraint",
+            vec![
+                i("oid"),
+                t("conname"),
+                i("connamespace"),
+                t("contype"),
+                b("condeferrable"),
+                b("condeferred"),
+                b("convalidated"),
+                i("conrelid"),
+                i("conindid"),
+                i("confrelid"),
+                Field::new("conkey", list_of(DataType::Int16), true),
+                Field::new("confkey", list_of(DataType::Int16), true),
+                t("confupdtype"),
+                t("confdeltype"),
+                t("confmatchtype"),
+                t("conbin"),
+            ],
+        ),
+        // Comments (COMMENT ON): SQLAlchemy's reflection joins it for every column and table.
+        ("pg_description", vec![i("objoid"), i("classoid"), i32f("objsubid"), t("description")]),
+        // Operator classes of index columns (no indexes here) and enum labels (no enum
+        // types): SQLAlchemy's index and enum reflection read them.
+        ("pg_opclass", vec![i("oid"), i("opcmethod"), t("opcname"), i("opcnamespace"), i("opcowner"), i("opcfamily"), i("opcintype"), b("opcdefault"), i("opckeytype")]),
+        ("pg_enum", vec![i("oid"), i("enumtypid"), Field::new("enumsortorder", DataType::Float32, true), t("enumlabel")]),
+        // Tablespaces: every table is in the database's directory (`reltablespace` 0).
+        ("pg_tablespace", vec![i("oid"), t("spcname"), i("spcowner"), Field::new("spcoptions", list_of(DataType::Utf8), true)]),
+        // Sequences (serial and identity columns): SQLAlchemy's column reflection reads it.
+        ("pg_sequence", vec![i("seqrelid"), i("seqtypid"), i("seqstart"), i("seqincrement"), i("seqmax"), i("seqmin"), i("seqcache"), b("seqcycle")]),
         ("pg_trigger", vec![i("oid"), i("tgrelid"), t("tgname"), i("tgfoid"), b("tgisinternal"), t("tgenabled")]),
         ("pg_rewrite", vec![i("oid"), t("rulename"), i("ev_class"), t("ev_type")]),
     ]
 }
+
+/// PostgreSQL's oids of its catalog tables (fixed since they were created, `pg_class.h`
+/// and kin), for `'pg_catalog.pg_constraint'::regclass`: clients join `pg_description` on
+/// `classoid = 'pg_catalog.pg_class'::regclass`. `pg_roles` is a view whose oid varies
+/// between PostgreSQL builds: it takes the one of the table behind it, `pg_authid`.
+const CATALOG_RELATION_OIDS: [(&str, i64); 24] = [
+    ("pg_type", 1247),
+    ("pg_attribute", 1249),
+    ("pg_class", 1259),
+    ("pg_roles", 1260),
+    ("pg_database", 1262),
+    ("pg_am", 2601),
+    ("pg_attrdef", 2604),
+    ("pg_constraint", 2606),
+    ("pg_description", 2609),
+    ("pg_index", 2610),
+    ("pg_inherits", 2611),
+    ("pg_namespace", 2615),
+    ("pg_rewrite", 2618),
+    ("pg_trigger", 2620),
+    ("pg_sequence", 2224),
+    ("pg_tablespace", 1213),
+    ("pg_opclass", 2616),
+    ("pg_enum", 3501),
+    ("pg_policy", 3256),
+    ("pg_statistic_ext", 3381),
+    ("pg_collation", 3456),
+    ("pg_publication", 6104),
+    ("pg_publication_rel", 6106),
+    ("pg_publication_namespace", 6237),
+];
 
 /// The names of the catalog tables flashscan keeps empty (`empty_tables`).
 pub fn empty_table_names() -> Vec<&'static str> {
@@ -577,8 +663,19 @@ impl OidLookup {
             OidLookup::Types => type_of_name(text).map(|t| (i64::from(t.oid()), regtype_name_of(&t))),
             OidLookup::Classes(tables) => {
                 let name = text.trim().trim_matches('"');
-                let name = name.strip_prefix("public.").unwrap_or(name);
-                tables.iter().find(|(oid, n)| Some(*oid) == number || n.eq_ignore_ascii_case(name)).cloned()
+                // A user's table first (the search path, `SearchPath`), then the catalog's own.
+                let (user, catalog) = match name.split_once('.') {
+                    Some((schema, n)) if schema.eq_ignore_ascii_case(SCHEMA_NAME) => (Some(n), None),
+                    Some((schema, n)) if schema.eq_ignore_ascii_case(PG_CATALOG) => (None, Some(n)),
+                    _ => (Some(name), Some(name)),
+                };
+                let users = tables.iter().find(|(oid, n)| Some(*oid) == number || user.is_some_and(|u| n.eq_ignore_ascii_case(u))).cloned();
+                users.or_else(|| {
+                    CATALOG_RELATION_OIDS
+                        .iter()
+                        .find(|(n, oid)| Some(*oid) == number || catalog.is_some_and(|c| n.eq_ignore_ascii_case(c)))
+                        .map(|(n, oid)| (*oid, n.to_string()))
+                })
             }
             OidLookup::Namespaces => {
                 let spaces = [(PG_CATALOG_OID, PG_CATALOG), (PUBLIC_OID, SCHEMA_NAME), (INFORMATION_SCHEMA_OID, "information_schema")];
@@ -655,10 +752,11 @@ fn to_reg_udf(name: &'static str, qualified: &'static str, lookup: OidLookup) ->
     create_udf(name, vec![DataType::Utf8], DataType::Int64, Volatility::Immutable, f).with_aliases([qualified])
 }
 
-/// A function of flashscan-less answer: `pg_get_expr` (no stored expressions: defaults,
-/// checks, partition bounds, policies), `pg_get_statisticsobjdef_columns` (no extended
-/// statistics) — NULL for any arguments; `pg_relation_is_publishable` — false (no
-/// publications).
+/// A function whose answer here is the same for any arguments: `pg_get_expr` (no stored
+/// expressions: defaults, checks, partition bounds, policies),
+/// `pg_get_statisticsobjdef_columns` (no extended statistics), `obj_description` (no
+/// comments) … — NULL; `pg_relation_is_publishable` — false (no publications);
+/// `has_table_privilege` … — true (one owner, `register_functions`).
 fn null_answer_udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
     #[derive(Debug, PartialEq, Eq, Hash)]
     struct AnyArgs {
@@ -713,6 +811,61 @@ fn constant_udf(name: &str, qualified: &'static str, inputs: Vec<DataType>, valu
         })
     });
     create_udf(name, inputs, returns, Volatility::Immutable, f).with_aliases([qualified])
+}
+
+/// PostgreSQL's `like_escape(pattern, escape)`: `pattern`, written with `escape` as its
+/// escape character (one character, or none when empty), rewritten with backslash as its
+/// escape, the only one DataFusion's LIKE runs (`pg_syntax.rs` turns `LIKE p ESCAPE 'c'`
+/// into `LIKE like_escape(p, 'c')`).
+fn like_escape(pattern: &str, escape: &str) -> std::result::Result<String, &'static str> {
+    let mut escape_chars = escape.chars();
+    let escape = match (escape_chars.next(), escape_chars.next()) {
+        (None, _) => None,
+        (Some(c), None) => Some(c),
+        _ => return Err("invalid escape string: it must be empty or one character"),
+    };
+    let mut out = String::with_capacity(pattern.len() + 2);
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if Some(c) == escape {
+            let escaped = chars.next().ok_or("LIKE pattern must not end with escape character")?;
+            out.push('\\');
+            out.push(escaped);
+        } else if c == '\\' {
+            // A backslash that is not the escape character stands for itself.
+            out.push_str("\\\\");
+        } else {
+            out.push(c);
+        }
+    }
+    Ok(out)
+}
+
+fn like_escape_udf() -> ScalarUDF {
+    let f = Arc::new(|args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let rows = args.iter().find_map(|a| match a {
+            ColumnarValue::Array(a) => Some(a.len()),
+            ColumnarValue::Scalar(_) => None,
+        });
+        let texts: Vec<StringArray> = args
+            .iter()
+            .map(|a| {
+                let array = arrow::compute::cast(&a.to_array(rows.unwrap_or(1))?, &DataType::Utf8)?;
+                array.as_any().downcast_ref::<StringArray>().cloned().ok_or_else(|| DataFusionError::Execution("like_escape: text arguments expected".into()))
+            })
+            .collect::<Result<_>>()?;
+        let [patterns, escapes] = texts.as_slice() else { return Err(DataFusionError::Execution("like_escape takes a pattern and an escape character".into())) };
+        let out: StringArray = patterns
+            .iter()
+            .zip(escapes.iter())
+            .map(|(p, e)| match (p, e) {
+                (Some(p), Some(e)) => like_escape(p, e).map(Some).map_err(|m| DataFusionError::Execution(m.into())),
+                _ => Ok(None),
+            })
+            .collect::<Result<_>>()?;
+        columnar(rows, Arc::new(out))
+    });
+    create_udf("like_escape", vec![DataType::Utf8, DataType::Utf8], DataType::Utf8, Volatility::Immutable, f).with_aliases(["pg_catalog.like_escape"])
 }
 
 /// `format_type(type_oid, typmod)`: the type's SQL name, `numeric(p,s)` with its typmod.
@@ -804,6 +957,143 @@ pub fn register_functions(ctx: &SessionContext) {
     ctx.register_udf(null_answer_udf("pg_get_expr", ScalarValue::Utf8(None)));
     ctx.register_udf(null_answer_udf("pg_get_statisticsobjdef_columns", ScalarValue::Utf8(None)));
     ctx.register_udf(null_answer_udf("pg_relation_is_publishable", ScalarValue::Boolean(Some(false))));
+    // What SQLAlchemy's PostgreSQL dialect asks when it connects and reflects (docs/server.md,
+    // "SQLAlchemy and pandas"). `version()` replaces DataFusion's own, which names
+    // DataFusion: drivers read the server's version from it with a regex over
+    // "PostgreSQL N.N".
+    ctx.register_udf(constant_udf("version", "pg_catalog.version", vec![], ScalarValue::from(version_text())));
+    ctx.register_udf(constant_udf("current_schema", "pg_catalog.current_schema", vec![], ScalarValue::from(SCHEMA_NAME)));
+    ctx.register_udf(constant_udf("current_database", "pg_catalog.current_database", vec![], ScalarValue::from(DATABASE_NAME)));
+    ctx.register_udf(backend_pid_udf());
+    ctx.register_udf(like_escape_udf());
+    ctx.register_udf(current_setting_udf());
+    // One owner, and every connection acts as it (docs/server.md, "Authentication"): it
+    // holds every privilege on every table and schema.
+    for name in ["has_table_privilege", "has_schema_privilege", "has_database_privilege", "has_column_privilege"] {
+        ctx.register_udf(null_answer_udf(name, ScalarValue::Boolean(Some(true))));
+    }
+    // Nothing here has a comment (COMMENT ON is not taken), an index or constraint
+    // definition, or a sequence: NULL, as PostgreSQL answers for an object without one.
+    for name in ["obj_description", "col_description", "shobj_description", "pg_get_indexdef", "pg_get_constraintdef", "pg_get_serial_sequence"] {
+        ctx.register_udf(null_answer_udf(name, ScalarValue::Utf8(None)));
+    }
+    // The one collation and every type are in pg_catalog, on the search path.
+    for name in ["pg_collation_is_visible", "pg_type_is_visible"] {
+        ctx.register_udf(null_answer_udf(name, ScalarValue::Boolean(Some(true))));
+    }
+}
+
+/// The connection a query runs for, carried in its context's config
+/// (`Shared::query_context`): what `pg_backend_pid()` answers. Not a setting: `SET` cannot
+/// change it and it lists no entries.
+#[derive(Debug, Clone, Default)]
+pub struct Connection {
+    /// The process id the client was given at startup (its cancel key's).
+    pub backend_pid: i32,
+}
+
+impl datafusion::common::config::ConfigExtension for Connection {
+    const PREFIX: &'static str = "flashscan_connection";
+}
+
+impl datafusion::common::config::ExtensionOptions for Connection {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn std::any::Any {
+        self
+    }
+
+    fn cloned(&self) -> Box<dyn datafusion::common::config::ExtensionOptions> {
+        Box::new(self.clone())
+    }
+
+    fn set(&mut self, key: &str, _value: &str) -> Result<()> {
+        Err(DataFusionError::Configuration(format!("{key} is the server's to set")))
+    }
+
+    fn entries(&self) -> Vec<datafusion::common::config::ConfigEntry> {
+        Vec::new()
+    }
+}
+
+/// `pg_backend_pid()`: the pid of the connection running the query (0 outside a
+/// connection, as in unit tests). Volatile, so the planner never folds it with another
+/// context's config.
+fn backend_pid_udf() -> ScalarUDF {
+    #[derive(Debug, PartialEq, Eq, Hash)]
+    struct BackendPid {
+        aliases: Vec<String>,
+        signature: datafusion::logical_expr::Signature,
+    }
+    impl datafusion::logical_expr::ScalarUDFImpl for BackendPid {
+        fn name(&self) -> &str {
+            "pg_backend_pid"
+        }
+        fn aliases(&self) -> &[String] {
+            &self.aliases
+        }
+        fn signature(&self) -> &datafusion::logical_expr::Signature {
+            &self.signature
+        }
+        fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+            Ok(DataType::Int32)
+        }
+        fn invoke_with_args(&self, args: datafusion::logical_expr::ScalarFunctionArgs) -> Result<ColumnarValue> {
+            let pid = args.config_options.extensions.get::<Connection>().map_or(0, |c| c.backend_pid);
+            Ok(ColumnarValue::Scalar(ScalarValue::Int32(Some(pid))))
+        }
+    }
+    ScalarUDF::new_from_impl(BackendPid {
+        aliases: vec![format!("{PG_CATALOG}.pg_backend_pid")],
+        signature: datafusion::logical_expr::Signature::exact(vec![], Volatility::Volatile),
+    })
+}
+
+/// The settings every connection has the same value of, as `SHOW name` and
+/// `current_setting('name')` answer them (the per-connection ones, `statement_timeout` and
+/// `flashscan.*`, only `SHOW` answers: handler.rs).
+pub fn fixed_setting(name: &str) -> Option<String> {
+    Some(match name {
+        "server_version" => crate::startup::SERVER_VERSION.to_string(),
+        "server_version_num" => "150000".to_string(),
+        "transaction_isolation" | "default_transaction_isolation" => "read committed".to_string(),
+        "transaction_read_only" | "default_transaction_read_only" => "on".to_string(),
+        "standard_conforming_strings" | "integer_datetimes" => "on".to_string(),
+        "client_encoding" | "server_encoding" => "UTF8".to_string(),
+        "datestyle" => "ISO, MDY".to_string(),
+        "timezone" => "UTC".to_string(),
+        "search_path" => SCHEMA_NAME.to_string(),
+        // SQLAlchemy names a table's access method only when it is not the default.
+        "default_table_access_method" => "heap".to_string(),
+        _ => return None,
+    })
+}
+
+/// `current_setting(name)`: `fixed_setting`; any other name is an error saying to ask SHOW.
+fn current_setting_udf() -> ScalarUDF {
+    let f = Arc::new(|args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let (rows, names) = text_argument(args)?;
+        let out: StringArray = names
+            .iter()
+            .map(|n| match n {
+                None => Ok(None),
+                Some(n) => fixed_setting(&n.to_ascii_lowercase())
+                    .map(Some)
+                    .ok_or_else(|| DataFusionError::Execution(format!("current_setting('{n}'): not a server-wide setting; SHOW {n} answers the connection's"))),
+            })
+            .collect::<Result<_>>()?;
+        columnar(rows, Arc::new(out))
+    });
+    create_udf("current_setting", vec![DataType::Utf8], DataType::Utf8, Volatility::Stable, f).with_aliases(["pg_catalog.current_setting"])
+}
+
+/// `version()`: PostgreSQL's shape ("PostgreSQL 15.0 (flashscan 0.1.0) on x86_64-linux,
+/// 64-bit"), so clients that parse it (SQLAlchemy: `PostgreSQL (\d+)\.?(\d+)?`) read the
+/// version `server_version` reports at startup.
+fn version_text() -> String {
+    format!("PostgreSQL {} on {}-{}, {}-bit", crate::startup::SERVER_VERSION, std::env::consts::ARCH, std::env::consts::OS, usize::BITS)
 }
 
 /// Plans a statement as the server does: PostgreSQL spellings normalised first
@@ -1033,6 +1323,45 @@ mod tests {
         // A misspelt column over an empty catalog table is an error, not no rows.
         let typo = state.sql_to_statement("SELECT inhnosuch FROM pg_catalog.pg_inherits", &datafusion::config::Dialect::PostgreSQL).expect("parse");
         assert!(statement_to_plan(&state, typo).await.is_err());
+    }
+
+    /// What SQLAlchemy's PostgreSQL dialect calls on connect and while reflecting.
+    #[tokio::test]
+    async fn functions_sqlalchemy_calls_answer_as_postgresql_does() {
+        let ctx = SessionContext::new();
+        register_functions(&ctx);
+        register(&ctx, &tables()).expect("register");
+        let version = run(&ctx, "SELECT pg_catalog.version() AS v, version() AS w").await;
+        // SQLAlchemy's regex: `.*(?:PostgreSQL|EnterpriseDB) (\d+)\.?(\d+)?`.
+        assert!(version.contains("| PostgreSQL 15.0 (flashscan ") && !version.contains("DataFusion"), "{version}");
+        let rows = rows_of(&run(&ctx, "SELECT current_schema(), current_database(), pg_backend_pid(), has_table_privilege('items', 'SELECT'), has_schema_privilege('public', 'USAGE')").await);
+        assert_eq!(rows, vec![vec!["public", DATABASE_NAME, "0", "true", "true"]]);
+        let rows = rows_of(&run(&ctx, "SELECT obj_description(16384, 'pg_class') IS NULL, col_description(16384, 1) IS NULL, pg_get_indexdef(1, 0, true) IS NULL, pg_get_constraintdef(1, true) IS NULL").await);
+        assert_eq!(rows, vec![vec!["true", "true", "true", "true"]]);
+        let rows = rows_of(&run(&ctx, "SELECT current_setting('default_table_access_method'), current_setting('server_version_num')").await);
+        assert_eq!(rows, vec![vec!["heap", "150000"]]);
+        // The catalog's own tables by name (pg_description.classoid joins), user tables first.
+        let rows = rows_of(&run_normalized(&ctx, "SELECT 'pg_catalog.pg_constraint'::regclass = 2606, 'pg_class'::regclass = 1259, 'items'::regclass = 16384").await);
+        assert_eq!(rows, vec![vec!["true", "true", "true"]]);
+        // Every catalog table flashscan registers has PostgreSQL's oid, and only those.
+        let mut registered: Vec<String> = ctx.catalog("datafusion").and_then(|c| c.schema(PG_CATALOG)).map(|s| s.table_names()).unwrap_or_default();
+        registered.sort();
+        let mut named: Vec<String> = CATALOG_RELATION_OIDS.iter().map(|(n, _)| n.to_string()).collect();
+        named.sort();
+        assert_eq!(registered, named);
+        // LIKE with another escape character (SQLAlchemy's `startswith(autoescape=True)`).
+        let rows = rows_of(&run_normalized(&ctx, "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg/_%' ESCAPE '/' ORDER BY 1").await);
+        assert_eq!(rows, vec![vec!["information_schema"], vec!["public"]]);
+    }
+
+    #[test]
+    fn like_escape_rewrites_to_backslash_escapes() {
+        assert_eq!(like_escape("pg/_%", "/"), Ok("pg\\_%".to_string()));
+        assert_eq!(like_escape("a//b", "/"), Ok("a\\/b".to_string()));
+        assert_eq!(like_escape("a\\b", "/"), Ok("a\\\\b".to_string()));
+        assert_eq!(like_escape("a\\b", ""), Ok("a\\\\b".to_string()));
+        assert!(like_escape("ab/", "/").is_err());
+        assert!(like_escape("ab", "//").is_err());
     }
 
     /// psycopg 3's `TypeInfo.fetch` query and the `::regtype` casts drivers write.

@@ -7,6 +7,8 @@
 //!   compares with; any other COLLATE is left for the planner, which refuses it);
 //! - casts to types named with their schema or by PostgreSQL's own names
 //!   (`::pg_catalog.text`, `::pg_catalog.int2[]`, `::oid`, `::name`) → the standard type;
+//!   `FLOAT` and `FLOAT(25..53)` → double precision, `FLOAT(1..24)` → real, as PostgreSQL
+//!   reads them (DataFusion: always 32-bit), in casts and in CREATE TABLE (`normalize_ddl`);
 //! - the object-identifier types: `x::regtype`, `x::regclass`, `x::regnamespace` → the
 //!   object's oid (`pg_catalog.regtype_oid(x::text)`: a name is looked up, a number is an
 //!   oid already), and `x::regtype::text` → its name (`regtype_name`), as PostgreSQL
@@ -21,6 +23,9 @@
 //!   …)`, → `(SELECT max(e) …)`: DataFusion plans correlated scalar subqueries only when
 //!   aggregated; a catalog table's rows are unique by their key, so at most one row
 //!   matches and the maximum is that row's value (PostgreSQL would fail on a second row);
+//! - `LIKE p ESCAPE 'c'` with another escape character than backslash →
+//!   `LIKE pg_catalog.like_escape(p, 'c')` (PostgreSQL's own function: the pattern with
+//!   backslash escapes, the only ones DataFusion runs);
 //! - `polroles = '{0}'` (an array written as a string literal, compared with one of the
 //!   catalog's array columns, `ARRAY_COLUMNS`) → `polroles = ARRAY[0]`;
 //! - two unnamed result columns of the same spelling (psql's `NULL, NULL`) get distinct
@@ -61,6 +66,27 @@ pub fn normalize(statement: &mut DfStatement, empty: &[&str]) {
     let _ = statement.as_mut().visit(&mut Rewriter { empty });
 }
 
+/// CREATE TABLE as PostgreSQL reads it, as SQL for the session that runs DDL: column
+/// types as `standardize` makes them (`FLOAT(53)` is double precision) and every column
+/// name quoted, folded to lower case first when it was not quoted (PostgreSQL's folding,
+/// and DataFusion's) — a column PostgreSQL takes as a name, like pandas' `index`, is then
+/// never read as a keyword (the session's generic dialect reads `index BIGINT` as an
+/// index definition). Any other statement, or one that does not parse (the session says
+/// why), unchanged.
+pub fn normalize_ddl(sql: &str) -> String {
+    let Ok(mut statements) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return sql.to_string() };
+    let [Statement::CreateTable(ct)] = statements.as_mut_slice() else { return sql.to_string() };
+    for column in ct.columns.iter_mut() {
+        if let Some(standard) = standardize(&column.data_type) {
+            column.data_type = standard;
+        }
+        if column.name.quote_style.is_none() {
+            column.name = Ident::with_quote('"', column.name.value.to_lowercase());
+        }
+    }
+    statements[0].to_string()
+}
+
 fn parse_expr(sql: &str) -> Option<Expr> {
     Parser::new(&PostgreSqlDialect {}).try_with_sql(sql).ok()?.parse_expr().ok()
 }
@@ -93,10 +119,22 @@ fn standard_type(name: &str) -> Option<SqlType> {
     })
 }
 
+/// PostgreSQL's `float(p)`: `real` up to 24 binary digits, `double precision` above and
+/// without a precision (DataFusion reads every `FLOAT` as 32-bit: SQLAlchemy's `Float` and
+/// pandas' float64 columns, `FLOAT(53)` and `::FLOAT`, would lose digits).
+fn postgres_float(info: &datafusion::sql::sqlparser::ast::ExactNumberInfo) -> SqlType {
+    use datafusion::sql::sqlparser::ast::ExactNumberInfo;
+    match info {
+        ExactNumberInfo::Precision(p) | ExactNumberInfo::PrecisionAndScale(p, _) if *p <= 24 => SqlType::Real,
+        _ => SqlType::DoublePrecision,
+    }
+}
+
 /// `pg_catalog.X` / PostgreSQL-only type names → standard types, arrays of them too.
 fn standardize(t: &SqlType) -> Option<SqlType> {
     use datafusion::sql::sqlparser::ast::ArrayElemTypeDef;
     match t {
+        SqlType::Float(info) => Some(postgres_float(info)),
         SqlType::Custom(name, modifiers) if modifiers.is_empty() => standard_type(&catalog_name(name)?),
         SqlType::Array(ArrayElemTypeDef::SquareBracket(inner, size)) => Some(SqlType::Array(ArrayElemTypeDef::SquareBracket(Box::new(standardize(inner)?), *size))),
         _ => None,
@@ -274,6 +312,18 @@ impl VisitorMut for Rewriter<'_> {
                     }
                 }
             }
+            Expr::Like { pattern, escape_char, .. } | Expr::ILike { pattern, escape_char, .. } => {
+                let escape = match escape_char.as_ref().map(|v| &v.value) {
+                    Some(Value::SingleQuotedString(c)) if c != "\\" => Some(c.clone()),
+                    _ => None,
+                };
+                if let Some(escape) = escape {
+                    if let Some(call) = parse_expr(&format!("{PG_CATALOG}.like_escape({pattern}, '{}')", escape.replace('\'', "''"))) {
+                        **pattern = call;
+                        *escape_char = None;
+                    }
+                }
+            }
             Expr::Collate { expr, collation } if collation.to_string().eq_ignore_ascii_case("pg_catalog.default") => {
                 let inner = std::mem::replace(expr.as_mut(), Expr::Identifier(Ident::new("")));
                 *e = inner;
@@ -429,11 +479,17 @@ pub fn empty_result_columns(statement: &DfStatement, empty: &[&str]) -> Option<V
 fn body_is_empty(body: &SetExpr, empty: &[&str]) -> bool {
     match body {
         SetExpr::Select(s) => {
-            let grouped = !matches!(&s.group_by, GroupByExpr::Expressions(g, _) if g.is_empty()) || s.having.is_some();
-            let aggregates = s.projection.iter().any(|i| matches!(i, SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } if is_aggregate_call(e)));
-            !grouped
-                && !aggregates
-                && relations(&s.from).iter().any(|(t, inner)| *inner && catalog_table(t).is_some_and(|n| empty.contains(&n.as_str())))
+            // Over no rows, GROUP BY keys make no groups, so no rows; without keys an
+            // aggregate or HAVING still makes the one group of everything (`count(*)` is 0).
+            let one_row_anyway = match &s.group_by {
+                GroupByExpr::Expressions(keys, _) if !keys.is_empty() => false,
+                GroupByExpr::Expressions(..) => {
+                    s.having.is_some() || s.projection.iter().any(|i| matches!(i, SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } if is_aggregate_call(e)))
+                }
+                // GROUP BY ALL: keys or not depends on the items; not decided here.
+                GroupByExpr::All(_) => true,
+            };
+            !one_row_anyway && relations(&s.from).iter().any(|(t, inner)| *inner && relation_is_empty(t, empty))
         }
         SetExpr::SetOperation { left, right, op, .. } => match op {
             SetOperator::Union => body_is_empty(left, empty) && body_is_empty(right, empty),
@@ -443,6 +499,16 @@ fn body_is_empty(body: &SetExpr, empty: &[&str]) -> bool {
         },
         SetExpr::Query(q) => body_is_empty(q.body.as_ref(), empty),
         _ => false,
+    }
+}
+
+/// A catalog table in `empty`, or a subquery in FROM whose every branch reads one
+/// (SQLAlchemy's key reflection joins `pg_attribute` with a subquery over `pg_constraint`
+/// and `pg_index`).
+fn relation_is_empty(t: &TableFactor, empty: &[&str]) -> bool {
+    match t {
+        TableFactor::Derived { subquery, .. } => body_is_empty(subquery.body.as_ref(), empty),
+        _ => catalog_table(t).is_some_and(|n| empty.contains(&n.as_str())),
     }
 }
 
@@ -465,6 +531,32 @@ mod tests {
         let mut s = datafusion::sql::parser::DFParser::parse_sql_with_dialect(sql, &PostgreSqlDialect {}).expect("parse").pop_front().expect("one");
         normalize(&mut s, &["pg_attrdef", "pg_collation"]);
         s.to_string()
+    }
+
+    /// PostgreSQL's `float(p)` in casts and in CREATE TABLE: double precision unless p ≤ 24.
+    #[test]
+    fn float_is_double_precision_as_in_postgresql() {
+        let out = normalized("SELECT $1::FLOAT, CAST(x AS FLOAT(53)), y::float(24), z::float8 FROM t");
+        assert!(out.contains("$1::DOUBLE PRECISION") && out.contains("CAST(x AS DOUBLE PRECISION)") && out.contains("y::REAL"), "{out}");
+        let ddl = normalize_ddl("CREATE TABLE frames (id BIGINT, score FLOAT(53), small FLOAT(10), plain FLOAT, at TIMESTAMP WITHOUT TIME ZONE)");
+        assert!(ddl.contains("\"score\" DOUBLE PRECISION") && ddl.contains("\"small\" REAL") && ddl.contains("\"plain\" DOUBLE PRECISION"), "{ddl}");
+        assert!(ddl.contains("\"id\" BIGINT") && ddl.contains("\"at\" TIMESTAMP"), "{ddl}");
+        // Column names: folded unless quoted, then quoted (pandas' `index` is a name).
+        let ddl = normalize_ddl("CREATE TABLE t (index BIGINT NOT NULL, \"Mixed\" TEXT, Upper INT) WITH (partitions = 2)");
+        assert!(ddl.contains("\"index\" BIGINT NOT NULL") && ddl.contains("\"Mixed\" TEXT") && ddl.contains("\"upper\" INT"), "{ddl}");
+        assert!(ddl.contains("WITH (partitions = 2)"), "{ddl}");
+        // Not a CREATE TABLE, or not SQL: the text as it came.
+        assert_eq!(normalize_ddl("DROP TABLE t"), "DROP TABLE t");
+        assert_eq!(normalize_ddl("CREATE TABLE ("), "CREATE TABLE (");
+    }
+
+    /// `LIKE p ESCAPE 'c'` (SQLAlchemy's `startswith(…, autoescape=True)` writes `ESCAPE '/'`)
+    /// → the pattern converted to backslash escapes, which is all DataFusion runs.
+    #[test]
+    fn like_with_another_escape_character_is_converted() {
+        let out = normalized("SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE $1 ESCAPE '/' AND x ILIKE 'a!_%' ESCAPE '!' AND y LIKE 'a\\_%' ESCAPE '\\'");
+        assert!(out.contains("NOT LIKE pg_catalog.like_escape($1, '/')") && out.contains("ILIKE pg_catalog.like_escape('a!_%', '!')"), "{out}");
+        assert!(out.contains("ESCAPE '\\'") && !out.contains("ESCAPE '/'"), "{out}");
     }
 
     #[test]
@@ -526,6 +618,11 @@ mod tests {
         // A left join of an empty table, an aggregate, or a non-empty table: rows may come.
         assert_eq!(empty_result_columns(&parse("SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN pg_catalog.pg_inherits i ON true"), &empty), None);
         assert_eq!(empty_result_columns(&parse("SELECT count(*) FROM pg_catalog.pg_inherits"), &empty), None);
+        assert_eq!(empty_result_columns(&parse("SELECT 1 FROM pg_catalog.pg_inherits HAVING true"), &empty), None);
+        // Grouped by a key, over an empty table or an inner join with an empty subquery: none.
+        let q = parse("SELECT a.k, min(a.v) AS v FROM pg_catalog.pg_class c JOIN (SELECT i.inhrelid AS k, unnest(i.x) AS v FROM pg_catalog.pg_inherits i) AS a ON a.k = c.oid GROUP BY a.k");
+        assert_eq!(empty_result_columns(&q, &empty), Some(vec!["k".to_string(), "v".to_string()]));
+        assert_eq!(empty_result_columns(&parse("SELECT c.relname FROM pg_catalog.pg_class c LEFT JOIN (SELECT inhrelid FROM pg_catalog.pg_inherits) i ON true"), &empty), None);
         assert_eq!(empty_result_columns(&parse("SELECT relname FROM pg_catalog.pg_class"), &empty), None);
     }
 }

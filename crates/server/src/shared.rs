@@ -81,12 +81,13 @@ impl Shared {
     }
 
     /// A context for one query: the shared catalog and configuration with the connection's
-    /// `flashscan.*` `settings`, and a memory pool of `--query-memory` of its own, so one
-    /// query over budget fails (or spills) alone.
-    pub fn query_context(&self, settings: &flashscan_sql::FlashscanSettings) -> Result<SessionContext, DataFusionError> {
+    /// `flashscan.*` `settings` and pid (`pg_backend_pid()`), and a memory pool of
+    /// `--query-memory` of its own, so one query over budget fails (or spills) alone.
+    pub fn query_context(&self, settings: &flashscan_sql::FlashscanSettings, backend_pid: i32) -> Result<SessionContext, DataFusionError> {
         let runtime = RuntimeEnvBuilder::new().with_memory_limit(self.query_memory_bytes, 1.0).build_arc()?;
         let mut state = SessionStateBuilder::new_from_existing(self.base.state()).with_runtime_env(runtime).build();
         state.config_mut().options_mut().extensions.insert(settings.clone());
+        state.config_mut().options_mut().extensions.insert(crate::pg_catalog::Connection { backend_pid });
         // READ COMMITTED: the query reads every table as of now, each transaction whole or
         // not at all (`flashscan_write::ReadSnapshot`, found by the tables' scans here).
         if let Some(write) = &self.database.write {

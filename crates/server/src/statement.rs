@@ -102,6 +102,15 @@ pub fn classify(text: &str) -> Command {
     if let Some(c) = SHOW_RE.captures(t) {
         return Command::Show { name: c[1].to_ascii_lowercase() };
     }
+    // The SQL standard's spellings of two settings (SQLAlchemy asks the first on connect).
+    if first == "show" {
+        let words: Vec<&str> = lower.split_whitespace().skip(1).collect();
+        match words.as_slice() {
+            ["transaction", "isolation", "level"] => return Command::Show { name: "transaction_isolation".into() },
+            ["time", "zone"] => return Command::Show { name: "timezone".into() },
+            _ => {}
+        }
+    }
     if let Some(c) = RESET_RE.captures(t) {
         return Command::Reset { name: c[1].to_ascii_lowercase() };
     }
@@ -258,12 +267,17 @@ mod tests {
         assert_eq!(classify("SET statement_timeout = '5s'"), Command::Set { name: "statement_timeout".into(), value: "'5s'".into() });
         assert_eq!(classify("set statement_timeout to 100;"), Command::Set { name: "statement_timeout".into(), value: "100".into() });
         assert_eq!(classify("SHOW statement_timeout"), Command::Show { name: "statement_timeout".into() });
+        assert_eq!(classify("show transaction isolation level"), Command::Show { name: "transaction_isolation".into() });
+        assert_eq!(classify("SHOW TIME ZONE;"), Command::Show { name: "timezone".into() });
         assert_eq!(classify("BEGIN"), Command::Begin);
         assert_eq!(classify("commit;"), Command::Commit);
         assert!(matches!(classify("select 1"), Command::Sql(_)));
         assert_eq!(classify("SAVEPOINT \"_pg3_1\""), Command::NoOp("SAVEPOINT"));
         assert_eq!(classify("RELEASE SAVEPOINT \"_pg3_1\""), Command::NoOp("RELEASE"));
         assert!(matches!(classify("ROLLBACK TO SAVEPOINT \"_pg3_1\""), Command::Unsupported(_)));
+        // A secondary index (pandas' `to_sql` asks for one on the DataFrame's index) goes to
+        // the session, which refuses it with what to do (`flashscan sql` alike).
+        assert!(matches!(classify("CREATE INDEX ix_frames_index ON frames (index)"), Command::Ddl { tag: "CREATE INDEX", .. }));
         assert_eq!(classify("rollback"), Command::Rollback);
     }
 

@@ -734,6 +734,99 @@ async fn psycopg_queries_parameters_and_types() {
     server.shutdown().await;
 }
 
+/// SQLAlchemy 2 with psycopg 3 (`postgresql+psycopg://`) and pandas, unchanged
+/// (crates/server/tests/sqlalchemy_client.py), on an empty database made by `flashscan
+/// init`: `to_sql` creates and fills a table (and refuses a second time with
+/// if_exists='fail'), reflection reads it back (tables, columns with their types, no keys
+/// or indexes), a Core select binds parameters, `read_sql` of a query and of a table name,
+/// whole and in chunks, returns the DataFrame written. The rows are then checked once more
+/// by `flashscan sql`'s session on the files, after the server stopped. Skipped, with the
+/// reason printed, where python3, SQLAlchemy, pandas or psycopg is missing (.ci/run
+/// installs them with pip).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlalchemy_and_pandas_work_unchanged() {
+    let has_modules = std::process::Command::new("python3").args(["-c", "import sqlalchemy, pandas, psycopg"]).output().map(|o| o.status.success()).unwrap_or(false);
+    if !has_modules {
+        eprintln!("SKIPPED sqlalchemy_and_pandas_work_unchanged: python3 with sqlalchemy, pandas and psycopg 3 is not installed (pip install sqlalchemy pandas \"psycopg[binary]\")");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = common::init_db(dir.path(), "db");
+    let server = flashscan_server::start(config(&db)).await.expect("start");
+    let port = server.listen.port().to_string();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sqlalchemy_client.py");
+    let out = tokio::task::spawn_blocking(move || std::process::Command::new("python3").arg(script).arg(port).output()).await.expect("join").expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "sqlalchemy client failed: {stderr}\n{stdout}");
+    let lines = |name: &str| -> Vec<Vec<String>> {
+        stdout.lines().filter_map(|l| l.strip_prefix(&format!("{name}|"))).map(|l| l.split('|').map(str::to_string).collect()).collect()
+    };
+    let one = |name: &str| -> Vec<String> {
+        let found = lines(name);
+        assert_eq!(found.len(), 1, "one line {name}: {stdout}");
+        found[0].clone()
+    };
+    // Connected: the dialect parsed version() as PostgreSQL 15.0.
+    assert_eq!(one("version"), ["15", "0"], "{stdout}");
+    assert_eq!(one("current"), ["public", "flashscan"], "{stdout}");
+    assert_eq!(one("backend_pid"), ["True", "True"], "pg_backend_pid() is the connection's: {stdout}");
+    // to_sql: refused a second time (pandas saw the table); its rows are counted below, as
+    // read back. (It returns -1 here and against PostgreSQL 15 alike: SQLAlchemy's batched
+    // executemany reports no row count.)
+    assert_eq!(one("to_sql"), ["-1"], "{stdout}");
+    assert!(one("to_sql_again")[0].contains("already exists"), "{stdout}");
+    assert_eq!(one("to_sql_append"), ["-1"], "{stdout}");
+    // Reflection: the table, its columns with PostgreSQL's types, nullable, no default;
+    // no primary key, index, foreign key, unique constraint or comment.
+    assert_eq!(one("tables"), ["frames"], "{stdout}");
+    assert_eq!(one("has_table"), ["True", "False"], "{stdout}");
+    let columns = lines("column");
+    let expected_columns = [["id", "BIGINT"], ["name", "TEXT"], ["score", "DOUBLE PRECISION"], ["ok", "BOOLEAN"], ["at", "TIMESTAMP"]];
+    assert_eq!(columns.iter().map(|c| [c[0].as_str(), c[1].as_str()]).collect::<Vec<_>>(), expected_columns, "{stdout}");
+    assert!(columns.iter().all(|c| c[2] == "True" && c[3] == "NULL"), "nullable, no default: {stdout}");
+    for name in ["pk", "indexes", "foreign_keys", "unique"] {
+        assert_eq!(one(name), ["0"], "{name}: {stdout}");
+    }
+    assert_eq!(one("comment"), ["NULL"], "{stdout}");
+    assert_eq!(one("reflected"), ["frames"], "{stdout}");
+    assert_eq!(one("reflected_columns"), ["id:BIGINT", "name:TEXT", "score:DOUBLE PRECISION", "ok:BOOLEAN", "at:TIMESTAMP"], "{stdout}");
+    // Core select with bound parameters: id >= 2 and name <> 'beta' (NULL names drop out).
+    assert_eq!(one("core_select"), ["4:délta:-1e+300", "4:délta:-1e+300"], "{stdout}");
+    assert_eq!(one("core_count"), ["4"], "{stdout}");
+    // read_sql gives back the DataFrame written (twice over), by query and by table name.
+    assert_eq!(one("read_sql_rows"), ["8"], "{stdout}");
+    assert_eq!(one("read_sql_query"), ["same"], "{stdout}");
+    assert_eq!(one("read_sql_params"), ["1:0.1", "1:0.1", "2:2.5", "2:2.5"], "0.1 stays a double: {stdout}");
+    assert_eq!(one("read_sql_table"), ["same"], "{stdout}");
+    let dtypes = one("read_sql_table_dtypes");
+    assert!(dtypes[0] == "id:int64" && dtypes[2] == "score:float64" && dtypes[3] == "ok:bool" && dtypes[4].starts_with("at:datetime64"), "{stdout}");
+    assert_eq!(one("read_sql_chunks"), ["3", "3", "2"], "{stdout}");
+    assert_eq!(one("read_sql_table_chunks"), ["5", "3"], "{stdout}");
+    // A tz-aware column's moments, in UTC (Berlin is UTC+1 in January, +2 in June).
+    assert_eq!(one("moments"), ["2024-01-01T09:00:00", "2024-06-01T10:00:00"], "{stdout}");
+    // The index as a plain column named `index` works; pandas' own index asks for CREATE
+    // INDEX: refused, saying what to do. The table it created first stays (DDL is not
+    // transactional here; PostgreSQL would have rolled it back).
+    assert_eq!(one("to_sql_reset_index"), ["-1"], "{stdout}");
+    assert_eq!(one("index_column"), ["0:1", "1:2", "2:3", "3:4"], "{stdout}");
+    let refused = one("to_sql_index");
+    assert_eq!(refused[0], "FeatureNotSupported", "SQLSTATE 0A000: {stdout}");
+    assert!(refused[1].contains("CREATE INDEX") && refused[1].contains("index=False"), "{stdout}");
+    assert_eq!(one("after_refusal"), ["True"], "{stdout}");
+    server.shutdown().await;
+    // The rows on disk, as flashscan sql reads them after the server stopped.
+    let on_disk = common::reopened(&db, "select id, name, score, ok, at from frames order by id, name").await;
+    let expected_rows = [
+        ["1", "alpha", "0.1", "true", "2024-01-01T10:00:00"],
+        ["2", "beta", "2.5", "false", "2024-02-29T23:59:59.123456"],
+        ["3", "", "", "true", "1999-12-31T00:00:00"],
+        ["4", "délta", "-1e300", "false", "2030-06-15T12:00:00"],
+    ];
+    let doubled: Vec<Vec<String>> = expected_rows.iter().flat_map(|r| [r, r]).map(|r| r.iter().map(|v| v.to_string()).collect()).collect();
+    assert_eq!(on_disk, doubled);
+}
+
 const PG_CATALOG_COLUMNS: &str = "SELECT a.attnum, a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS type, t.typname \
     FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid \
     JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace JOIN pg_catalog.pg_type t ON t.oid = a.atttypid \

@@ -256,7 +256,7 @@ impl FlashscanSession {
                 }
                 SqlStatement::CreateIndex(_) => {
                     return Err(SqlError::Plan(
-                        "CREATE INDEX is not supported yet (INSERT would not maintain it): build a B+tree with `flashscan index create DB TABLE --name NAME --columns COL`".into(),
+                        "CREATE INDEX is not supported yet (INSERT would not maintain it): build a B+tree with `flashscan index create DB TABLE --name NAME --columns COL` (docs/indexes.md); pandas: to_sql(..., index=False)".into(),
                     ));
                 }
                 SqlStatement::AlterTable(_) => {

@@ -1,0 +1,158 @@
+"""SQLAlchemy 2 (psycopg 3 driver, `postgresql+psycopg://`) and pandas against flashscan
+serve, unchanged (driven by crates/server/tests/wire.rs, `sqlalchemy_and_pandas_work_unchanged`,
+on an empty database made by `flashscan init`): connect, `DataFrame.to_sql` (if_exists
+'fail' and 'append'), reflection (`inspect`, `MetaData.reflect`), a Core select with bound
+parameters, and `pandas.read_sql` of a query and of a table name, whole and in chunks.
+
+Prints one line per result, `name|value|value...` (NULL for None), for the Rust test to
+check; the frames read back are compared here with the one written (cell by cell, see
+`cells`) and print `same` or the first difference.
+
+    python3 sqlalchemy_client.py PORT
+"""
+
+import math
+import sys
+
+import pandas as pd
+import sqlalchemy as sa
+
+
+def cell(v):
+    return "NULL" if v is None else str(v)
+
+
+def say(name, *values):
+    print("|".join([name] + [cell(v) for v in values]), flush=True)
+
+
+def the_frame():
+    """What a pandas user writes: the column types pandas maps to BIGINT, TEXT, FLOAT(53),
+    BOOLEAN and TIMESTAMP WITHOUT TIME ZONE, with missing values, a float that 32 bits
+    would change (0.1) and one they cannot hold (1e300)."""
+    return pd.DataFrame(
+        {
+            "id": [1, 2, 3, 4],
+            "name": ["alpha", "beta", None, "délta"],
+            "score": [0.1, 2.5, None, -1e300],
+            "ok": [True, False, True, False],
+            "at": pd.to_datetime(["2024-01-01 10:00:00", "2024-02-29 23:59:59.123456", "1999-12-31 00:00:00", "2030-06-15 12:00:00"], format="ISO8601"),
+        }
+    )
+
+
+def cells(frame):
+    """Rows as comparable Python values: NaN/NaT/None as None, timestamps as ISO text
+    (pandas may pick another resolution or dtype for the same values read back)."""
+    rows = []
+    for row in frame.astype(object).itertuples(index=False):
+        out = []
+        for v in row:
+            if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NaT:
+                out.append(None)
+            elif isinstance(v, pd.Timestamp):
+                out.append(v.isoformat())
+            elif hasattr(v, "isoformat"):
+                out.append(pd.Timestamp(v).isoformat())
+            else:
+                out.append(v.item() if hasattr(v, "item") else v)
+        rows.append(tuple(out))
+    return rows
+
+
+def compare(name, got, expected):
+    a, b = cells(got), cells(expected)
+    if list(got.columns) != list(expected.columns):
+        say(name, "columns differ", list(got.columns), list(expected.columns))
+    elif a != b:
+        first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        say(name, f"{len(a)} rows vs {len(b)}", "row", first, a[first] if first < len(a) else None, b[first] if first < len(b) else None)
+    else:
+        say(name, "same")
+
+
+def main():
+    port = int(sys.argv[1])
+    engine = sa.create_engine(f"postgresql+psycopg://pandas@127.0.0.1:{port}/flashscan")
+    frame = the_frame()
+    # Connecting: the dialect reads version(), current_schema(), the isolation level …
+    with engine.connect() as c:
+        say("version", *engine.dialect.server_version_info)
+        say("current", *c.execute(sa.text("select current_schema(), current_database()")).one())
+        # The pid the server gave this connection at startup (its cancel key's).
+        pid = c.execute(sa.text("select pg_backend_pid()")).scalar_one()
+        say("backend_pid", pid == c.connection.driver_connection.info.backend_pid, pid > 0)
+
+    # to_sql creates the table (no key: pandas declares none with index=False) and inserts.
+    say("to_sql", frame.to_sql("frames", engine, index=False, if_exists="fail"))
+    try:
+        frame.to_sql("frames", engine, index=False, if_exists="fail")
+        say("to_sql_again", "no error")
+    except ValueError as e:
+        say("to_sql_again", str(e))
+    say("to_sql_append", frame.to_sql("frames", engine, index=False, if_exists="append"))
+
+    # Reflection.
+    inspector = sa.inspect(engine)
+    say("tables", *inspector.get_table_names())
+    say("has_table", inspector.has_table("frames"), inspector.has_table("no_such_table"))
+    for column in inspector.get_columns("frames"):
+        say("column", column["name"], column["type"], column["nullable"], column["default"])
+    say("pk", len(inspector.get_pk_constraint("frames")["constrained_columns"]))
+    say("indexes", len(inspector.get_indexes("frames")))
+    say("foreign_keys", len(inspector.get_foreign_keys("frames")))
+    say("unique", len(inspector.get_unique_constraints("frames")))
+    say("comment", inspector.get_table_comment("frames")["text"])
+    metadata = sa.MetaData()
+    metadata.reflect(engine)
+    say("reflected", *sorted(metadata.tables))
+    frames = metadata.tables["frames"]
+    say("reflected_columns", *[f"{c.name}:{c.type}" for c in frames.columns])
+
+    # Core select with bound parameters (server-side: $1, $2).
+    query = sa.select(frames.c.id, frames.c.name, frames.c.score).where(frames.c.id >= sa.bindparam("lo"), frames.c.name != sa.bindparam("skip")).order_by(frames.c.id)
+    with engine.connect() as c:
+        rows = c.execute(query, {"lo": 2, "skip": "beta"}).all()
+    say("core_select", *[f"{r.id}:{r.name}:{r.score}" for r in rows])
+    with engine.connect() as c:
+        say("core_count", c.execute(sa.select(sa.func.count()).select_from(frames).where(frames.c.ok == sa.bindparam("ok")), {"ok": True}).scalar_one())
+
+    # read_sql: a query, a query with parameters, a table name (reflected), in chunks.
+    expected = pd.concat([frame, frame]).sort_values("id", kind="stable").reset_index(drop=True)
+    back = pd.read_sql("select * from frames order by id, name", engine)
+    say("read_sql_rows", len(back))
+    compare("read_sql_query", back.sort_values("id", kind="stable").reset_index(drop=True), expected)
+    params = pd.read_sql(sa.text("select id, score from frames where score > :s order by id"), engine, params={"s": 0.05})
+    say("read_sql_params", *[f"{r.id}:{r.score}" for r in params.itertuples()])
+    table = pd.read_sql("frames", engine)
+    say("read_sql_table_dtypes", *[f"{n}:{t}" for n, t in table.dtypes.items()])
+    compare("read_sql_table", table.sort_values(["id", "name"], kind="stable").reset_index(drop=True), expected)
+    say("read_sql_chunks", *[len(c) for c in pd.read_sql("select * from frames", engine, chunksize=3)])
+    say("read_sql_table_chunks", *[len(c) for c in pd.read_sql("frames", engine, chunksize=5)])
+
+    # A tz-aware column: psycopg binds its values as timestamptz; each moment is kept (read
+    # back in UTC, whether the column keeps the zone or not).
+    berlin = pd.DataFrame({"k": [1, 2], "t": pd.to_datetime(["2024-01-01 10:00", "2024-06-01 12:00"]).tz_localize("Europe/Berlin")})
+    berlin.to_sql("moments", engine, index=False)
+    moments = pd.read_sql("select k, t from moments order by k", engine)["t"]
+    utc = moments.dt.tz_convert("UTC").dt.tz_localize(None) if moments.dt.tz is not None else moments
+    say("moments", *[t.isoformat() for t in utc])
+
+    # The DataFrame's index written as a column of its own, named `index` (a keyword in
+    # some SQL dialects, a name in PostgreSQL's): works. pandas' default (index=True) also
+    # asks for a secondary index on it, which is refused.
+    say("to_sql_reset_index", frame.reset_index().to_sql("frames_ix", engine, index=False))
+    with engine.connect() as c:
+        say("index_column", *[f"{r[0]}:{r[1]}" for r in c.execute(sa.text('select "index", id from frames_ix order by "index"'))])
+    try:
+        frame.to_sql("frames_idx", engine)
+        say("to_sql_index", "no error")
+    except sa.exc.DBAPIError as e:
+        say("to_sql_index", type(e.orig).__name__, str(e.orig).splitlines()[0])
+    # CREATE TABLE took effect at once although its transaction rolled back (DDL is not
+    # transactional here, docs/server.md): the table is there, empty.
+    say("after_refusal", sa.inspect(engine).has_table("frames_idx"))
+
+
+if __name__ == "__main__":
+    main()
