@@ -97,9 +97,10 @@ fn schema_of_show(name: &str) -> SchemaRef {
 /// Plans a SQL statement against the shared tables: queries, and INSERT when the
 /// database takes writes (no other DDL/DML, no `SET datafusion.*`: one process owns the
 /// files, and CREATE/DROP TABLE and TRUNCATE go through the write path, see `Command::Ddl`).
-pub async fn plan_sql(shared: &Shared, sql: &str) -> PgWireResult<LogicalPlan> {
+pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireResult<LogicalPlan> {
     let _no_ddl_meanwhile = shared.database.ddl.read().await;
-    let state = shared.base.state();
+    let settings = backend.settings().clone();
+    let state = backend.planning.lease(shared, &settings, backend.pid);
     let to_pg = |e: datafusion::error::DataFusionError| sql_error_to_pg(&flashscan_sql::SqlError::from(e));
     let dialect = state.config().options().sql_parser.dialect;
     let statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
@@ -389,10 +390,9 @@ impl QueryHandler {
         // Planning here (short; its errors come before any row), execution on the query
         // runtime (query_runtime.rs).
         let plan = async {
-            let ctx = shared.query_context(&settings, backend_pid)?;
-            let frame = ctx.execute_logical_plan(plan).await?;
-            let task_ctx = Arc::new(frame.task_ctx());
-            Ok::<_, DataFusionError>((frame.create_physical_plan().await?, task_ctx))
+            let planning = backend.planning.lease(&shared, &settings, backend_pid);
+            let physical = planning.create_physical_plan(&plan).await?;
+            Ok::<_, DataFusionError>((physical, planning.task_context(shared.query_memory_bytes)?))
         };
         let timer = async move {
             match deadline {
@@ -407,7 +407,12 @@ impl QueryHandler {
         };
         match planned {
             Ok((physical, task_ctx)) => {
-                running.batches = Some(shared.queries.start(move || datafusion::physical_plan::execute_stream(physical, task_ctx)));
+                // A constant row is computed here: no hop to the query runtime and back.
+                running.batches = Some(if crate::query_runtime::runs_inline(&physical) {
+                    QueryStream::inline(physical, task_ctx)
+                } else {
+                    shared.queries.start(move || datafusion::physical_plan::execute_stream(physical, task_ctx))
+                });
                 Ok(running)
             }
             Err(e) => {
@@ -453,7 +458,7 @@ impl QueryHandler {
     }
 
     async fn copy_response(&self, backend: &Backend, query: &str, csv: bool, header: bool, delimiter: Option<String>) -> PgWireResult<Response> {
-        let plan = plan_sql(&self.shared, query).await?;
+        let plan = plan_sql(&self.shared, backend, query).await?;
         let schema = plan.schema().inner().clone();
         let fields = fields_of(&schema, &Format::UnifiedText)?;
         let columns = fields.len();
@@ -568,6 +573,8 @@ impl QueryHandler {
                     eprintln!("flashscan serve: after {tag}: pg_catalog not refreshed: {e}");
                 }
                 self.shared.set_tables(tables);
+                // The `regclass` functions were registered again with the new table list.
+                self.shared.catalog_changed();
             }
             Err(e) => eprintln!("flashscan serve: after {tag}: the table list not refreshed: {e}"),
         }
@@ -725,7 +732,7 @@ impl QueryHandler {
                 let plan = match plan {
                     Some(p) => p,
                     None => {
-                        let plan = plan_sql(&self.shared, sql).await?;
+                        let plan = plan_sql(&self.shared, backend, sql).await?;
                         // A literal INSERT … VALUES: its rows without a physical plan.
                         if is_insert(&plan) {
                             if let Some((table, batch)) = self.fast_rows(FastInsert::from_plan(&plan).as_ref(), &[]) {
@@ -827,7 +834,7 @@ impl SimpleQueryHandler for QueryHandler {
 impl QueryParser for Parser {
     type Statement = Statement;
 
-    async fn parse_sql<C>(&self, _client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Statement>>
+    async fn parse_sql<C>(&self, client: &C, sql: &str, _types: &[Option<Type>]) -> PgWireResult<Option<Statement>>
     where
         C: ClientInfo + Unpin + Send + Sync,
     {
@@ -835,7 +842,8 @@ impl QueryParser for Parser {
         let mut fast = None;
         let (plan, param_types, schema) = match &command {
             Command::Sql(text) => {
-                let plan = plan_sql(&self.shared, text).await?;
+                let backend = backend_of(client)?;
+                let plan = plan_sql(&self.shared, &backend, text).await?;
                 let params = param_types_of(&plan)?;
                 // INSERT returns no rows (NoData), as in PostgreSQL.
                 let schema = (!is_insert(&plan)).then(|| plan.schema().inner().clone());

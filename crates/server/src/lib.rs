@@ -6,7 +6,9 @@
 //! - [`statement`]: SET/SHOW/BEGIN/COPY recognised before DataFusion;
 //! - [`psql_catalog`]: the catalog answers psql's `\d` needs;
 //! - [`admission`]: query slots, queue timeout, scan buffer budget;
-//! - [`query_runtime`]: every query's plan runs on a runtime of its own;
+//! - [`query_runtime`]: every query's plan runs on a runtime of its own (a constant row
+//!   on its connection's task); [`planning`]: a connection's DataFusion state, kept
+//!   between its statements;
 //! - [`cancel`]: cancel requests; [`hangup`]: a client gone mid-query ends it;
 //!   [`params`]: bind parameters;
 //! - [`sampler`], [`stats_tables`], [`http`]: the one-second counters as SQL, Prometheus
@@ -29,6 +31,7 @@ pub mod ownership;
 pub mod params;
 pub mod pg_catalog;
 pub mod pg_syntax;
+pub mod planning;
 pub mod psql_catalog;
 pub mod query_runtime;
 pub mod sampler;

@@ -984,7 +984,7 @@ pub fn register_functions(ctx: &SessionContext) {
 }
 
 /// The connection a query runs for, carried in its context's config
-/// (`Shared::query_context`): what `pg_backend_pid()` answers. Not a setting: `SET` cannot
+/// (`Shared::planning_state`): what `pg_backend_pid()` answers. Not a setting: `SET` cannot
 /// change it and it lists no entries.
 #[derive(Debug, Clone, Default)]
 pub struct Connection {

@@ -18,12 +18,26 @@
 //! an idle worker: the operating system shares the cores among them, as it shares them among
 //! PostgreSQL's backends. Batches cross to the connection's task through a channel of
 //! [`BATCHES_IN_FLIGHT`].
+//!
+//! One kind of plan stays on the connection's task: a constant row (`SELECT 1`, a driver's
+//! `SELECT version()`), which reads no table and computes one row once ([`runs_inline`]).
+//! The hop to this runtime and back is two cross-thread wake-ups, a large part of such a
+//! statement's round trip (docs/server.md, "The fixed cost of a statement"), and such a
+//! plan cannot hold a worker the way a join over a table can.
 
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use datafusion::error::DataFusionError;
-use datafusion::execution::SendableRecordBatchStream;
-use futures::StreamExt;
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::ExecutionPlan;
+use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
 
 /// Batches a query may compute ahead of its client: one being sent, one ready. More only
@@ -77,8 +91,59 @@ impl QueryRuntime {
                 }
             }
         });
-        QueryStream { batches: rx, task, ended: false }
+        QueryStream { source: Source::Runtime { batches: rx, task, ended: false } }
     }
+}
+
+/// Functions whose result grows with an argument's value (`repeat('x', n)`, `range(n)`): a
+/// row calling one may compute for long, so it goes to the query runtime. (The planner
+/// evaluates calls on constants itself, on the connection's task like all planning; what
+/// reaches the plan has a volatile argument, `repeat('x', (random() * 1e9)::int)`.)
+const FUNCTIONS_SIZED_BY_ARGUMENT: [&str; 6] = ["repeat", "lpad", "rpad", "range", "generate_series", "array_repeat"];
+
+/// True for a plan that computes at most one row from constants, reading no table: a
+/// projection of expressions over DataFusion's one empty row (or no row). Such a plan is
+/// run on the connection's task ([`QueryStream::inline`]).
+pub fn runs_inline(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    if plan.downcast_ref::<PlaceholderRowExec>().is_some() || plan.downcast_ref::<EmptyExec>().is_some() {
+        return plan.children().is_empty();
+    }
+    let Some(projection) = plan.downcast_ref::<ProjectionExec>() else { return false };
+    projection.expr().iter().all(|p| bounded_expression(&p.expr)) && plan.children().iter().all(|c| runs_inline(c))
+}
+
+fn bounded_expression(expr: &Arc<dyn PhysicalExpr>) -> bool {
+    if let Some(f) = expr.downcast_ref::<ScalarFunctionExpr>() {
+        if FUNCTIONS_SIZED_BY_ARGUMENT.contains(&f.name()) {
+            return false;
+        }
+    }
+    expr.children().iter().all(|c| bounded_expression(c))
+}
+
+impl QueryStream {
+    /// Runs a plan [`runs_inline`] accepts on the caller's task: its one partition is polled
+    /// by `next`, a panic in it is an error (as on the runtime), not the connection's end.
+    pub fn inline(plan: Arc<dyn ExecutionPlan>, task_ctx: Arc<TaskContext>) -> QueryStream {
+        debug_assert!(runs_inline(&plan));
+        let schema = plan.schema();
+        let started = std::panic::catch_unwind(AssertUnwindSafe(|| datafusion::physical_plan::execute_stream(plan, task_ctx)));
+        let stream = match started {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => error_stream(schema, e),
+            Err(panic) => error_stream(schema, panic_error(panic.as_ref())),
+        };
+        QueryStream { source: Source::Inline { batches: stream, ended: false } }
+    }
+}
+
+fn error_stream(schema: arrow::datatypes::SchemaRef, e: DataFusionError) -> SendableRecordBatchStream {
+    Box::pin(datafusion::physical_plan::stream::RecordBatchStreamAdapter::new(schema, futures::stream::once(async move { Err(e) })))
+}
+
+fn panic_error(panic: &(dyn std::any::Any + Send)) -> DataFusionError {
+    let what = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned()).unwrap_or_default();
+    DataFusionError::Execution(format!("the query stopped: panic: {what}"))
 }
 
 impl Drop for QueryRuntime {
@@ -91,36 +156,69 @@ impl Drop for QueryRuntime {
     }
 }
 
-/// One query running on the query runtime.
+/// One running query: on the query runtime, or inline on the caller's task.
 pub struct QueryStream {
-    batches: mpsc::Receiver<Result<RecordBatch, DataFusionError>>,
-    task: tokio::task::JoinHandle<()>,
-    /// The task's end was awaited (a JoinHandle is awaited once).
-    ended: bool,
+    source: Source,
+}
+
+enum Source {
+    Runtime {
+        batches: mpsc::Receiver<Result<RecordBatch, DataFusionError>>,
+        task: tokio::task::JoinHandle<()>,
+        /// The task's end was awaited (a JoinHandle is awaited once).
+        ended: bool,
+    },
+    Inline {
+        batches: SendableRecordBatchStream,
+        /// Ended (its end, or a panic): not polled again.
+        ended: bool,
+    },
 }
 
 impl QueryStream {
     /// The next batch; `None` at the end.
     pub async fn next(&mut self) -> Option<Result<RecordBatch, DataFusionError>> {
-        let item = self.batches.recv().await;
-        if item.is_none() && !self.ended {
-            // The sender is gone, so the task is ending: at the end of its rows, or in a
-            // panic of the plan, which must be an error, not a short answer.
-            let end = (&mut self.task).await;
-            self.ended = true;
-            if let Err(e) = end {
-                if e.is_panic() {
-                    return Some(Err(DataFusionError::Execution(format!("the query stopped: {e}"))));
+        match &mut self.source {
+            Source::Runtime { batches, task, ended } => {
+                let item = batches.recv().await;
+                if item.is_none() && !*ended {
+                    // The sender is gone, so the task is ending: at the end of its rows, or in a
+                    // panic of the plan, which must be an error, not a short answer.
+                    let end = task.await;
+                    *ended = true;
+                    if let Err(e) = end {
+                        if e.is_panic() {
+                            return Some(Err(DataFusionError::Execution(format!("the query stopped: {e}"))));
+                        }
+                    }
+                }
+                item
+            }
+            Source::Inline { batches, ended } => {
+                if *ended {
+                    return None;
+                }
+                match AssertUnwindSafe(batches.next()).catch_unwind().await {
+                    Ok(Some(item)) => Some(item),
+                    Ok(None) => {
+                        *ended = true;
+                        None
+                    }
+                    Err(panic) => {
+                        *ended = true;
+                        Some(Err(panic_error(panic.as_ref())))
+                    }
                 }
             }
         }
-        item
     }
 }
 
 impl Drop for QueryStream {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Source::Runtime { task, .. } = &self.source {
+            task.abort();
+        }
     }
 }
 
@@ -198,6 +296,49 @@ mod tests {
         // way the plan's future is gone.
         let _ = tokio::time::timeout(Duration::from_secs(10), dropped_rx).await.expect("aborted in time");
         drop(queries);
+    }
+
+    async fn physical(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Arc<dyn ExecutionPlan> {
+        ctx.sql(sql).await.expect("plans").create_physical_plan().await.expect("physical plan")
+    }
+
+    #[tokio::test]
+    async fn constant_rows_run_inline_and_table_reads_do_not() {
+        let ctx = datafusion::prelude::SessionContext::new();
+        for sql in ["select 1", "select 1 as a, 'x' || 'y' as b", "select random()", "select 1 where false", "select repeat('x', 3)"] {
+            assert!(runs_inline(&physical(&ctx, sql).await), "{sql}");
+        }
+        for sql in [
+            "select * from (values (1), (2)) as t(a)",
+            "select * from generate_series(1, 10)",
+            "select repeat('x', (random() * 3)::int)",
+        ] {
+            assert!(!runs_inline(&physical(&ctx, sql).await), "{sql}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_inline_query_streams_its_row_then_ends() {
+        let ctx = datafusion::prelude::SessionContext::new();
+        let mut s = QueryStream::inline(physical(&ctx, "select 41 + 1 as answer").await, ctx.task_ctx());
+        let batch = s.next().await.expect("a batch").expect("ok");
+        assert_eq!(batch.num_rows(), 1);
+        assert!(s.next().await.is_none());
+        assert!(s.next().await.is_none(), "ended stays ended");
+    }
+
+    #[tokio::test]
+    async fn a_panic_in_an_inline_query_is_an_error() {
+        use datafusion::logical_expr::{create_udf, ColumnarValue, Volatility};
+        let ctx = datafusion::prelude::SessionContext::new();
+        let panics = Arc::new(|_: &[ColumnarValue]| -> datafusion::error::Result<ColumnarValue> { panic!("operator bug") });
+        ctx.register_udf(create_udf("panics", vec![], arrow::datatypes::DataType::Int64, Volatility::Volatile, panics));
+        let plan = physical(&ctx, "select panics()").await;
+        assert!(runs_inline(&plan));
+        let mut s = QueryStream::inline(plan, ctx.task_ctx());
+        let item = s.next().await.expect("an error, not the end");
+        assert!(item.unwrap_err().to_string().contains("operator bug"));
+        assert!(s.next().await.is_none());
     }
 
     #[tokio::test]

@@ -1,12 +1,10 @@
 //! What every connection shares: the SQL session with the tables, the admission limits,
 //! the cancel registry, the authentication method and the live counters.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use datafusion::error::DataFusionError;
-use datafusion::execution::runtime_env::RuntimeEnvBuilder;
-use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::session_state::SessionState;
 use datafusion::prelude::SessionContext;
 
 use crate::admission::Admission;
@@ -30,8 +28,8 @@ pub struct Database {
 }
 
 pub struct Shared {
-    /// Tables, `sys.*` views and `flashscan_stats_history` registered; queries run in a
-    /// copy of its state with their own memory pool.
+    /// Tables, `sys.*` views and `flashscan_stats_history` registered; connections plan in
+    /// a copy of its state (`planning.rs`), queries run with their own memory pool.
     pub base: SessionContext,
     pub admission: Arc<Admission>,
     pub cancels: Arc<CancelRegistry>,
@@ -47,6 +45,8 @@ pub struct Shared {
     pub fast_insert: bool,
     /// Where every query's plan runs (`query_runtime.rs`).
     pub queries: QueryRuntime,
+    /// See `catalog_generation`.
+    catalog_generation: AtomicU64,
 }
 
 impl Shared {
@@ -72,6 +72,7 @@ impl Shared {
             draining: AtomicBool::new(false),
             fast_insert: true,
             queries,
+            catalog_generation: AtomicU64::new(0),
         }
     }
 
@@ -80,21 +81,26 @@ impl Shared {
         self
     }
 
-    /// A context for one query: the shared catalog and configuration with the connection's
-    /// `flashscan.*` `settings` and pid (`pg_backend_pid()`), and a memory pool of
-    /// `--query-memory` of its own, so one query over budget fails (or spills) alone.
-    pub fn query_context(&self, settings: &flashscan_sql::FlashscanSettings, backend_pid: i32) -> Result<SessionContext, DataFusionError> {
-        let runtime = RuntimeEnvBuilder::new().with_memory_limit(self.query_memory_bytes, 1.0).build_arc()?;
-        let mut state = SessionStateBuilder::new_from_existing(self.base.state()).with_runtime_env(runtime).build();
+    /// A planning state for a connection with `settings` (its `flashscan.*` switches): the
+    /// shared catalog, functions and configuration. Kept by the connection between its
+    /// statements (`planning.rs`); made again after `catalog_changed`.
+    pub fn planning_state(&self, settings: &flashscan_sql::FlashscanSettings, backend_pid: i32) -> SessionState {
+        let mut state = self.base.state();
         state.config_mut().options_mut().extensions.insert(settings.clone());
         state.config_mut().options_mut().extensions.insert(crate::pg_catalog::Connection { backend_pid });
-        // READ COMMITTED: the query reads every table as of now, each transaction whole or
-        // not at all (`flashscan_write::ReadSnapshot`, found by the tables' scans here).
-        if let Some(write) = &self.database.write {
-            let snapshot = write.read_snapshot().map_err(|e| DataFusionError::External(Box::new(e)))?;
-            state.config_mut().set_extension(Arc::new(snapshot));
-        }
-        Ok(SessionContext::new_with_state(state))
+        state
+    }
+
+    /// Counts changes to `base` that a kept planning state does not see (the catalog's
+    /// tables are shared; the functions that list them are not).
+    pub fn catalog_generation(&self) -> u64 {
+        self.catalog_generation.load(Ordering::Acquire)
+    }
+
+    /// After DDL re-registered `base`'s catalog functions: connections make new planning
+    /// states for their next statements.
+    pub fn catalog_changed(&self) {
+        self.catalog_generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The server's `flashscan.*` settings (from its environment at start): a new

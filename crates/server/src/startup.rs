@@ -110,6 +110,8 @@ pub struct Backend {
     pub transaction: Mutex<crate::writes::Transaction>,
     /// COPY FROM STDIN in progress: what it fills and the data received so far.
     pub copy_in: Mutex<Option<crate::writes::CopyIn>>,
+    /// The DataFusion state its statements plan in, kept between them (`planning.rs`).
+    pub planning: crate::planning::ConnectionPlanning,
     _registration: BackendRegistration,
 }
 
@@ -256,6 +258,7 @@ impl Startup {
             settings: Mutex::new(self.shared.settings()),
             transaction: Mutex::new(Default::default()),
             copy_in: Mutex::new(None),
+            planning: Default::default(),
             _registration: registration,
         });
         finish_authentication(client, &Parameters).await

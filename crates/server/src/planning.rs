@@ -1,0 +1,106 @@
+//! A connection's DataFusion planning state: made once, kept between its statements.
+//!
+//! DataFusion's recipe for one query, `SessionContext::state()`, copies the whole session
+//! state: the registries of every scalar, aggregate and window function (hundreds of named
+//! entries, each key a `String`), the configuration, the rule lists. The server made that
+//! copy four times per statement, and once more through `SessionStateBuilder` to give the
+//! query its own memory pool, which registers every function again — most of the fixed cost
+//! of `SELECT 1` over the wire (docs/server.md, "The fixed cost of a statement").
+//!
+//! Here a connection keeps one state with its own `flashscan.*` settings, and lends it to
+//! each statement in turn (a connection runs one statement at a time, so the lease is never
+//! contended; a lease lost to a dropped future only costs the next statement a fresh copy).
+//! The state is made again when the connection's settings change, or when DDL changed what
+//! the server's session holds beyond the shared catalog (`Shared::catalog_changed`: the
+//! `regclass` functions carry the table list). The query's memory pool is not part of it:
+//! it goes to the query's execution (`task_context`), the only place DataFusion reads it.
+
+use std::ops::Deref;
+use std::sync::{Arc, Mutex};
+
+use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use datafusion::execution::session_state::SessionState;
+use datafusion::execution::TaskContext;
+use flashscan_sql::FlashscanSettings;
+
+use crate::shared::Shared;
+
+/// A planning state and what it was made from.
+struct Kept {
+    state: SessionState,
+    settings: FlashscanSettings,
+    /// `Shared::catalog_generation` when made.
+    generation: u64,
+}
+
+/// One connection's planning state, between statements.
+#[derive(Default)]
+pub struct ConnectionPlanning {
+    kept: Mutex<Option<Kept>>,
+}
+
+impl std::fmt::Debug for ConnectionPlanning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectionPlanning").finish_non_exhaustive()
+    }
+}
+
+impl ConnectionPlanning {
+    /// The connection's state for one statement, with `settings` (the connection's now) and
+    /// the statement's start time (DataFusion's `now()`); given back when the lease drops.
+    pub fn lease(&self, shared: &Shared, settings: &FlashscanSettings, backend_pid: i32) -> PlanningLease<'_> {
+        let generation = shared.catalog_generation();
+        let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let mut kept = match kept {
+            Some(k) if k.generation == generation && k.settings == *settings => k,
+            _ => Kept { state: shared.planning_state(settings, backend_pid), settings: settings.clone(), generation },
+        };
+        kept.state.mark_start_execution();
+        // READ COMMITTED: the statement reads every table as of now, each transaction whole
+        // or not at all (`flashscan_write::ReadSnapshot`, found by the tables' scans). Taken
+        // per lease, so a kept state never carries an older statement's snapshot. (Without
+        // one — a poisoned write path — each scan takes its own.)
+        if let Some(Ok(snapshot)) = shared.database.write.as_ref().map(|w| w.read_snapshot()) {
+            kept.state.config_mut().set_extension(Arc::new(snapshot));
+        }
+        PlanningLease { home: self, kept: Some(kept) }
+    }
+}
+
+/// A connection's planning state lent to one statement.
+pub struct PlanningLease<'a> {
+    home: &'a ConnectionPlanning,
+    kept: Option<Kept>,
+}
+
+impl Deref for PlanningLease<'_> {
+    type Target = SessionState;
+
+    fn deref(&self) -> &SessionState {
+        // Some from `lease` until `drop`.
+        &self.kept.as_ref().expect("a lease holds its state until dropped").state
+    }
+}
+
+impl Drop for PlanningLease<'_> {
+    fn drop(&mut self) {
+        if let Some(k) = self.kept.take() {
+            let mut home = self.home.kept.lock().unwrap_or_else(|p| p.into_inner());
+            // A newer state put back meanwhile (a lease given up mid-statement) stays.
+            if home.is_none() {
+                *home = Some(k);
+            }
+        }
+    }
+}
+
+impl PlanningLease<'_> {
+    /// What a query's plan runs with: the state's configuration and functions, and a memory
+    /// pool of `query_memory_bytes` of its own, so one query over budget fails (or spills)
+    /// alone.
+    pub fn task_context(&self, query_memory_bytes: usize) -> Result<Arc<TaskContext>, DataFusionError> {
+        let runtime = RuntimeEnvBuilder::new().with_memory_limit(query_memory_bytes, 1.0).build_arc()?;
+        Ok(Arc::new(TaskContext::from(&**self).with_runtime(runtime)))
+    }
+}
