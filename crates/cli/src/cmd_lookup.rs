@@ -129,7 +129,7 @@ pub fn run(args: LookupArgs) -> anyhow::Result<()> {
     let pool = BufferPool::init_global(pool_bytes).map_err(crate::exit::classify)?;
     let options = LookupOptions { prefetch_from_rows: args.prefetch_from, depth: args.depth, io_size_bytes, direct: args.cold, engine, single_thread_engine: true };
     let mut notice = |m: &str| eprintln!("flashscan: {m}");
-    crate::cmd_write::refuse_if_unflushed(&args.db, &args.table, "flashscan lookup")?;
+    crate::cmd_write::refuse_unless_pages_are_whole(&args.db, &args.table, "flashscan lookup")?;
     let mut session = LookupSession::open(&args.db, &args.table, &args.index, pool, options, &mut notice).map_err(index_error)?;
     let keys: Vec<Vec<u8>> = match args.random {
         Some(n) => session.tree.sample_keys(n, args.seed).map_err(index_error)?,

@@ -59,7 +59,7 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
         }
     };
     let options = RebuildOptions { fault_after_pages, row_group_rows: args.row_group_rows, into_table: args.into.clone(), progress: Some(&progress) };
-    crate::cmd_write::refuse_if_unflushed(&args.db, &args.table, "flashscan rebuild")?;
+    crate::cmd_write::refuse_unless_pages_are_whole(&args.db, &args.table, "flashscan rebuild")?;
     let r = rebuild_table(&args.db, &args.table, target, &options).map_err(storage_error)?;
     let ratio = if r.old_size_bytes == 0 { 0.0 } else { r.new_size_bytes as f64 / r.old_size_bytes as f64 };
     println!(

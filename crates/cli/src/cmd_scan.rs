@@ -109,7 +109,7 @@ pub fn run(args: ScanArgs) -> anyhow::Result<()> {
     if !args.db.is_dir() {
         return Err(bad_input(format!("{} is not a directory: give the database directory made by `flashscan load`", args.db.display())));
     }
-    crate::cmd_write::refuse_if_unflushed(&args.db, &args.table, "flashscan scan")?;
+    crate::cmd_write::refuse_unless_pages_are_whole(&args.db, &args.table, "flashscan scan")?;
     let db = Database::open(&args.db).map_err(|e| exec_error(e.into()))?;
     let table = open_source(&db, &args.table).map_err(exec_error)?;
     let report = run_query(table.as_ref(), &query, &options).map_err(exec_error)?;

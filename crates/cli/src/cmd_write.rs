@@ -46,6 +46,13 @@ pub fn refuse_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Result
     flashscan_write::refuse_if_unflushed(db, table, what).map_err(write_error)
 }
 
+/// Refuses `what`, a reader of pages that does not skip deleted rows, on a table that has
+/// some, and on one with changes only in the log.
+pub fn refuse_unless_pages_are_whole(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {
+    refuse_if_unflushed(db, table, what)?;
+    flashscan_write::refuse_if_deleted_rows(db, table, what).map_err(write_error)
+}
+
 pub fn init(args: InitArgs) -> anyhow::Result<()> {
     let options = InitOptions { volumes: args.volumes, wal_dir: args.wal_dir, segment_size_bytes: None };
     let r = flashscan_write::init_database(&args.db, &options).map_err(write_error)?;

@@ -115,6 +115,9 @@ impl HostState {
             // No statistics on a host: the coordinator planned the query.
             sampled_selectivity: None,
             settings: self.settings.clone(),
+            // A cluster host takes no SQL writes: its tables have no deleted rows.
+            deleted: None,
+            row_ids: false,
         };
         let local = FlashscanExec::new(spec, self.scan_log.clone()).map_err(|e| refuse(flashscan_sql::SqlError::from(e).to_string()))?;
         Ok(ClusterScanExec::on_host(request, Arc::new(local), self.label.clone()))

@@ -66,6 +66,9 @@ pub mod sqlstate {
     pub const PROTOCOL_VIOLATION: &str = "08P01";
     pub const CONNECTION_FAILURE: &str = "08006";
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
+    pub const LOCK_NOT_AVAILABLE: &str = "55P03";
+    pub const SERIALIZATION_FAILURE: &str = "40001";
+    pub const DEADLOCK_DETECTED: &str = "40P01";
 }
 
 /// An ERROR for the client with its SQLSTATE.

@@ -106,12 +106,13 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
     let statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
     let plan = crate::pg_catalog::statement_to_plan(&state, statement).await.map_err(to_pg)?;
     let insert = is_insert(&plan);
-    if insert && shared.database.write.is_none() {
+    let change = flashscan_sql::change::change_kind(&plan).is_some();
+    if (insert || change) && shared.database.write.is_none() {
         return Err(read_only_database(shared));
     }
     SQLOptions::new()
         .with_allow_ddl(false)
-        .with_allow_dml(insert)
+        .with_allow_dml(insert || change)
         .with_allow_statements(false)
         .verify_plan(&plan)
         .map_err(|e| pg_error(sqlstate::READ_ONLY, format!("flashscan serve runs queries, INSERT, COPY FROM STDIN, CREATE TABLE and DROP TABLE only: {}", flashscan_sql::error::one_line(&e.message()))))?;
@@ -522,6 +523,48 @@ impl QueryHandler {
         self.commit_rows(backend, &table, batches).await
     }
 
+    /// UPDATE or DELETE (`flashscan_sql::change`): the table's change lock (waiting, off the
+    /// async workers, for another transaction that changes it), a snapshot of now, the rows
+    /// read and staged into the connection's open block, or committed at once (durable
+    /// before the answer). Answers `UPDATE n` / `DELETE n`.
+    async fn run_change(&self, backend: &Backend, plan: LogicalPlan, kind: flashscan_sql::change::ChangeKind) -> PgWireResult<Response> {
+        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
+        let write = committer.write_path();
+        let LogicalPlan::Dml(dml) = &plan else { return Err(pg_error(sqlstate::INTERNAL_ERROR, "not an UPDATE or DELETE")) };
+        let table = dml.table_name.table().to_string();
+        // The block's transaction leaves the connection while the statement runs (its lock
+        // is not held across an await) and comes back after it.
+        let (mut txn, statements) = match std::mem::take(&mut *backend.transaction()) {
+            Transaction::Open { txn, statements } => (txn, Some(statements)),
+            _ => (flashscan_write::Transaction::new(), None),
+        };
+        let staged = async {
+            crate::writes::run_blocking(|| write.lock_for_change(&mut txn, &table)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
+            let state = {
+                let settings = backend.settings().clone();
+                let lease = backend.planning.lease(&self.shared, &settings, backend.pid);
+                (*lease).clone()
+            };
+            let (changes, snapshot) = flashscan_sql::change::read_plan_changes(write, state, plan).await.map_err(|e| sql_error_to_pg(&e))?;
+            flashscan_sql::change::stage_changes(write, &mut txn, &table, &snapshot, &changes).map_err(|e| sql_error_to_pg(&e))
+        }
+        .await;
+        let rows = match statements {
+            Some(statements) => {
+                *backend.transaction() = Transaction::Open { txn, statements: statements + 1 };
+                staged?
+            }
+            None => {
+                let rows = staged?;
+                if rows > 0 {
+                    committer.commit_transaction(txn).await.map_err(|f| f.to_pg())?;
+                }
+                rows
+            }
+        };
+        Ok(Response::Execution(Tag::new(kind.tag()).with_rows(rows as usize)))
+    }
+
     /// An INSERT's rows: kept for COMMIT inside BEGIN … COMMIT, otherwise committed through
     /// the group committer (acknowledged once durable).
     async fn commit_rows(&self, backend: &Backend, table: &str, batches: Vec<RecordBatch>) -> PgWireResult<Response> {
@@ -744,6 +787,9 @@ impl QueryHandler {
                 };
                 if is_insert(&plan) {
                     return self.run_insert(backend, plan).await;
+                }
+                if let Some(kind) = flashscan_sql::change::change_kind(&plan) {
+                    return self.run_change(backend, plan, kind).await;
                 }
                 self.query_response(backend, plan, format).await
             }

@@ -140,6 +140,9 @@ impl WriteFailure {
         let lower = message.to_ascii_lowercase();
         let code = match e {
             WriteError::NotSupported(_) => sqlstate::FEATURE_NOT_SUPPORTED,
+            WriteError::Deadlock { .. } => sqlstate::DEADLOCK_DETECTED,
+            WriteError::SerializationFailure { .. } => sqlstate::SERIALIZATION_FAILURE,
+            WriteError::LockTimeout { .. } => sqlstate::LOCK_NOT_AVAILABLE,
             WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. }) => sqlstate::UNDEFINED_TABLE,
             _ if lower.contains("null") && lower.contains("not null") => sqlstate::NOT_NULL_VIOLATION,
             _ if e.is_user_input() => sqlstate::DATA_EXCEPTION,
@@ -745,7 +748,7 @@ fn blocks_outright(async_workers: usize, queries_idle: bool) -> bool {
 
 /// Runs `f` on this thread, telling a multi-thread runtime first (`block_in_place`) so the
 /// thread's other tasks are not stuck behind it; elsewhere it just runs.
-fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
         _ => f(),

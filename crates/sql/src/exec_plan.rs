@@ -129,6 +129,12 @@ pub struct ScanSpec {
     /// The switches of the session that planned the scan (`slices` and `views` are the
     /// table provider's: they shaped the schema and the filters it took over).
     pub settings: FlashscanSettings,
+    /// The statement's view of a heap table that has deleted rows in its pages: the scan
+    /// skips the ones deleted as of the statement's snapshot.
+    pub deleted: Option<flashscan_write::SnapshotTable>,
+    /// Hand on each row's id (`flashscan_write::RowId`) as a last column, `ROW_ID_COLUMN`
+    /// (what UPDATE and DELETE read to name the rows they change).
+    pub row_ids: bool,
 }
 
 #[derive(Debug)]
@@ -232,7 +238,13 @@ pub fn sampled_selectivity(spec: &ScanSpec) -> Option<f64> {
 impl FlashscanExec {
     pub fn new(spec: ScanSpec, scan_log: Arc<ScanLog>) -> Result<FlashscanExec> {
         // What the table provider declares (strings as views for column stores).
-        let schema = Arc::new(sql_schema(&spec.table, &spec.settings).project(&spec.projection)?);
+        let mut schema = sql_schema(&spec.table, &spec.settings).project(&spec.projection)?;
+        if spec.row_ids {
+            let mut fields: Vec<_> = schema.fields().iter().cloned().collect();
+            fields.push(Arc::new(crate::table_provider::row_id_field()));
+            schema = arrow::datatypes::Schema::new(fields);
+        }
+        let schema = Arc::new(schema);
         // An empty scan still has one partition, which yields nothing: operators above
         // expect at least one.
         let partition_count = spec.units.len().max(1);
@@ -433,7 +445,7 @@ impl ExecutionPlan for FlashscanExec {
                     }
                     Flow::Continue
                 };
-                let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone(), settings: spec.settings.clone() };
+                let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone(), settings: spec.settings.clone(), deleted: spec.deleted.clone(), row_ids: spec.row_ids };
                 let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &slices, &spec.read_options, &deliver)
                     .map_err(exec_to_datafusion)?;
                 unit_metrics.record(&figures);
@@ -453,7 +465,7 @@ impl ExecutionPlan for FlashscanExec {
         // Row counts are exact only when nothing is skipped: pruned partitions and row
         // groups skipped by min/max take rows away.
         // A filter in the scan takes rows away too.
-        let exact = self.spec.partitions_pruned == 0 && self.spec.scan_filter.ranges.is_empty() && self.spec.row_filter.is_none();
+        let exact = self.spec.partitions_pruned == 0 && self.spec.scan_filter.ranges.is_empty() && self.spec.row_filter.is_none() && self.spec.deleted.is_none();
         let stats = match args.partition() {
             Some(p) => match self.spec.units.get(p) {
                 Some(u) => self.statistics_of(std::slice::from_ref(u), exact && u.row_count_exact),

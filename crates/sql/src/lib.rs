@@ -20,6 +20,7 @@
 pub mod aggregate_kernel;
 pub mod aggregate_pushdown;
 pub mod build_side;
+pub mod change;
 pub mod column_statistics;
 pub mod copy_from;
 pub mod dml;

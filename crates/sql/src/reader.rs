@@ -331,6 +331,10 @@ pub struct SliceOptions {
     pub row_filter: Option<RowFilter>,
     /// The scan's settings (`ScanSpec::settings`): slices and string views.
     pub settings: FlashscanSettings,
+    /// Heap tables: deleted rows to skip (`ScanSpec::deleted`).
+    pub deleted: Option<flashscan_write::SnapshotTable>,
+    /// Heap tables: each row's id as a last column (`ScanSpec::row_ids`).
+    pub row_ids: bool,
 }
 
 /// Reads every page (or row group) of `unit` and calls `deliver` with each decoded batch
@@ -360,7 +364,7 @@ pub fn read_unit(
         column_store_source = ColumnStoreTable::with_selection(db_dir, table, &keep)?;
         &column_store_source
     } else {
-        heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone() };
+        heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone(), deleted: slices.deleted.clone().filter(|d| d.deleted().has_page_rows()), row_ids: slices.row_ids };
         &heap_source
     };
     let config = ReadConfig {
@@ -686,6 +690,9 @@ struct HeapUnitSource<'a> {
     db_dir: &'a Path,
     unit: &'a ScanUnit,
     decoded: Arc<DecodedCounts>,
+    /// Deleted rows to skip (only when some page row is deleted at all).
+    deleted: Option<flashscan_write::SnapshotTable>,
+    row_ids: bool,
 }
 
 /// Pages and rows decoded so far, counted beside exec's own figures: the only ones left
@@ -724,13 +731,31 @@ impl TableSource for HeapUnitSource<'_> {
 
     fn new_decoder(&self, projection: &[usize]) -> Result<Box<dyn PageDecoder>, ExecError> {
         let decoder = HeapDecoder::try_new(self.table, projection)?;
-        Ok(Box::new(HeapPageDecoder { decoder, decoded: self.decoded.clone() }))
+        Ok(Box::new(HeapPageDecoder {
+            decoder,
+            decoded: self.decoded.clone(),
+            deleted: self.deleted.clone(),
+            row_ids: self.row_ids,
+            keep: Vec::new(),
+            any_deleted: false,
+            ids: Vec::new(),
+            slots: Vec::new(),
+        }))
     }
 }
 
 struct HeapPageDecoder {
     decoder: HeapDecoder,
     decoded: Arc<DecodedCounts>,
+    deleted: Option<flashscan_write::SnapshotTable>,
+    row_ids: bool,
+    /// Per row pushed since the last batch: whether it is kept (with `deleted` only).
+    keep: Vec<bool>,
+    any_deleted: bool,
+    /// Per row pushed since the last batch: its id (with `row_ids` only).
+    ids: Vec<u64>,
+    /// The current page's deleted slots (reused).
+    slots: Vec<u16>,
 }
 
 impl PageDecoder for HeapPageDecoder {
@@ -742,11 +767,48 @@ impl PageDecoder for HeapPageDecoder {
         })?;
         self.decoded.pages.fetch_add(1, Ordering::Relaxed);
         self.decoded.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        // Rows of a page decode in slot order: row i of the page is slot i.
+        if let Some(snapshot) = &self.deleted {
+            if snapshot.deleted().page_slots_at(expected_page_id, snapshot.seq(), &mut self.slots) {
+                self.any_deleted = true;
+                self.keep.extend((0..rows).map(|slot| !self.slots.contains(&(slot as u16))));
+            } else {
+                self.keep.extend(std::iter::repeat_n(true, rows as usize));
+            }
+        }
+        if self.row_ids {
+            let page = flashscan_storage::PageId(expected_page_id);
+            for slot in 0..rows {
+                let id = flashscan_write::RowId::in_page(page, slot).ok_or_else(|| ExecError::Corrupt {
+                    path: path.to_path_buf(),
+                    offset_bytes,
+                    what: format!("page {expected_page_id:#x} slot {slot} has no row id (file id or page index beyond what a row id holds)"),
+                })?;
+                self.ids.push(id.0);
+            }
+        }
         Ok(rows)
     }
 
     fn finish_batch(&mut self) -> Result<RecordBatch, ExecError> {
-        Ok(self.decoder.finish())
+        let mut batch = self.decoder.finish();
+        let internal = |e: arrow::error::ArrowError| ExecError::Internal(format!("deleted rows and row ids: {e}"));
+        if self.row_ids {
+            debug_assert_eq!(self.ids.len(), batch.num_rows(), "one id per decoded row");
+            let mut fields: Vec<_> = batch.schema().fields().iter().cloned().collect();
+            fields.push(Arc::new(crate::table_provider::row_id_field()));
+            let mut columns = batch.columns().to_vec();
+            columns.push(Arc::new(arrow::array::UInt64Array::from(std::mem::take(&mut self.ids))));
+            batch = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).map_err(internal)?;
+        }
+        if self.deleted.is_some() {
+            debug_assert_eq!(self.keep.len(), batch.num_rows(), "one keep flag per decoded row");
+            let keep = std::mem::take(&mut self.keep);
+            if std::mem::take(&mut self.any_deleted) {
+                batch = arrow::compute::filter_record_batch(&batch, &arrow::array::BooleanArray::from(keep)).map_err(internal)?;
+            }
+        }
+        Ok(batch)
     }
 }
 

@@ -266,9 +266,10 @@ impl FlashscanSession {
                 }
                 SqlStatement::Truncate(truncate) => return self.truncate(truncate, text).await,
                 SqlStatement::Update(_) | SqlStatement::Delete(_) | SqlStatement::Merge(_) => {
-                    return Err(SqlError::Plan(
-                        "UPDATE, DELETE and MERGE are not supported yet: flashscan takes INSERT and TRUNCATE (the log reserves record kinds for them)".into(),
-                    ));
+                    let Some((_, table)) = crate::change::change_target(&statement)? else {
+                        return Err(SqlError::Internal("UPDATE or DELETE without a target".into()));
+                    };
+                    return self.run_change(statement, table).await;
                 }
                 SqlStatement::Insert(insert) => {
                     let w = self.ensure_writer()?;

@@ -264,6 +264,48 @@ impl FlashscanSession {
         count_output(text, rows, started).map(Some)
     }
 
+    /// UPDATE or DELETE (change.rs): staged into the open block, or a transaction of its
+    /// own committed before this returns. Answers the rows changed.
+    pub(super) async fn run_change(&self, statement: DFStatement, table: String) -> Result<QueryOutput, SqlError> {
+        let started = Instant::now();
+        let text = statement.to_string();
+        let w = self.ensure_writer()?.clone();
+        // The block's transaction leaves the session while the statement runs (the
+        // session's lock is not held across an await) and comes back after it.
+        let (mut txn, statements) = match std::mem::take(&mut *self.txn_state()?) {
+            TxnState::Open { txn, statements } => (txn, Some(statements)),
+            TxnState::Idle => (Transaction::new(), None),
+            aborted @ TxnState::Aborted { .. } => {
+                *self.txn_state()? = aborted;
+                return Err(SqlError::Plan("the transaction was aborted by an earlier error: ROLLBACK first".into()));
+            }
+        };
+        self.scan_log.take();
+        let staged = async {
+            // One session: its own transaction is the only one that can hold the lock.
+            w.lock_for_change(&mut txn, &table)?;
+            let (changes, snapshot) = crate::change::read_changes(&w, self.ctx.state(), statement, None).await?;
+            crate::change::stage_changes(&w, &mut txn, &table, &snapshot, &changes)
+        }
+        .await;
+        let scans = self.scan_log.take();
+        let rows = match statements {
+            Some(statements) => {
+                *self.txn_state()? = TxnState::Open { txn, statements: statements + 1 };
+                staged?
+            }
+            None => {
+                let rows = staged?;
+                // The commit waits for the log flush: off the async workers.
+                tokio::task::spawn_blocking(move || w.commit_transaction(txn)).await.map_err(|e| SqlError::Internal(format!("the commit thread failed: {e}")))??;
+                rows
+            }
+        };
+        let mut output = count_output(text, rows, started)?;
+        output.scans = scans;
+        Ok(output)
+    }
+
     /// `COPY t FROM 'file'`: one transaction of its own, or staged into the open one.
     pub(super) async fn copy_from(&self, statement: &SqlStatement) -> Result<QueryOutput, SqlError> {
         let SqlStatement::Copy { source, to: false, target, options, legacy_options, .. } = statement else {

@@ -31,6 +31,16 @@ use crate::scan_units::plan_units;
 /// Per partition, per column: the range of values, when the format recorded one.
 pub type PartitionRanges = Vec<Vec<Option<ColumnRange>>>;
 
+/// The column a table provider made `with_row_ids` adds after the table's own: each row's
+/// id (`flashscan_write::RowId`), what UPDATE and DELETE read to name the rows they change.
+/// Not a column of the table: `SELECT *` never shows it (the table's own provider has no
+/// such column), and a table column may not take the name.
+pub const ROW_ID_COLUMN: &str = "__flashscan_row_id";
+
+pub fn row_id_field() -> arrow::datatypes::Field {
+    arrow::datatypes::Field::new(ROW_ID_COLUMN, arrow::datatypes::DataType::UInt64, false)
+}
+
 #[derive(Debug)]
 pub struct FlashscanTable {
     table: Arc<TableMeta>,
@@ -53,6 +63,8 @@ pub struct FlashscanTable {
     /// filters the scan takes over (answered before any scan is planned), so they are the
     /// table's, not the query's; a session that changes them registers its tables again.
     table_settings: FlashscanSettings,
+    /// The schema ends with `ROW_ID_COLUMN` (`with_row_ids`).
+    row_ids: bool,
 }
 
 impl FlashscanTable {
@@ -70,6 +82,26 @@ impl FlashscanTable {
             column_statistics: Arc::new(Vec::new()),
             write: None,
             table_settings: settings.clone(),
+            row_ids: false,
+        }
+    }
+
+    /// The same table with `ROW_ID_COLUMN` after its columns: what UPDATE and DELETE scan.
+    pub fn with_row_ids(&self) -> FlashscanTable {
+        let mut fields: Vec<_> = self.schema.fields().iter().cloned().collect();
+        fields.push(Arc::new(row_id_field()));
+        FlashscanTable {
+            table: self.table.clone(),
+            db_dir: self.db_dir.clone(),
+            schema: Arc::new(arrow::datatypes::Schema::new(fields)),
+            read_options: self.read_options,
+            scan_log: self.scan_log.clone(),
+            partition_ranges: self.partition_ranges.clone(),
+            partition_key: self.partition_key,
+            column_statistics: self.column_statistics.clone(),
+            write: self.write.clone(),
+            table_settings: self.table_settings.clone(),
+            row_ids: true,
         }
     }
 
@@ -330,10 +362,11 @@ impl TableProvider for FlashscanTable {
     fn statistics(&self) -> Option<Statistics> {
         let (table, delta) = self.view(None);
         let delta_rows = delta.as_ref().map(|d| d.delta_row_count()).unwrap_or(0);
+        let deleted_rows = delta.as_ref().map(|d| d.deleted_row_count()).unwrap_or(0);
         let mut statistics = Statistics::new_unknown(&self.schema)
-            .with_num_rows(Precision::Exact((table.row_count + delta_rows) as usize))
+            .with_num_rows(Precision::Exact((table.row_count + delta_rows).saturating_sub(deleted_rows) as usize))
             .with_total_byte_size(Precision::Inexact(table.size_bytes as usize));
-        if !self.column_statistics.is_empty() && delta_rows == 0 {
+        if !self.column_statistics.is_empty() && delta_rows == 0 && deleted_rows == 0 && !self.row_ids {
             statistics.column_statistics = self.column_statistics.to_vec();
         }
         Some(statistics)
@@ -341,10 +374,22 @@ impl TableProvider for FlashscanTable {
 
     async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
         let (table, delta) = self.view(Some(state));
-        let projection: Vec<usize> = match projection {
+        let mut projection: Vec<usize> = match projection {
             Some(p) => p.clone(),
-            None => (0..table.columns.len()).collect(),
+            None => (0..self.schema.fields().len()).collect(),
         };
+        // The row id is the last column of the schema; DataFusion asks for columns in
+        // schema order, so it comes last in the projection too.
+        let row_ids = self.row_ids && projection.last() == Some(&table.columns.len());
+        if row_ids {
+            projection.pop();
+        }
+        if projection.iter().any(|&c| c >= table.columns.len()) {
+            return Err(datafusion::error::DataFusionError::Internal(format!("table {}: the row id column must be the last one scanned", table.name)));
+        }
+        if (table.row_count > 0 || delta.as_ref().is_some_and(|d| d.delta_row_count() > 0)) && row_ids && table.is_column_store() {
+            return Err(datafusion::error::DataFusionError::Plan(format!("table {} is a column store: UPDATE and DELETE are not supported for column store tables yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)", table.name, table.name)));
+        }
         let mut predicates = Vec::new();
         let mut pruning_filters = Vec::new();
         for f in filters {
@@ -376,6 +421,8 @@ impl TableProvider for FlashscanTable {
             column_statistics: self.column_statistics.clone(),
             sampled_selectivity: None,
             settings: self.scan_settings(state),
+            deleted: delta.clone().filter(|d| d.deleted().has_page_rows()),
+            row_ids,
         };
         spec.sampled_selectivity = sample_off_the_planner(&spec).await;
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
@@ -394,15 +441,18 @@ impl TableProvider for FlashscanTable {
         let schema = pages.schema();
         let mut batches = Vec::new();
         for &p in &kept_positions {
-            let decoded = delta.decode_delta(p, &projection).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-            if let Some(b) = decoded {
+            let decoded = delta.decode_delta(p, &projection, row_ids).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            if let Some((b, ids)) = decoded {
                 // As the scan declares them (a column store's strings are views).
-                let columns = b
+                let mut columns = b
                     .columns()
                     .iter()
                     .zip(schema.fields())
                     .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
                     .collect::<std::result::Result<Vec<_>, _>>()?;
+                if row_ids {
+                    columns.push(Arc::new(arrow::array::UInt64Array::from(ids)));
+                }
                 batches.push(arrow::record_batch::RecordBatch::try_new_with_options(
                     schema.clone(),
                     columns,

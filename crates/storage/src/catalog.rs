@@ -150,6 +150,9 @@ impl Catalog {
                 roots.confine(&f.path, &|| format!("table {name:?} file {i}"), &catalog_path)?;
                 paths.insert(f.path.as_str());
             }
+            if let Some(d) = &table.deleted_rows {
+                roots.confine(&d.path, &|| format!("table {name:?} deleted rows file"), &catalog_path)?;
+            }
             for p in &table.partitions {
                 let places = p.runs.iter().map(|r| &r.file).chain(p.row_groups.iter().map(|g| &g.file));
                 for file in places {
@@ -186,6 +189,7 @@ impl Catalog {
     pub fn remove_table(&mut self, table: &str) -> Option<TableMeta> {
         let removed = self.tables.remove(table)?;
         self.unreferenced_files.extend(removed.files.iter().map(|f| f.path.clone()));
+        self.unreferenced_files.extend(removed.deleted_rows.iter().map(|d| d.path.clone()));
         let (gone, kept): (Vec<IndexEntry>, Vec<IndexEntry>) = std::mem::take(&mut self.indexes).into_iter().partition(|i| i.table == table);
         self.indexes = kept;
         self.unreferenced_files.extend(gone.into_iter().map(|i| i.file));
@@ -210,7 +214,7 @@ impl Catalog {
         let roots = self.roots(dir)?;
         let catalog_path = Self::path(dir);
         let referenced: HashSet<String> =
-            self.tables.values().flat_map(|t| t.files.iter().map(|f| f.path.clone())).chain(self.indexes.iter().map(|i| i.file.clone())).collect();
+            self.tables.values().flat_map(|t| t.files.iter().map(|f| f.path.clone()).chain(t.deleted_rows.iter().map(|d| d.path.clone()))).chain(self.indexes.iter().map(|i| i.file.clone())).collect();
         let mut report = SweepReport::default();
         let mut kept = Vec::new();
         for f in std::mem::take(&mut self.unreferenced_files) {

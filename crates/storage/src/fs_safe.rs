@@ -261,7 +261,8 @@ fn is_digits(s: &str) -> bool {
 /// - data files: `[flashscan-XXXXXXXX.]TABLE.pNNN.fN.gGEN.dat` (the prefix, 8 hex digits of
 ///   the database id, on volumes outside the database directory);
 /// - index files: `index_NAME.fsbt` (`NAME`: letters, digits, `_`);
-/// - synthetic benchmark tables: `TABLE_gGEN.heap`.
+/// - synthetic benchmark tables: `TABLE_gGEN.heap`;
+/// - deleted rows files: `TABLE.gGEN.del`.
 ///
 /// Nothing else: not the catalog, the lock, the volume marker, temporaries or user files.
 pub fn is_generated_file_name(name: &str) -> bool {
@@ -283,6 +284,9 @@ pub fn is_generated_file_name(name: &str) -> bool {
     if let Some(stem) = name.strip_suffix(".fsbt") {
         return stem.strip_prefix("index_").is_some_and(is_identifier);
     }
+    if let Some(stem) = name.strip_suffix(".del") {
+        return stem.split_once('.').is_some_and(|(table, generation)| is_identifier(table) && generation.strip_prefix('g').is_some_and(is_digits));
+    }
     if let Some(stem) = name.strip_suffix(".heap") {
         return stem.rsplit_once("_g").is_some_and(|(table, generation)| is_identifier(table) && is_digits(generation));
     }
@@ -295,7 +299,7 @@ mod tests {
 
     #[test]
     fn generated_names() {
-        for ok in ["lineitem.p000.f0.g6.dat", "t__cs.p012.f1.g17.dat", "flashscan-0a1b2c3d.t.p001.f2.g3.dat", "index_t_by_id.fsbt", "lookup_g4.heap"] {
+        for ok in ["lineitem.p000.f0.g6.dat", "t__cs.p012.f1.g17.dat", "flashscan-0a1b2c3d.t.p001.f2.g3.dat", "index_t_by_id.fsbt", "lookup_g4.heap", "t.g12.del"] {
             assert!(is_generated_file_name(ok), "{ok}");
         }
         for bad in [
@@ -313,6 +317,9 @@ mod tests {
             ".catalog.json.tmp-1-0",
             "mine.dat",
             "../t.p000.f0.g1.dat",
+            "t.del",
+            "t.gx.del",
+            "a.b.g1.del",
         ] {
             assert!(!is_generated_file_name(bad), "{bad}");
         }

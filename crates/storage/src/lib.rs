@@ -18,6 +18,7 @@ pub mod column;
 pub mod columnstore;
 pub mod compression;
 pub mod database;
+pub mod deleted_rows;
 pub mod drop;
 pub mod error;
 pub mod export;

@@ -96,6 +96,10 @@ pub struct TableMeta {
     pub source: String,
     /// LSN stamped on the table's pages when loaded.
     pub load_lsn: u64,
+    /// Rows of the table's pages that DELETE or UPDATE removed, as of the last checkpoint
+    /// (`deleted_rows`); scans skip them. None: no row was ever deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_rows: Option<crate::deleted_rows::DeletedRowsMeta>,
 }
 
 impl TableMeta {
@@ -130,6 +134,7 @@ impl TableMeta {
             size_bytes: 0,
             source: String::new(),
             load_lsn: 1,
+            deleted_rows: None,
         }
     }
 

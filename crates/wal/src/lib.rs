@@ -1,7 +1,7 @@
 //! flashscan's write-ahead log.
 //!
-//! - [`record`]: what is logged (insert of a row into a page, commit, abort, checkpoint
-//!   begin/end; room for UPDATE and DELETE) and its bytes;
+//! - [`record`]: what is logged (insert of a row into a page, delete of a row, commit,
+//!   abort, checkpoint begin/end) and its bytes;
 //! - [`block`]: 4 KiB checksummed log blocks, written once;
 //! - [`files`]: segment files (preallocated, O_EXCL|O_NOFOLLOW, recycled), the control file
 //!   that names the database, the lock;
@@ -38,6 +38,6 @@ pub use config::{psync_engine_factory, EngineFactory, SyncMethod, WalConfig};
 pub use error::WalError;
 pub use files::DatabaseIdentity;
 pub use lsn::{Lsn, SegmentPosition, TxnId};
-pub use reader::{scan, scan_dir, LogEnd, LoggedRecord, Redo, RedoInsert, Scan};
-pub use record::{InsertRow, Record};
+pub use reader::{scan, scan_dir, LogEnd, LoggedRecord, Redo, RedoChange, RedoDelete, RedoInsert, Scan};
+pub use record::{DeleteRow, InsertRow, Record};
 pub use writer::{Appended, Durable, LogImage, PendingFlush, Wal, WalStats, FIRST_RECORD_LSN};

@@ -34,7 +34,7 @@ use crate::error::{file_err, WalError};
 use crate::files::{inspect_segment_header, segment_path, SegmentHeaderState};
 use crate::limits::{BLOCK_HEADER_BYTES, BLOCK_PAYLOAD_BYTES, BLOCK_SIZE_BYTES, RECORD_HEADER_BYTES};
 use crate::lsn::{Lsn, SegmentPosition, TxnId};
-use crate::record::{decode_body, decode_header, InsertRow, Record};
+use crate::record::{decode_body, decode_header, DeleteRow, InsertRow, Record};
 
 const BLOCK: u64 = BLOCK_SIZE_BYTES as u64;
 
@@ -398,7 +398,7 @@ pub fn scan_dir(dir: &Path, segment_size_bytes: u64, database_id: u128, from: Ls
     scan(&mut DirSource { dir: dir.to_path_buf() }, segment_size_bytes, database_id, from)
 }
 
-/// What redo replays: the inserts of committed transactions, in log order.
+/// What redo replays: the inserts and deletes of committed transactions, in log order.
 ///
 /// **Contract.** Redo is idempotent only if the caller makes it so: for each item, read the
 /// page (`table_id`, `partition`, `page_no`), and apply the row only if the page's LSN is
@@ -406,8 +406,8 @@ pub fn scan_dir(dir: &Path, segment_size_bytes: u64, database_id: u128, from: Ls
 /// transactions with no commit record (aborted, or unfinished at the crash) are skipped:
 /// their rows never reached a page that reached disk, because the WAL rule kept pages
 /// behind the log and a transaction's rows stay invisible until it commits. A record kind
-/// this version cannot replay (written by a newer flashscan: UPDATE, DELETE) is an error,
-/// never skipped.
+/// this version cannot replay (written by a newer flashscan) is an error, never skipped.
+/// A delete names its row by the table writer's row id; the table writer applies it.
 pub struct Redo<'a> {
     records: &'a [LoggedRecord],
     committed: HashSet<TxnId>,
@@ -439,15 +439,63 @@ pub struct RedoInsert<'a> {
     pub row: &'a InsertRow,
 }
 
+/// One row to delete again.
+#[derive(Debug, Clone, Copy)]
+pub struct RedoDelete<'a> {
+    pub lsn: Lsn,
+    pub row: &'a DeleteRow,
+}
+
+/// A committed change, in log order.
+#[derive(Debug, Clone, Copy)]
+pub enum RedoChange<'a> {
+    Insert(RedoInsert<'a>),
+    Delete(RedoDelete<'a>),
+}
+
+impl RedoChange<'_> {
+    pub fn lsn(&self) -> Lsn {
+        match self {
+            RedoChange::Insert(i) => i.lsn,
+            RedoChange::Delete(d) => d.lsn,
+        }
+    }
+
+    pub fn table_id(&self) -> u32 {
+        match self {
+            RedoChange::Insert(i) => i.row.table_id,
+            RedoChange::Delete(d) => d.row.table_id,
+        }
+    }
+
+    pub fn txn(&self) -> TxnId {
+        match self {
+            RedoChange::Insert(i) => i.row.txn,
+            RedoChange::Delete(d) => d.row.txn,
+        }
+    }
+
+    /// The insert, if this is one (tests and tools that log inserts only).
+    pub fn insert(&self) -> Option<&RedoInsert<'_>> {
+        match self {
+            RedoChange::Insert(i) => Some(i),
+            RedoChange::Delete(_) => None,
+        }
+    }
+}
+
 impl<'a> Iterator for Redo<'a> {
-    type Item = Result<RedoInsert<'a>, WalError>;
+    type Item = Result<RedoChange<'a>, WalError>;
     fn next(&mut self) -> Option<Self::Item> {
         while self.next < self.records.len() {
             let r = &self.records[self.next];
             self.next += 1;
             match &r.record {
                 Record::Insert(row) if self.committed.contains(&row.txn) => {
-                    return Some(Ok(RedoInsert { lsn: r.lsn, end: r.end, row }));
+                    return Some(Ok(RedoChange::Insert(RedoInsert { lsn: r.lsn, end: r.end, row })));
+                }
+                Record::Delete(row) if self.committed.contains(&row.txn) => {
+                    return Some(Ok(RedoChange::Delete(RedoDelete { lsn: r.lsn, row })));
                 }
                 Record::Other { kind, .. } => return Some(Err(WalError::UnsupportedRecord { lsn: r.lsn, kind: *kind })),
                 _ => {}

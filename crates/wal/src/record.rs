@@ -1,7 +1,8 @@
 //! Log records: an 8-byte header (kind, flags, reserved, body length) and a body whose
 //! layout the kind defines. The length lets a reader step over a kind it does not know, so
-//! UPDATE and DELETE records can come later without a format break (a redo that meets one
-//! refuses it by name instead of guessing).
+//! new kinds come without a format break (a redo that meets one refuses it by name instead
+//! of guessing). DELETE (kind 7) came this way; an UPDATE is logged as a delete of the old
+//! row and an insert of the new one (kind 6 stays reserved for an in-place update).
 
 use crate::limits::{RECORD_BODY_BYTES_MAX, RECORD_HEADER_BYTES};
 use crate::lsn::{Lsn, TxnId};
@@ -13,13 +14,29 @@ pub mod kind {
     pub const ABORT: u8 = 3;
     pub const CHECKPOINT_BEGIN: u8 = 4;
     pub const CHECKPOINT_END: u8 = 5;
-    /// Planned, not written yet: an UPDATE of a row in place, a DELETE of a row.
+    /// Planned, not written yet: an UPDATE of a row in place.
     pub const UPDATE_RESERVED: u8 = 6;
-    pub const DELETE_RESERVED: u8 = 7;
+    /// A row deleted (and the old version of an updated row).
+    pub const DELETE: u8 = 7;
+}
+
+/// Body of a delete: txn, table id, reserved (zero), row id.
+pub const DELETE_BODY_BYTES: usize = 8 + 4 + 4 + 8;
+
+/// One row deleted from a table. `row_id` names the row as the table writer addresses it
+/// (its page and slot, or the LSN of the insert record of a row not yet in a page): the
+/// table writer's business, like an insert's row bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeleteRow {
+    pub txn: TxnId,
+    pub table_id: u32,
+    pub row_id: u64,
 }
 
 /// Fixed part of an insert body: txn, table id, partition, page number.
 pub const INSERT_FIXED_BYTES: usize = 8 + 4 + 4 + 8;
+// `encode_parts` puts every fixed part in one header buffer of the insert's size.
+const _: () = assert!(DELETE_BODY_BYTES <= INSERT_FIXED_BYTES);
 
 /// One row inserted into a page of a table partition. `row` is the row in the page's own
 /// encoding (the table writer's business); redo puts it back on `page_no` if the page's
@@ -36,6 +53,7 @@ pub struct InsertRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Insert(InsertRow),
+    Delete(DeleteRow),
     Commit { txn: TxnId },
     Abort { txn: TxnId },
     /// Its LSN is the redo point of the checkpoint it starts.
@@ -54,6 +72,7 @@ impl Record {
     pub fn kind(&self) -> u8 {
         match self {
             Record::Insert(_) => kind::INSERT,
+            Record::Delete(_) => kind::DELETE,
             Record::Commit { .. } => kind::COMMIT,
             Record::Abort { .. } => kind::ABORT,
             Record::CheckpointBegin => kind::CHECKPOINT_BEGIN,
@@ -65,6 +84,7 @@ impl Record {
     pub fn body_len(&self) -> usize {
         match self {
             Record::Insert(r) => INSERT_FIXED_BYTES + r.row.len(),
+            Record::Delete(_) => DELETE_BODY_BYTES,
             Record::Commit { .. } | Record::Abort { .. } => 8,
             Record::CheckpointBegin => 0,
             Record::CheckpointEnd { .. } => 8,
@@ -93,6 +113,13 @@ impl Record {
                 head[20..24].copy_from_slice(&r.partition.to_le_bytes());
                 head[24..32].copy_from_slice(&r.page_no.to_le_bytes());
                 (INSERT_FIXED_BYTES, &r.row)
+            }
+            Record::Delete(d) => {
+                head[8..16].copy_from_slice(&d.txn.0.to_le_bytes());
+                head[16..20].copy_from_slice(&d.table_id.to_le_bytes());
+                head[20..24].copy_from_slice(&0u32.to_le_bytes());
+                head[24..32].copy_from_slice(&d.row_id.to_le_bytes());
+                (DELETE_BODY_BYTES, &[])
             }
             Record::Commit { txn } | Record::Abort { txn } => {
                 head[8..16].copy_from_slice(&txn.0.to_le_bytes());
@@ -125,7 +152,7 @@ impl Record {
             return Err(crate::WalError::RecordTooLarge { bytes, limit: RECORD_BODY_BYTES_MAX });
         }
         if let Record::Other { kind, .. } = self {
-            if *kind <= kind::CHECKPOINT_END {
+            if *kind <= kind::CHECKPOINT_END || *kind == kind::DELETE {
                 return Err(crate::WalError::Config(format!("record kind {kind} is a known kind; use its variant")));
             }
         }
@@ -182,6 +209,13 @@ pub fn decode_body(kind: u8, body: &[u8]) -> Result<Record, RecordDecodeError> {
                 page_no: u64_at(body, 16),
                 row: body[INSERT_FIXED_BYTES..].to_vec(),
             }))
+        }
+        kind::DELETE => {
+            exact(DELETE_BODY_BYTES)?;
+            if u32_at(body, 12) != 0 {
+                return Err(RecordDecodeError(format!("delete record's reserved field is {:#x}, not zero", u32_at(body, 12))));
+            }
+            Ok(Record::Delete(DeleteRow { txn: TxnId(u64_at(body, 0)), table_id: u32_at(body, 8), row_id: u64_at(body, 16) }))
         }
         kind::COMMIT => exact(8).map(|_| Record::Commit { txn: TxnId(u64_at(body, 0)) }),
         kind::ABORT => exact(8).map(|_| Record::Abort { txn: TxnId(u64_at(body, 0)) }),

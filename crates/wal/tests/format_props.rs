@@ -15,11 +15,12 @@ fn arb_record() -> impl Strategy<Value = Record> {
         4 => (any::<u64>(), any::<u32>(), any::<u32>(), any::<u64>(), prop::collection::vec(any::<u8>(), 0..9000)).prop_map(
             |(t, table_id, partition, page_no, row)| Record::Insert(InsertRow { txn: TxnId(t), table_id, partition, page_no, row })
         ),
+        2 => (any::<u64>(), any::<u32>(), any::<u64>()).prop_map(|(t, table_id, row_id)| Record::Delete(DeleteRow { txn: TxnId(t), table_id, row_id })),
         2 => any::<u64>().prop_map(|t| Record::Commit { txn: TxnId(t) }),
         1 => any::<u64>().prop_map(|t| Record::Abort { txn: TxnId(t) }),
         1 => Just(Record::CheckpointBegin),
         1 => any::<u64>().prop_map(|l| Record::CheckpointEnd { redo: Lsn(l) }),
-        1 => (6u8..=255, prop::collection::vec(any::<u8>(), 0..300)).prop_map(|(kind, body)| Record::Other { kind, body }),
+        1 => (8u8..=255, prop::collection::vec(any::<u8>(), 0..300)).prop_map(|(kind, body)| Record::Other { kind, body }),
     ]
 }
 
@@ -163,7 +164,7 @@ fn redo_skips_uncommitted_and_aborted() {
     }
     image.flush();
     let s = scan(&mut image.source, SEGMENT_SIZE_BYTES_MIN * 4, DB, FIRST_RECORD_LSN).unwrap();
-    let redo: Vec<u64> = s.redo().map(|r| r.unwrap().row.txn.0).collect();
+    let redo: Vec<u64> = s.redo().map(|r| r.unwrap().txn().0).collect();
     assert_eq!(redo, vec![2]);
 }
 

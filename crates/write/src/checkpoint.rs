@@ -32,6 +32,7 @@ use flashscan_io::{open_engine, EngineConfig, EngineKind, FileSet, FileStats, Io
 use flashscan_storage::catalog::sync_dir;
 use flashscan_storage::orphans::sweep_unreferenced;
 use flashscan_storage::heap::header::seal;
+use flashscan_storage::deleted_rows::{deleted_rows_file_name, write_deleted_rows, DeletedRowsMeta};
 use flashscan_storage::{DataFileMeta, Lsn, PageId, PageRun, TableMeta, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 
 use crate::error::{file_err, WriteError};
@@ -370,12 +371,21 @@ impl WritePath {
                 }
             }
         }
+        // Tables whose deleted rows changed since their file was written: each gets a new
+        // deleted rows file (the delta rows' deletions named by their new pages).
+        let deleted_files: Vec<(String, String)> = st
+            .deltas
+            .iter()
+            .filter(|(name, delta)| st.catalog.tables.get(*name).is_some_and(|t| delta.deleted().total() != t.deleted_rows.as_ref().map(|d| d.row_count).unwrap_or(0)))
+            .map(|(name, _)| (name.clone(), deleted_rows_file_name(name, generation)))
+            .collect();
         let planned: Vec<String> = plans
             .iter()
             .filter_map(|p| match &p.target {
                 Target::New { catalog_path, .. } => Some(catalog_path.clone()),
                 Target::Append(_) => None,
             })
+            .chain(deleted_files.iter().map(|(_, file)| file.clone()))
             .collect();
         // Intent first: the files about to be created are listed in the catalog as
         // unreferenced, durably, before they exist, so a crash before the commit below leaves
@@ -483,6 +493,43 @@ impl WritePath {
                 return Err(e);
             }
         };
+        // Each delta row's page row id from here on, and the deleted rows files.
+        let mut moved: std::collections::BTreeMap<String, std::collections::HashMap<u64, u64>> = std::collections::BTreeMap::new();
+        for f in &files {
+            if let Some(delta) = st.deltas.get(&f.table) {
+                moved.entry(f.table.clone()).or_default().extend(delta.placement(f.partition, f.file_id, f.first_page));
+            }
+        }
+        let mut next_deleted: std::collections::BTreeMap<String, crate::deleted::DeletedRows> = std::collections::BTreeMap::new();
+        let mut deleted_written: Vec<(String, DeletedRowsMeta)> = Vec::new();
+        let deleted_result = (|| {
+            for (name, file) in &deleted_files {
+                let Some(delta) = st.deltas.get(name) else { continue };
+                let empty = std::collections::HashMap::new();
+                let translated = delta.deleted().translated(moved.get(name).unwrap_or(&empty));
+                let ids = translated.page_row_ids();
+                if ids.len() as u64 != translated.total() {
+                    return Err(WriteError::Corrupt { lsn: redo.0, what: format!("table {name}: {} deleted rows, {} of them in pages after the checkpoint", translated.total(), ids.len()) });
+                }
+                write_deleted_rows(&db_dir.join(file), &ids)?;
+                deleted_written.push((name.clone(), DeletedRowsMeta { path: file.clone(), row_count: ids.len() as u64 }));
+                next_deleted.insert(name.clone(), translated);
+            }
+            if !deleted_files.is_empty() {
+                sync_dir(&db_dir)?;
+            }
+            Ok::<(), WriteError>(())
+        })();
+        let undo_deleted = |written: &[(String, DeletedRowsMeta)]| {
+            for (_, meta) in written {
+                let _ = std::fs::remove_file(db_dir.join(&meta.path));
+            }
+        };
+        if let Err(e) = deleted_result {
+            undo(&files);
+            undo_deleted(&deleted_written);
+            return Err(e);
+        }
         if options.stop_before_catalog_commit {
             return Err(WriteError::InvalidArgument("checkpoint stopped before the catalog commit (test hook)".into()));
         }
@@ -531,6 +578,15 @@ impl WritePath {
                 tables.push(f.table.clone());
             }
         }
+        for (name, meta) in &deleted_written {
+            let Some(table) = next.tables.get_mut(name) else { continue };
+            if let Some(old) = table.deleted_rows.replace(meta.clone()) {
+                next.unreferenced_files.push(old.path);
+            }
+            if !tables.contains(name) {
+                tables.push(name.clone());
+            }
+        }
         next.generation = generation;
         next.next_file_id = next_file_id;
         next.unreferenced_files.retain(|f| !planned.contains(f));
@@ -539,14 +595,15 @@ impl WritePath {
         }
         if let Err(e) = next.write_atomic(&db_dir) {
             undo(&files);
+            undo_deleted(&deleted_written);
             return Err(e.into());
         }
         st.catalog = next;
         for name in &tables {
-            if let Some(t) = st.catalog.tables.get(name) {
-                let fresh = std::sync::Arc::new(crate::delta::TableDelta::new(t));
-                st.deltas.insert(name.clone(), fresh);
-            }
+            let (Some(t), Some(old)) = (st.catalog.tables.get(name), st.deltas.get(name)) else { continue };
+            let fresh = crate::delta::TableDelta::after_checkpoint(t, old, moved.remove(name).unwrap_or_default());
+            debug_assert!(next_deleted.get(name).is_none_or(|d| d.total() == fresh.deleted().total()), "the deleted rows written are the ones the next delta keeps");
+            st.deltas.insert(name.clone(), std::sync::Arc::new(fresh));
         }
         let wal = WritePath::wal(st)?;
         wal.checkpoint_end(redo)?;

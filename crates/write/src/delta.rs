@@ -6,6 +6,7 @@
 //! It lives only in memory: after a restart, redo of the log from the redo point rebuilds
 //! it (`write_path`).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,7 +16,9 @@ use flashscan_storage::heap::header::{read_header, seal};
 use flashscan_storage::heap::heap_page::{slot_offset, HeapPageBuilder};
 use flashscan_storage::{HeapDecoder, Lsn, PageId, StorageError, TableMeta, PAGE_SIZE_BYTES};
 
+use crate::deleted::DeletedRows;
 use crate::error::WriteError;
+use crate::row_id::RowId;
 
 /// The page id delta pages are sealed with while in memory (a scan expects it); the
 /// checkpoint seals them again with the id of the place it writes them to.
@@ -28,14 +31,18 @@ struct PartitionDelta {
     open_rows: Vec<Vec<u8>>,
     open: HeapPageBuilder,
     row_count: u64,
+    /// Per row, in delta order: the LSN of its insert record (its id, `RowId::in_delta`).
+    lsns: Vec<u64>,
+    /// Rows on each closed page, in order (the open page holds `open_rows.len()`).
+    closed_rows: Vec<u32>,
 }
 
 impl PartitionDelta {
     fn new(column_count: u16) -> PartitionDelta {
-        PartitionDelta { closed: Vec::new(), open_rows: Vec::new(), open: HeapPageBuilder::new(column_count), row_count: 0 }
+        PartitionDelta { closed: Vec::new(), open_rows: Vec::new(), open: HeapPageBuilder::new(column_count), row_count: 0, lsns: Vec::new(), closed_rows: Vec::new() }
     }
 
-    fn append(&mut self, row: &[u8]) -> bool {
+    fn append(&mut self, row: &[u8], lsn: u64) -> bool {
         if !self.open.try_append(row) {
             if self.open.is_empty() {
                 return false;
@@ -44,6 +51,7 @@ impl PartitionDelta {
             self.open.take_page(&mut page);
             seal(&mut page, DELTA_PAGE_ID, Lsn(0));
             self.closed.push(page);
+            self.closed_rows.push(self.open_rows.len() as u32);
             self.open_rows.clear();
             if !self.open.try_append(row) {
                 return false;
@@ -51,6 +59,7 @@ impl PartitionDelta {
         }
         self.open_rows.push(row.to_vec());
         self.row_count += 1;
+        self.lsns.push(lsn);
         true
     }
 
@@ -58,7 +67,7 @@ impl PartitionDelta {
     fn memory_bytes(&self) -> u64 {
         let open_rows: usize = self.open_rows.iter().map(|r| r.len()).sum();
         let open_page = if self.open_rows.is_empty() { 0 } else { PAGE_SIZE_BYTES };
-        (self.closed.len() * PAGE_SIZE_BYTES + open_page + open_rows) as u64
+        (self.closed.len() * PAGE_SIZE_BYTES + open_page + open_rows + self.lsns.len() * 8) as u64
     }
 
     /// The closed pages and a sealed copy of the open one.
@@ -90,7 +99,21 @@ pub struct TableDelta {
     column_count: u16,
     partitions: Mutex<Vec<PartitionDelta>>,
     row_count: AtomicU64,
+    /// Rows of the table's pages and of this delta that commits deleted.
+    deleted: DeletedRows,
+    /// The delta rows the checkpoint that began this delta moved into pages: delta row id
+    /// → page row id. A transaction that staged deletes against the previous delta names
+    /// its rows through this at commit (`WritePath::commit`).
+    moved: HashMap<u64, u64>,
+    /// This delta's id among every delta of this process: which one a transaction's
+    /// staged deletes were made against.
+    id: u64,
+    /// The id of the delta the checkpoint that began this one wrote (`moved` names its rows).
+    follows: Option<u64>,
 }
+
+/// Hands out `TableDelta::id`s.
+static NEXT_DELTA_ID: AtomicU64 = AtomicU64::new(1);
 
 impl std::fmt::Debug for TableDelta {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -99,7 +122,28 @@ impl std::fmt::Debug for TableDelta {
 }
 
 impl TableDelta {
+    /// The delta of a table that has no deleted rows (a new or emptied table).
     pub fn new(table: &TableMeta) -> TableDelta {
+        TableDelta::with_deleted(table, DeletedRows::default(), HashMap::new(), None)
+    }
+
+    /// The delta of `table` as committed in `db_dir`: its deleted rows file read (and
+    /// verified) when it has one.
+    pub fn open(table: &TableMeta, db_dir: &Path) -> Result<TableDelta, WriteError> {
+        let deleted = match &table.deleted_rows {
+            Some(meta) => DeletedRows::from_durable(&flashscan_storage::deleted_rows::read_deleted_rows(db_dir, meta)?),
+            None => DeletedRows::default(),
+        };
+        Ok(TableDelta::with_deleted(table, deleted, HashMap::new(), None))
+    }
+
+    /// The delta that follows `previous` after a checkpoint wrote it into `table`'s pages.
+    pub(crate) fn after_checkpoint(table: &TableMeta, previous: &TableDelta, moved: HashMap<u64, u64>) -> TableDelta {
+        let deleted = previous.deleted.translated(&moved);
+        TableDelta::with_deleted(table, deleted, moved, Some(previous.id))
+    }
+
+    fn with_deleted(table: &TableMeta, deleted: DeletedRows, moved: HashMap<u64, u64>, follows: Option<u64>) -> TableDelta {
         let column_count = table.columns.len() as u16;
         TableDelta {
             table: table.name.clone(),
@@ -107,7 +151,54 @@ impl TableDelta {
             column_count,
             partitions: Mutex::new((0..table.partitions.len()).map(|_| PartitionDelta::new(column_count)).collect()),
             row_count: AtomicU64::new(0),
+            deleted,
+            moved,
+            id: NEXT_DELTA_ID.fetch_add(1, Ordering::Relaxed),
+            follows,
         }
+    }
+
+    /// Deleted rows of the table's pages and of this delta.
+    pub fn deleted(&self) -> &DeletedRows {
+        &self.deleted
+    }
+
+    pub(crate) fn moved(&self) -> &HashMap<u64, u64> {
+        &self.moved
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    pub(crate) fn follows(&self) -> Option<u64> {
+        self.follows
+    }
+
+    /// Per delta row of `partition`, its page row id once the delta is written as pages
+    /// starting at page `first_page` of file `file_id` (the checkpoint's placement): rows
+    /// keep their page and slot (`pages` writes these very pages).
+    pub(crate) fn placement(&self, partition: usize, file_id: u32, first_page: u64) -> Vec<(u64, u64)> {
+        let Ok(parts) = self.partitions.lock() else { return Vec::new() };
+        let Some(p) = parts.get(partition) else { return Vec::new() };
+        let mut out = Vec::with_capacity(p.lsns.len());
+        let mut ordinal = 0usize;
+        let page_rows = p.closed_rows.iter().copied().chain(std::iter::once(p.open_rows.len() as u32));
+        for (page, rows) in page_rows.enumerate() {
+            for slot in 0..rows {
+                let page_id = PageId::new(file_id, (first_page + page as u64) as u32);
+                if let (Some(lsn), Some(to)) = (p.lsns.get(ordinal), RowId::in_page(page_id, slot)) {
+                    out.push((RowId::in_delta(*lsn).0, to.0));
+                }
+                ordinal += 1;
+            }
+        }
+        out
+    }
+
+    /// Insert LSNs of the first `rows` rows of `partition`.
+    pub(crate) fn lsns(&self, partition: usize, rows: u64) -> Vec<u64> {
+        self.partitions.lock().ok().and_then(|p| p.get(partition).map(|p| p.lsns[..(rows as usize).min(p.lsns.len())].to_vec())).unwrap_or_default()
     }
 
     pub fn row_count(&self) -> u64 {
@@ -135,9 +226,11 @@ impl TableDelta {
         self.partitions.lock().map(|p| p.len()).unwrap_or(0)
     }
 
-    /// Adds rows (page row encoding) to one partition. All or nothing: a row that cannot
-    /// be placed (bigger than a page: only a damaged log holds one) fails before any is added.
-    pub fn append_rows(&self, partition: usize, rows: &[Vec<u8>]) -> Result<(), WriteError> {
+    /// Adds rows (page row encoding), with their insert records' LSNs, to one partition.
+    /// All or nothing: a row that cannot be placed (bigger than a page: only a damaged log
+    /// holds one) fails before any is added.
+    pub fn append_rows(&self, partition: usize, rows: &[Vec<u8>], lsns: &[u64]) -> Result<(), WriteError> {
+        assert_eq!(rows.len(), lsns.len(), "one insert LSN per row");
         let mut parts = self.partitions.lock().map_err(|_| WriteError::InvalidArgument("delta lock poisoned".into()))?;
         let count = parts.len();
         let Some(part) = parts.get_mut(partition) else {
@@ -146,8 +239,8 @@ impl TableDelta {
         if let Some(r) = rows.iter().find(|r| r.len() + 2 > PAGE_SIZE_BYTES - flashscan_storage::heap::header::PAGE_HEADER_BYTES) {
             return Err(WriteError::Corrupt { lsn: 0, what: format!("a row of {} bytes for table {}: larger than a page", r.len(), self.table) });
         }
-        for r in rows {
-            let placed = part.append(r);
+        for (r, lsn) in rows.iter().zip(lsns) {
+            let placed = part.append(r, *lsn);
             debug_assert!(placed, "rows no larger than a page's free space always place");
         }
         self.row_count.fetch_add(rows.len() as u64, Ordering::AcqRel);

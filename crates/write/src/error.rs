@@ -33,6 +33,15 @@ pub enum WriteError {
     Unflushed { table: String, rows: u64, what: String, db: PathBuf },
     #[error("{path}: {source}")]
     File { path: PathBuf, source: std::io::Error },
+    /// Two transactions each wait for a table the other has changed (SQLSTATE 40P01).
+    #[error("deadlock detected: this transaction waited to change table {table}, which another transaction changed while it waits for a table this one changed; this transaction was stopped: ROLLBACK and run it again")]
+    Deadlock { table: String },
+    /// Waited longer than `LOCK_WAIT_MAX` for another transaction's changes to a table.
+    #[error("waited {waited_s} s for another transaction that changes table {table} to end: it is still open; COMMIT or ROLLBACK it, then run this again")]
+    LockTimeout { table: String, waited_s: u64 },
+    /// The rows a transaction changes were changed by another since it read them (SQLSTATE 40001).
+    #[error("could not serialize access to table {table}: {why}; ROLLBACK and run the transaction again")]
+    SerializationFailure { table: String, why: String },
     /// The log and the catalog disagree in a way no crash explains.
     #[error("the write-ahead log does not match the catalog at LSN {lsn}: {what}; nothing was replayed")]
     Corrupt { lsn: u64, what: String },
@@ -49,6 +58,7 @@ impl WriteError {
             ),
             WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::Unflushed { .. } => true,
             WriteError::DeltaFull { .. } => true,
+            WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } => false,
             WriteError::File { .. } | WriteError::Corrupt { .. } | WriteError::Io(_) | WriteError::NoSpace { .. } => false,
         }
     }

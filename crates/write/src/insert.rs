@@ -32,11 +32,15 @@ use std::sync::Arc;
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::load::batch_encoder::{BatchEncoder, PagesMessage};
 use flashscan_storage::{StorageError, TableMeta, PAGE_SIZE_BYTES};
-use flashscan_wal::{InsertRow, Lsn, Record, TxnId, Wal, WalError};
+use flashscan_wal::{DeleteRow, InsertRow, Lsn, Record, TxnId, Wal, WalError};
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::delta::{rows_of_page, TableDelta};
 use crate::error::WriteError;
 use crate::gate::SharedGate;
+use crate::row_id::RowId;
+use crate::table_lock::TableLocks;
 use crate::snapshot::Visibility;
 use crate::write_path::{key_of, meta_of, State, WritePath};
 
@@ -50,18 +54,50 @@ pub(crate) struct Staged {
     table_id: Option<u32>,
     table: TableMeta,
     rows: PartitionRows,
+    /// Per partition, per row: the LSN of its insert record (filled when it is logged).
+    lsns: Vec<Vec<u64>>,
+    /// Rows this statement deletes (DELETE, and the old versions of UPDATE), named as the
+    /// snapshot it read them from names them, and that snapshot's delta.
+    deletes: Vec<RowId>,
+    deletes_against: Option<Arc<TableDelta>>,
+}
+
+impl Staged {
+    fn inserted_count(&self) -> u64 {
+        self.rows.iter().map(|p| p.len() as u64).sum()
+    }
 }
 
 /// Rows of one or more statements, validated and waiting for one durable commit
-/// (`WritePath::commit_transaction`). Dropping it is a rollback: nothing was logged.
+/// (`WritePath::commit_transaction`). Dropping it is a rollback: nothing was logged, and
+/// the change locks it holds are released.
 #[derive(Default)]
 pub struct Transaction {
     pub(crate) staged: Vec<Staged>,
+    pub(crate) locks: LockHolder,
+}
+
+/// The change locks a transaction holds (table_lock.rs), released when it drops.
+#[derive(Default)]
+pub(crate) struct LockHolder {
+    txn: u64,
+    locks: Option<Arc<TableLocks>>,
+}
+
+/// Hands out transaction ids for change locks.
+static NEXT_TXN: AtomicU64 = AtomicU64::new(1);
+
+impl Drop for LockHolder {
+    fn drop(&mut self) {
+        if let Some(locks) = self.locks.take() {
+            locks.release_all(self.txn);
+        }
+    }
 }
 
 impl std::fmt::Debug for Transaction {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Transaction({} rows staged)", self.row_count())
+        write!(f, "Transaction({} rows staged, {} deleted)", self.inserted_count(), self.deleted_count())
     }
 }
 
@@ -70,9 +106,17 @@ impl Transaction {
         Transaction::default()
     }
 
-    /// Rows staged so far.
+    /// Rows staged so far: inserted plus deleted (an UPDATE counts both).
     pub fn row_count(&self) -> u64 {
-        self.staged.iter().map(|s| s.rows.iter().map(|p| p.len() as u64).sum::<u64>()).sum()
+        self.inserted_count() + self.deleted_count()
+    }
+
+    pub fn inserted_count(&self) -> u64 {
+        self.staged.iter().map(Staged::inserted_count).sum()
+    }
+
+    pub fn deleted_count(&self) -> u64 {
+        self.staged.iter().map(|s| s.deletes.len() as u64).sum()
     }
 
     /// Discards what was staged (nothing was logged, so nothing else to undo).
@@ -158,8 +202,62 @@ impl WritePath {
         let mut rows: PartitionRows = vec![Vec::new(); table.partitions.len()];
         let n = encode_into(&mut new_encoder(&table)?, batches, &mut rows)?;
         if n > 0 {
-            txn.staged.push(Staged { key, table_id, table, rows });
+            txn.staged.push(Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None });
         }
+        Ok(n)
+    }
+
+    /// Takes `table`'s change lock for `txn` (table_lock.rs): waits while another open
+    /// transaction has changed the table; a deadlock fails with `WriteError::Deadlock`.
+    /// UPDATE and DELETE call it before they read their snapshot, so the snapshot sees
+    /// every change committed before theirs. Refuses a table UPDATE and DELETE cannot
+    /// change yet (a column store, a table with indexes). Returns the table's catalog key.
+    pub fn lock_for_change(&self, txn: &mut Transaction, table_name: &str) -> Result<String, WriteError> {
+        let key = {
+            let st = self.lock_state_shared()?;
+            let (key, _, _) = self.table_for_insert(&st, table_name)?;
+            let indexes: Vec<&str> = st.catalog.indexes_on(&key).map(|i| i.name.as_str()).collect();
+            if !indexes.is_empty() {
+                return Err(WriteError::NotSupported(format!(
+                    "UPDATE and DELETE of table {key}: its indexes ({}) are not maintained by UPDATE and DELETE yet: drop them first (`flashscan index drop DB {key} INDEX`)",
+                    indexes.join(", ")
+                )));
+            }
+            key
+        };
+        if txn.locks.locks.is_none() {
+            txn.locks = LockHolder { txn: NEXT_TXN.fetch_add(1, Ordering::Relaxed), locks: Some(self.table_locks.clone()) };
+        }
+        self.table_locks.acquire(txn.locks.txn, &key)?;
+        Ok(key)
+    }
+
+    /// Stages deletions of `row_ids` (as `snapshot` names the rows of `table_name`, read
+    /// after `lock_for_change`) into `txn`; logged at commit. A row this transaction
+    /// deleted already is refused (a row changed twice in one transaction is not supported
+    /// yet: its second change would not see the first).
+    pub fn stage_delete(&self, txn: &mut Transaction, table_name: &str, snapshot: &crate::snapshot::SnapshotTable, row_ids: &[u64]) -> Result<u64, WriteError> {
+        let (key, table_id, table) = {
+            let st = self.lock_state_shared()?;
+            self.table_for_insert(&st, table_name)?
+        };
+        if txn.locks.locks.is_none() || !self.table_locks.holds(txn.locks.txn, &key) {
+            return Err(WriteError::InvalidArgument(format!("DELETE from {key}: the transaction does not hold the table's change lock (lock_for_change first)")));
+        }
+        if row_ids.is_empty() {
+            return Ok(0);
+        }
+        let mut ids: Vec<RowId> = row_ids.iter().map(|r| RowId(*r)).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let earlier: std::collections::HashSet<RowId> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.deletes.iter().copied()).collect();
+        if ids.iter().any(|id| earlier.contains(id)) {
+            return Err(WriteError::NotSupported(format!(
+                "table {key}: a row this transaction already updated or deleted is changed again; changing one row twice in one transaction is not supported yet: COMMIT between the two statements"
+            )));
+        }
+        let n = ids.len() as u64;
+        txn.staged.push(Staged { key, table_id, table, rows: Vec::new(), lsns: Vec::new(), deletes: ids, deletes_against: Some(snapshot.delta().clone()) });
         Ok(n)
     }
 
@@ -199,7 +297,7 @@ impl WritePath {
 
     /// The commit, then (when `checkpoint`) an automatic checkpoint if one is due.
     pub(crate) fn commit_staged_then(&self, staged: &mut [Staged], checkpoint: bool) -> Result<u64, WriteError> {
-        let row_count: u64 = staged.iter().map(|s| s.rows.iter().map(|p| p.len() as u64).sum::<u64>()).sum();
+        let row_count: u64 = staged.iter().map(|s| s.inserted_count() + s.deletes.len() as u64).sum();
         if row_count == 0 {
             return Ok(0);
         }
@@ -249,6 +347,15 @@ impl WritePath {
                         d
                     }
                 };
+                if let Some(against) = &s.deletes_against {
+                    s.deletes = deletes_now(&s.key, against, &delta, std::mem::take(&mut s.deletes))?;
+                    s.deletes_against = Some(delta.clone());
+                    // The change lock keeps every other transaction's deletions of this
+                    // table out since the snapshot these rows were read from.
+                    if let Some(id) = delta.deleted().first_deleted(&s.deletes) {
+                        return Err(WriteError::SerializationFailure { table: s.key.clone(), why: format!("row {:#x} was deleted by another transaction after this one read it", id.0) });
+                    }
+                }
                 targets.push(Target { table_id, delta });
             }
             (wal, targets)
@@ -256,7 +363,10 @@ impl WritePath {
         let txn = wal.begin();
         let logged = (|| {
             for (s, t) in staged.iter_mut().zip(&targets) {
+                s.lsns.resize(s.rows.len(), Vec::new());
                 for (partition, part_rows) in s.rows.iter_mut().enumerate() {
+                    let lsns = &mut s.lsns[partition];
+                    lsns.clear();
                     for row in part_rows.iter_mut() {
                         // The row moves into the record and back: no copy per row.
                         let record = Record::Insert(InsertRow { txn, table_id: t.table_id, partition: partition as u32, page_no: 0, row: std::mem::take(row) });
@@ -264,8 +374,11 @@ impl WritePath {
                         if let Record::Insert(r) = record {
                             *row = r.row;
                         }
-                        appended?;
+                        lsns.push(appended?.lsn.0);
                     }
+                }
+                for id in &s.deletes {
+                    wal.append(&Record::Delete(DeleteRow { txn, table_id: t.table_id, row_id: id.0 }))?;
                 }
             }
             wal.append(&Record::Commit { txn })
@@ -295,9 +408,9 @@ impl WritePath {
             return Ok(Err(txn));
         }
         let Some(gate) = self.try_commit_gate() else { return Ok(Err(txn)) };
-        let mut staged = txn.staged;
+        let Transaction { mut staged, locks } = txn;
         let logged = self.log_staged(&mut staged)?;
-        Ok(Ok(PendingCommit { _gate: gate, visibility: &self.visibility, logged, staged, row_count, finished: false }))
+        Ok(Ok(PendingCommit { _gate: gate, visibility: &self.visibility, logged, staged, row_count, finished: false, _locks: locks }))
     }
 
     /// A prepared insert into `table`: the embedded API for many small commits (what
@@ -310,7 +423,7 @@ impl WritePath {
         };
         let encoder = new_encoder(&table)?;
         let rows = vec![Vec::new(); table.partitions.len()];
-        Ok(PreparedInsert { write: self, encoder, staged: vec![Staged { key, table_id, table, rows }] })
+        Ok(PreparedInsert { write: self, encoder, staged: vec![Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None }] })
     }
 }
 
@@ -327,15 +440,40 @@ struct Logged {
 /// A commit's rows into its tables' deltas, all of them before any snapshot can see one
 /// (snapshot.rs).
 fn append_to_deltas(visibility: &Visibility, staged: &[Staged], targets: &[Target]) -> Result<(), WriteError> {
-    let _publishing = visibility.publish();
+    let publishing = visibility.publish();
+    let mut seq = None;
     for (s, t) in staged.iter().zip(targets) {
         for (partition, part_rows) in s.rows.iter().enumerate() {
             if !part_rows.is_empty() {
-                t.delta.append_rows(partition, part_rows)?;
+                t.delta.append_rows(partition, part_rows, &s.lsns[partition])?;
             }
+        }
+        if !s.deletes.is_empty() {
+            let seq = *seq.get_or_insert_with(|| visibility.next_seq(&publishing));
+            t.delta.deleted().add(&s.deletes, seq);
         }
     }
     Ok(())
+}
+
+/// `ids`, read from the delta `against`, as the table's delta `now` names them: the same
+/// when no checkpoint came between; the delta rows that checkpoint moved into pages under
+/// their page ids; older than that, the transaction must run again.
+fn deletes_now(key: &str, against: &Arc<TableDelta>, now: &Arc<TableDelta>, ids: Vec<RowId>) -> Result<Vec<RowId>, WriteError> {
+    if Arc::ptr_eq(against, now) {
+        return Ok(ids);
+    }
+    if now.follows() != Some(against.id()) {
+        return Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was checkpointed twice, truncated or reopened since this transaction read the rows it changes".into() });
+    }
+    ids.into_iter()
+        .map(|id| {
+            if !id.is_delta() {
+                return Ok(id);
+            }
+            now.moved().get(&id.0).map(|to| RowId(*to)).ok_or_else(|| WriteError::Corrupt { lsn: id.delta_lsn().unwrap_or(0), what: format!("table {key}: a delta row the checkpoint did not move") })
+        })
+        .collect()
 }
 
 /// A commit logged by [`WritePath::try_begin_commit`], waiting for its flush. It holds the
@@ -351,6 +489,9 @@ pub struct PendingCommit<'a> {
     staged: Vec<Staged>,
     row_count: u64,
     finished: bool,
+    /// The transaction's change locks, released once its changes are visible (fields drop
+    /// after `drop` has finished the commit).
+    _locks: LockHolder,
 }
 
 impl std::fmt::Debug for PendingCommit<'_> {

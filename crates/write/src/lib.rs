@@ -6,9 +6,13 @@
 //!   in memory (SQL Server's delta store), which scans merge;
 //! - [`write_path`]: [`WritePath`]: CREATE/DROP TABLE, INSERT as one transaction (every
 //!   row logged, one durable commit, then visible), and redo of the log into the deltas;
-//! - [`insert`]: the one commit protocol of SQL INSERT, prepared inserts (the embedded
-//!   API) and `BEGIN … COMMIT` transactions, waited for on a thread or awaited by an async
-//!   caller ([`PendingCommit`]);
+//! - [`insert`]: the one commit protocol of SQL INSERT, UPDATE and DELETE, prepared
+//!   inserts (the embedded API) and `BEGIN … COMMIT` transactions, waited for on a thread
+//!   or awaited by an async caller ([`PendingCommit`]);
+//! - [`row_id`]: how DELETE and UPDATE name a row (page and slot, or the LSN of a delta
+//!   row's insert); [`deleted`]: a table's deleted rows with the commit that deleted each,
+//!   which scans skip as their snapshot sees them; `table_lock`: the change lock an
+//!   UPDATE or DELETE holds on its table until its transaction ends;
 //! - `gate`: the commit gate that keeps a checkpoint's redo point out of a commit;
 //! - `snapshot`: [`ReadSnapshot`], a statement's view of every heap table, each
 //!   transaction whole or not at all;
@@ -26,6 +30,7 @@
 //! path", has the whole protocol.
 
 pub mod checkpoint;
+pub mod deleted;
 pub mod delta;
 pub mod error;
 mod gate;
@@ -33,7 +38,9 @@ pub mod init;
 pub mod insert;
 pub mod limits;
 pub mod lock;
+pub mod row_id;
 mod snapshot;
+mod table_lock;
 pub mod unflushed;
 pub mod write_path;
 
@@ -44,6 +51,8 @@ pub use error::WriteError;
 pub use init::{init_database, InitOptions, InitReport};
 pub use insert::{PendingCommit, PreparedInsert, Transaction};
 pub use lock::WriterLock;
+pub use row_id::RowId;
 pub use snapshot::{ReadSnapshot, SnapshotTable};
-pub use unflushed::{refuse_if_unflushed, unflushed_rows};
+pub use table_lock::LOCK_WAIT_MAX;
+pub use unflushed::{refuse_if_deleted_rows, refuse_if_unflushed, unflushed_rows};
 pub use write_path::{recover, AutoCheckpointStats, NewTable, RecoveryReport, WriteLimits, WritePath};

@@ -14,6 +14,7 @@
 //! each partition it sees. Column store tables take no writes and are not in it.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use arrow::record_batch::RecordBatch;
@@ -25,18 +26,33 @@ use crate::delta::TableDelta;
 /// time it takes to append one commit's rows to its deltas, or to count a snapshot's rows:
 /// never across a log flush or an await.
 #[derive(Debug, Default)]
-pub(crate) struct Visibility(RwLock<()>);
+pub(crate) struct Visibility {
+    lock: RwLock<()>,
+    /// The sequence number of the last commit that deleted rows, published under the
+    /// write side: a snapshot sees the deletions of commits up to the number it read.
+    seq: AtomicU64,
+}
 
 impl Visibility {
     /// A commit's rows join their deltas under this.
     pub(crate) fn publish(&self) -> RwLockWriteGuard<'_, ()> {
         // No data behind the lock: a panic while holding it leaves nothing half-changed.
-        self.0.write().unwrap_or_else(PoisonError::into_inner)
+        self.lock.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A snapshot is taken under this.
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, ()> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner)
+        self.lock.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The next sequence number, for a commit's deletions; the caller holds `publish`.
+    pub(crate) fn next_seq(&self, _published: &RwLockWriteGuard<'_, ()>) -> u64 {
+        self.seq.fetch_add(1, Ordering::AcqRel) + 1
+    }
+
+    /// The sequence number a snapshot taken now sees up to; the caller holds `read`.
+    pub(crate) fn seq(&self, _reading: &RwLockReadGuard<'_, ()>) -> u64 {
+        self.seq.load(Ordering::Acquire)
     }
 }
 
@@ -44,6 +60,8 @@ impl Visibility {
 #[derive(Debug, Default)]
 pub struct ReadSnapshot {
     tables: BTreeMap<String, SnapshotTable>,
+    /// The visibility sequence number: deletions of commits published up to it are seen.
+    seq: u64,
 }
 
 /// One heap table in a [`ReadSnapshot`].
@@ -52,12 +70,19 @@ pub struct SnapshotTable {
     delta: Arc<TableDelta>,
     /// Rows of each partition's delta the snapshot sees; commits after it append beyond.
     delta_rows: Vec<u64>,
+    /// Deletions of commits published up to this sequence number are seen.
+    seq: u64,
 }
 
 impl ReadSnapshot {
-    pub(crate) fn new(deltas: &BTreeMap<String, Arc<TableDelta>>) -> ReadSnapshot {
-        let tables = deltas.iter().map(|(name, delta)| (name.clone(), SnapshotTable { delta: delta.clone(), delta_rows: delta.partition_row_counts() })).collect();
-        ReadSnapshot { tables }
+    /// Taken under `Visibility::read`, with `seq` the sequence number published last.
+    pub(crate) fn new(deltas: &BTreeMap<String, Arc<TableDelta>>, seq: u64) -> ReadSnapshot {
+        let tables = deltas.iter().map(|(name, delta)| (name.clone(), SnapshotTable { delta: delta.clone(), delta_rows: delta.partition_row_counts(), seq })).collect();
+        ReadSnapshot { tables, seq }
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
 
     /// The table named in SQL (names compare without case), if it is a heap table of the
@@ -73,14 +98,55 @@ impl SnapshotTable {
         self.delta.table_meta()
     }
 
-    /// Committed rows still only in the delta that the snapshot sees.
+    /// Committed rows still only in the delta that the snapshot sees (deleted ones too).
     pub fn delta_row_count(&self) -> u64 {
         self.delta_rows.iter().sum()
     }
 
-    /// The delta rows of one partition the snapshot sees, decoded (projected).
-    pub fn decode_delta(&self, partition: usize, projection: &[usize]) -> Result<Option<RecordBatch>, StorageError> {
+    /// Rows deleted (from pages and the delta) as the snapshot sees them.
+    pub fn deleted_row_count(&self) -> u64 {
+        self.delta.deleted().count_at(self.seq)
+    }
+
+    /// The table's rows as the snapshot sees them: pages, plus delta, less deleted.
+    pub fn row_count(&self) -> u64 {
+        (self.table().row_count + self.delta_row_count()).saturating_sub(self.deleted_row_count())
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The table's deleted rows (`seq` says which a snapshot sees).
+    pub fn deleted(&self) -> &crate::deleted::DeletedRows {
+        self.delta.deleted()
+    }
+
+    /// Which delta this snapshot read: a transaction's staged deletes name it
+    /// (`Transaction::stage_delete`).
+    pub(crate) fn delta(&self) -> &Arc<TableDelta> {
+        &self.delta
+    }
+
+    /// The delta rows of one partition the snapshot sees, less those it sees deleted,
+    /// decoded (projected); with `with_row_ids`, each row's id too (`RowId`).
+    pub fn decode_delta(&self, partition: usize, projection: &[usize], with_row_ids: bool) -> Result<Option<(RecordBatch, Vec<u64>)>, StorageError> {
         let rows = self.delta_rows.get(partition).copied().unwrap_or(0);
-        self.delta.decode_prefix(self.delta.table_meta(), partition, projection, rows)
+        let Some(batch) = self.delta.decode_prefix(self.delta.table_meta(), partition, projection, rows)? else { return Ok(None) };
+        let lsns = self.delta.lsns(partition, batch.num_rows() as u64);
+        debug_assert_eq!(lsns.len(), batch.num_rows(), "one insert LSN per delta row");
+        let deleted = self.delta.deleted().delta_deleted_at(&lsns, self.seq);
+        let ids = |keep: &dyn Fn(usize) -> bool| -> Vec<u64> {
+            if !with_row_ids {
+                return Vec::new();
+            }
+            lsns.iter().enumerate().filter(|(i, _)| keep(*i)).map(|(_, l)| crate::row_id::RowId::in_delta(*l).0).collect()
+        };
+        if !deleted.iter().any(|d| *d) {
+            return Ok(Some((batch, ids(&|_| true))));
+        }
+        let mask = arrow::array::BooleanArray::from(deleted.iter().map(|d| !d).collect::<Vec<bool>>());
+        let kept = arrow::compute::filter_record_batch(&batch, &mask).map_err(|e| StorageError::InvalidArgument(format!("filtering deleted delta rows: {e}")))?;
+        Ok(Some((kept, ids(&|i| !deleted[i]))))
     }
 }

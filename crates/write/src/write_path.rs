@@ -22,7 +22,7 @@ use flashscan_storage::partitioning::PARTITION_COUNT_MAX;
 use flashscan_storage::placement::INTERLEAVE_BYTES_DEFAULT;
 use flashscan_storage::{Catalog, FilegroupMeta, PartitionMeta, StorageError, TableMeta, WriteMeta};
 use flashscan_wal::files::read_control;
-use flashscan_wal::{scan_dir, DatabaseIdentity, LogEnd, Scan, Wal, WalConfig, WalError};
+use flashscan_wal::{scan_dir, DatabaseIdentity, LogEnd, RedoChange, Scan, Wal, WalConfig, WalError};
 
 use crate::checkpoint::{CheckpointOptions, CheckpointReport};
 use crate::delta::TableDelta;
@@ -31,6 +31,7 @@ use crate::gate::{CommitGate, ExclusiveGate, SharedGate};
 use crate::limits::{CHECKPOINT_DELTA_BYTES_DEFAULT, CHECKPOINT_INTERVAL_S_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT, DELTA_BYTES_MAX_DEFAULT};
 use crate::lock::WriterLock;
 use crate::snapshot::{ReadSnapshot, Visibility};
+use crate::table_lock::TableLocks;
 
 /// A table to create (from CREATE TABLE).
 #[derive(Debug, Clone)]
@@ -55,6 +56,8 @@ pub struct RecoveryReport {
     /// committed its catalog but did not end in the log before a crash).
     pub rows_already_in_pages: u64,
     pub rows_of_dropped_tables: u64,
+    /// Committed deletions replayed (each a row of a page or of the delta).
+    pub committed_deletes_replayed: u64,
     /// "clean", or where a torn tail (an unacknowledged flush cut by a crash) ended the log.
     pub log_end: String,
     /// Rows in each table's delta after replay.
@@ -146,11 +149,17 @@ impl State {
         }
     }
 
+    /// Whether a table has deletions its deleted rows file does not hold yet.
+    fn has_unwritten_deletes(&self) -> bool {
+        self.deltas.iter().any(|(name, d)| self.catalog.tables.get(name).is_some_and(|t| d.deleted().total() != t.deleted_rows.as_ref().map(|m| m.row_count).unwrap_or(0)))
+    }
+
     /// Why a checkpoint should run now, if one should.
     fn checkpoint_due(&self) -> Option<&'static str> {
         let l = &self.limits;
         let delta_bytes = self.delta_bytes();
-        if delta_bytes == 0 {
+        // Deletions not yet in a deleted rows file keep the log from recycling just as rows do.
+        if delta_bytes == 0 && !self.has_unwritten_deletes() {
             return None;
         }
         if delta_bytes >= l.checkpoint_delta_bytes {
@@ -177,6 +186,8 @@ pub struct WritePath {
     /// A commit's rows join all their tables' deltas at once with respect to snapshots
     /// (snapshot.rs).
     pub(crate) visibility: Visibility,
+    /// Change locks of UPDATE and DELETE (table_lock.rs).
+    pub(crate) table_locks: Arc<TableLocks>,
 }
 
 /// The state with no commit in flight: what DDL and the checkpoint hold.
@@ -265,9 +276,10 @@ fn add_log(db_dir: &Path, catalog: &Catalog) -> Result<Catalog, WriteError> {
     Ok(next)
 }
 
-/// An empty delta for each heap table (column stores take no INSERT).
-fn empty_deltas(catalog: &Catalog) -> BTreeMap<String, Arc<TableDelta>> {
-    catalog.tables.values().filter(|t| !t.is_column_store()).map(|t| (t.name.clone(), Arc::new(TableDelta::new(t)))).collect()
+/// An empty delta for each heap table (column stores take no INSERT), with the table's
+/// deleted rows as of the last checkpoint.
+fn empty_deltas(catalog: &Catalog, db_dir: &Path) -> Result<BTreeMap<String, Arc<TableDelta>>, WriteError> {
+    catalog.tables.values().filter(|t| !t.is_column_store()).map(|t| Ok((t.name.clone(), Arc::new(TableDelta::open(t, db_dir)?)))).collect()
 }
 
 pub(crate) fn wal_dir_of(db_dir: &Path, meta: &WriteMeta) -> PathBuf {
@@ -306,30 +318,44 @@ fn tables_by_id(catalog: &Catalog, meta: &WriteMeta) -> BTreeMap<u32, String> {
 }
 
 /// Redo: committed inserts from the catalog's redo point on, into fresh deltas.
-fn replay(catalog: &Catalog, meta: &WriteMeta, scan: &Scan) -> Result<(BTreeMap<String, Arc<TableDelta>>, RecoveryReport), WriteError> {
+fn replay(catalog: &Catalog, db_dir: &Path, meta: &WriteMeta, scan: &Scan) -> Result<(BTreeMap<String, Arc<TableDelta>>, RecoveryReport), WriteError> {
     let started = Instant::now();
-    let deltas = empty_deltas(catalog);
+    let deltas = empty_deltas(catalog, db_dir)?;
     let by_id = tables_by_id(catalog, meta);
     let mut report = RecoveryReport { redo_lsn: meta.redo_lsn, end_lsn: scan.end_lsn.0, log_records_scanned: scan.records.len() as u64, ..Default::default() };
     // Rows are appended per (table, partition) in log order; batching consecutive rows of
     // one partition keeps the delta's lock traffic low.
     for item in scan.redo() {
         let item = item?;
-        if item.lsn.0 < meta.redo_lsn {
+        let lsn = item.lsn().0;
+        if lsn < meta.redo_lsn {
             report.rows_already_in_pages += 1;
             continue;
         }
-        let Some(name) = by_id.get(&item.row.table_id) else {
+        let Some(name) = by_id.get(&item.table_id()) else {
             report.rows_of_dropped_tables += 1;
             continue;
         };
         let Some(delta) = deltas.get(name) else {
-            return Err(WriteError::Corrupt { lsn: item.lsn.0, what: format!("a row for table {name}, which is a column store now") });
+            return Err(WriteError::Corrupt { lsn, what: format!("a row for table {name}, which is a column store now") });
         };
-        delta
-            .append_rows(item.row.partition as usize, std::slice::from_ref(&item.row.row))
-            .map_err(|e| WriteError::Corrupt { lsn: item.lsn.0, what: e.to_string() })?;
-        report.committed_rows_replayed += 1;
+        match item {
+            RedoChange::Insert(insert) => {
+                delta
+                    .append_rows(insert.row.partition as usize, std::slice::from_ref(&insert.row.row), &[lsn])
+                    .map_err(|e| WriteError::Corrupt { lsn, what: e.to_string() })?;
+                report.committed_rows_replayed += 1;
+            }
+            RedoChange::Delete(delete) => {
+                let id = crate::row_id::RowId(delete.row.row_id);
+                // A replayed deletion is as old as the snapshots there are: none yet.
+                if delta.deleted().contains(id) {
+                    return Err(WriteError::Corrupt { lsn, what: format!("table {name}: row {:#x} deleted twice", id.0) });
+                }
+                delta.deleted().add(&[id], crate::deleted::SEQ_DURABLE);
+                report.committed_deletes_replayed += 1;
+            }
+        }
     }
     report.log_end = match &scan.end {
         LogEnd::Clean => "clean".into(),
@@ -352,14 +378,15 @@ impl WritePath {
     pub fn open(db_dir: &Path) -> Result<WritePath, WriteError> {
         let catalog = Catalog::read(db_dir)?;
         let (deltas, recovery) = match catalog.write.clone() {
-            Some(meta) => replay(&catalog, &meta, &read_only_scan(db_dir, &meta)?)?,
-            None => (empty_deltas(&catalog), RecoveryReport::default()),
+            Some(meta) => replay(&catalog, db_dir, &meta, &read_only_scan(db_dir, &meta)?)?,
+            None => (empty_deltas(&catalog, db_dir)?, RecoveryReport::default()),
         };
         Ok(WritePath {
             db_dir: db_dir.to_path_buf(),
             state: Mutex::new(State::new(catalog, deltas, None, recovery)),
             commit_gate: CommitGate::default(),
             visibility: Visibility::default(),
+            table_locks: Arc::default(),
         })
     }
 
@@ -373,6 +400,7 @@ impl WritePath {
             state: Mutex::new(State::new(catalog, BTreeMap::new(), None, RecoveryReport::default())),
             commit_gate: CommitGate::default(),
             visibility: Visibility::default(),
+            table_locks: Arc::default(),
         };
         wp.become_writer(holder)?;
         Ok(wp)
@@ -430,7 +458,7 @@ impl WritePath {
         let meta = meta_of(&catalog, &self.db_dir)?;
         let identity = identity_of(&self.db_dir, &meta)?;
         let (wal, scan) = Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity)?;
-        let (deltas, recovery) = replay(&catalog, &meta, &scan)?;
+        let (deltas, recovery) = replay(&catalog, &self.db_dir, &meta, &scan)?;
         let limits = st.limits.clone();
         *st = State::new(catalog, deltas, Some(Writer { wal: Arc::new(wal), _lock: lock }), recovery);
         st.limits = limits;
@@ -444,7 +472,7 @@ impl WritePath {
     /// Every heap table's committed rows as of now, each transaction whole or not at all:
     /// what one statement reads (snapshot.rs).
     pub fn read_snapshot(&self) -> Result<ReadSnapshot, WriteError> {
-        let _no_commit_publishes = self.visibility.read();
+        let no_commit_publishes = self.visibility.read();
         let st = self.lock_state_shared()?;
         #[cfg(debug_assertions)]
         for (name, delta) in &st.deltas {
@@ -452,7 +480,7 @@ impl WritePath {
             // with a fresh delta (checkpoint, CREATE TABLE).
             debug_assert!(st.catalog.tables.get(name) == Some(delta.table_meta().as_ref()), "table {name}: the catalog and its delta's pages differ");
         }
-        Ok(ReadSnapshot::new(&st.deltas))
+        Ok(ReadSnapshot::new(&st.deltas, self.visibility.seq(&no_commit_publishes)))
     }
 
     pub fn delta(&self, table: &str) -> Option<Arc<TableDelta>> {
@@ -615,6 +643,7 @@ impl WritePath {
             size_bytes: 0,
             source: "CREATE TABLE".into(),
             load_lsn: next.next_lsn,
+            deleted_rows: None,
         };
         let id = meta.next_table_id;
         meta.next_table_id = id.checked_add(1).ok_or_else(|| WriteError::InvalidArgument("the database has used all 2^32 table ids".into()))?;
@@ -705,6 +734,7 @@ impl WritePath {
                 files: vec![],
                 size_bytes: 0,
                 load_lsn: next.next_lsn,
+                deleted_rows: None,
                 ..table
             };
             next.tables.insert(key.clone(), emptied);
@@ -742,7 +772,7 @@ impl WritePath {
             let _ = wal.close();
         }
         let reopened = Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity).map_err(WriteError::from).and_then(|(wal, scan)| {
-            let (deltas, recovery) = replay(&st.catalog, &meta, &scan)?;
+            let (deltas, recovery) = replay(&st.catalog, &self.db_dir, &meta, &scan)?;
             Ok((wal, deltas, recovery))
         });
         match reopened {
@@ -819,7 +849,7 @@ impl WritePath {
         let identity = identity_of(&self.db_dir, &meta)?;
         match Wal::open(WalConfig::new(wal_dir_of(&self.db_dir, &meta)), &identity) {
             Ok((wal, scan)) => {
-                let (deltas, recovery) = replay(&st.catalog, &meta, &scan)?;
+                let (deltas, recovery) = replay(&st.catalog, &self.db_dir, &meta, &scan)?;
                 st.deltas = deltas;
                 st.recovery = recovery;
                 st.writer = Some(Writer { wal: Arc::new(wal), _lock: lock });

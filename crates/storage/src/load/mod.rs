@@ -400,6 +400,7 @@ fn load_locked(
         size_bytes: written.size_bytes,
         source: source.description,
         load_lsn: lsn.0,
+        deleted_rows: None,
     };
     let report = LoadReport {
         table: name.clone(),

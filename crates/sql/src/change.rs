@@ -1,0 +1,218 @@
+//! UPDATE and DELETE, for every front end (`flashscan sql`'s session and the server).
+//!
+//! A statement changes rows in three steps, each with the write path's API:
+//! 1. **Lock** (`WritePath::lock_for_change`, by the caller, who knows how to block): the
+//!    table's change lock, held until the transaction ends, so no other transaction
+//!    changes the table meanwhile.
+//! 2. **Read** ([`read_changes`]): a snapshot of now is attached, and DataFusion plans the
+//!    statement as it plans any UPDATE or DELETE (`LogicalPlan::Dml`: a scan of the table,
+//!    the WHERE filter, for UPDATE a projection of every column's new value). The scan of
+//!    the target table is swapped for the same table with its row id column
+//!    (`FlashscanTable::with_row_ids`), and the plan runs like a query: the row ids of the
+//!    rows to change and, for UPDATE, their new values. Subqueries, expressions and
+//!    `UPDATE … FROM` come from DataFusion's planner unchanged.
+//! 3. **Stage** (`WritePath::stage_delete`, and `stage_insert` for the new versions): in
+//!    the caller's transaction; an autocommit statement commits it at once.
+//!
+//! An UPDATE writes a new version of each row (a delete and an insert, one log record
+//! each), as PostgreSQL does; the old version stays in its page for older snapshots and is
+//! skipped by newer ones.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use arrow::array::{Array, UInt64Array};
+use arrow::datatypes::Schema;
+use arrow::record_batch::RecordBatch;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::{Column, ParamValues};
+use datafusion::datasource::{provider_as_source, source_as_provider};
+use datafusion::execution::session_state::SessionState;
+use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, Projection, TableScanBuilder, WriteOp};
+use datafusion::prelude::DataFrame;
+use datafusion::sql::parser::Statement as DFStatement;
+use datafusion::sql::sqlparser::ast::{FromTable, Statement as SqlStatement, TableFactor};
+use flashscan_write::{ReadSnapshot, Transaction, WritePath};
+
+use crate::error::SqlError;
+use crate::table_provider::{FlashscanTable, ROW_ID_COLUMN};
+
+/// The kind of change `plan` is, if it is an UPDATE or DELETE.
+pub fn change_kind(plan: &LogicalPlan) -> Option<ChangeKind> {
+    match plan {
+        LogicalPlan::Dml(d) if d.op == WriteOp::Update => Some(ChangeKind::Update),
+        LogicalPlan::Dml(d) if d.op == WriteOp::Delete => Some(ChangeKind::Delete),
+        _ => None,
+    }
+}
+
+/// UPDATE or DELETE, with the PostgreSQL command tag it answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    Update,
+    Delete,
+}
+
+impl ChangeKind {
+    pub fn tag(self) -> &'static str {
+        match self {
+            ChangeKind::Update => "UPDATE",
+            ChangeKind::Delete => "DELETE",
+        }
+    }
+}
+
+/// The table an UPDATE or DELETE changes, if `statement` is one (the name as written, the
+/// last part of a qualified one). Forms flashscan does not support are refused here, with
+/// what to do, before anything is locked.
+pub fn change_target(statement: &DFStatement) -> Result<Option<(ChangeKind, String)>, SqlError> {
+    let DFStatement::Statement(s) = statement else { return Ok(None) };
+    let relation_name = |factor: &TableFactor| -> Result<String, SqlError> {
+        match factor {
+            TableFactor::Table { name, .. } => Ok(name.0.last().map(|p| p.to_string()).unwrap_or_default().trim_matches('"').to_string()),
+            _ => Err(SqlError::Plan("UPDATE and DELETE change a table named directly: give its name".into())),
+        }
+    };
+    match s.as_ref() {
+        SqlStatement::Update(update) => {
+            if update.returning.is_some() {
+                return Err(SqlError::Plan("UPDATE … RETURNING is not supported yet: run a SELECT after the UPDATE in the same transaction".into()));
+            }
+            if !update.table.joins.is_empty() {
+                return Err(SqlError::Plan("UPDATE of a join is not supported: UPDATE one table, with the others in FROM".into()));
+            }
+            Ok(Some((ChangeKind::Update, relation_name(&update.table.relation)?)))
+        }
+        SqlStatement::Delete(delete) => {
+            if delete.returning.is_some() {
+                return Err(SqlError::Plan("DELETE … RETURNING is not supported yet: SELECT the rows first, then DELETE them in the same transaction".into()));
+            }
+            if delete.using.is_some() {
+                return Err(SqlError::Plan("DELETE … USING is not supported yet: use WHERE … IN (SELECT …) or WHERE EXISTS (SELECT …)".into()));
+            }
+            let tables = match &delete.from {
+                FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+            };
+            match tables.as_slice() {
+                [one] if one.joins.is_empty() => Ok(Some((ChangeKind::Delete, relation_name(&one.relation)?))),
+                _ => Err(SqlError::Plan("DELETE from several tables is not supported: DELETE from one table, with the others in a subquery".into())),
+            }
+        }
+        SqlStatement::Merge(_) => Err(SqlError::Plan("MERGE is not supported yet: use UPDATE and INSERT … SELECT in one transaction".into())),
+        _ => Ok(None),
+    }
+}
+
+/// What one UPDATE or DELETE read: the ids of the rows it changes and, for UPDATE, their
+/// new versions (the table's columns, in order).
+#[derive(Debug)]
+pub struct RowChanges {
+    pub row_ids: Vec<u64>,
+    pub new_rows: Vec<RecordBatch>,
+}
+
+/// Plans `statement` on `state` with a snapshot of now attached (the caller holds the
+/// table's change lock) and runs its read (see the module comment). `params`: the
+/// extended protocol's values for `$n`.
+pub async fn read_changes(write: &WritePath, state: SessionState, statement: DFStatement, params: Option<ParamValues>) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
+    let mut plan = state.statement_to_plan(statement).await?;
+    if let Some(params) = params {
+        plan = plan.with_param_values(params)?;
+    }
+    read_plan_changes(write, state, plan).await
+}
+
+/// [`read_changes`] of a statement planned already (the server plans at Parse, binds at
+/// Execute): a logical plan holds no rows, so the snapshot attached now is the one read.
+pub async fn read_plan_changes(write: &WritePath, mut state: SessionState, plan: LogicalPlan) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
+    let snapshot = Arc::new(write.read_snapshot()?);
+    state.config_mut().set_extension(snapshot.clone());
+    let LogicalPlan::Dml(dml) = plan else { return Err(SqlError::Internal("UPDATE or DELETE did not plan as a change of a table".into())) };
+    let kind = match dml.op {
+        WriteOp::Update => ChangeKind::Update,
+        WriteOp::Delete => ChangeKind::Delete,
+        other => return Err(SqlError::Internal(format!("{other} planned where UPDATE or DELETE was expected"))),
+    };
+    let provider = source_as_provider(&dml.target)?;
+    let Some(table) = provider.downcast_ref::<FlashscanTable>() else {
+        return Err(SqlError::Plan(format!("{} of {}: not a flashscan table (a catalog view); only tables take UPDATE and DELETE", kind.tag(), dml.table_name)));
+    };
+    let with_ids = provider_as_source(Arc::new(table.with_row_ids()));
+    let mut swapped = 0usize;
+    let input = Arc::unwrap_or_clone(dml.input)
+        .transform_up(|node| match node {
+            LogicalPlan::TableScan(scan) if scan.table_name == dml.table_name => {
+                swapped += 1;
+                let scan = TableScanBuilder::new(scan.table_name, with_ids.clone()).with_filters(scan.filters).with_fetch(scan.fetch).build()?;
+                Ok(Transformed::yes(LogicalPlan::TableScan(scan)))
+            }
+            other => Ok(Transformed::yes(other.recompute_schema()?)),
+        })?
+        .data;
+    if swapped != 1 {
+        return Err(SqlError::Plan(format!("{} of {}: the table appears {swapped} times in the statement's FROM; name it once (use a subquery for the other)", kind.tag(), dml.table_name)));
+    }
+    let row_id_of = |plan: &LogicalPlan| -> Result<Expr, SqlError> {
+        let (qualifier, _) = plan
+            .schema()
+            .qualified_field_with_unqualified_name(ROW_ID_COLUMN)
+            .map_err(|_| SqlError::Plan(format!("{} of {}: this form of the statement is not supported yet", kind.tag(), dml.table_name)))?;
+        Ok(Expr::Column(Column::new(qualifier.cloned(), ROW_ID_COLUMN)))
+    };
+    let read = match (kind, input) {
+        (ChangeKind::Update, LogicalPlan::Projection(p)) => {
+            let mut exprs = vec![row_id_of(&p.input)?];
+            exprs.extend(p.expr);
+            LogicalPlan::Projection(Projection::try_new(exprs, p.input)?)
+        }
+        (ChangeKind::Update, _) => return Err(SqlError::Internal("UPDATE planned without its projection of new values".into())),
+        (ChangeKind::Delete, input) => {
+            let id = row_id_of(&input)?;
+            LogicalPlanBuilder::from(input).project(vec![id])?.build()?
+        }
+    };
+    let batches = DataFrame::new(state, read).collect().await?;
+    Ok((changes_of(kind, batches, &table.table().arrow_schema())?, snapshot))
+}
+
+/// The row ids (first column) and new rows (the rest) a change's read returned. A row
+/// matched more than once (UPDATE … FROM a join) changes once, with its first new values,
+/// as PostgreSQL does.
+fn changes_of(kind: ChangeKind, batches: Vec<RecordBatch>, table_schema: &Arc<Schema>) -> Result<RowChanges, SqlError> {
+    let mut seen = HashSet::new();
+    let mut row_ids = Vec::new();
+    let mut new_rows = Vec::new();
+    for b in batches {
+        let ids = b.column(0).as_any().downcast_ref::<UInt64Array>().ok_or_else(|| SqlError::Internal("the row id column is not UInt64".into()))?;
+        let keep: Vec<bool> = ids.iter().map(|id| id.is_some_and(|id| seen.insert(id))).collect();
+        row_ids.extend(ids.iter().flatten().filter(|_| true).zip(keep.iter()).filter(|(_, k)| **k).map(|(id, _)| id));
+        if kind == ChangeKind::Update {
+            let values = RecordBatch::try_new(table_schema.clone(), b.columns()[1..].to_vec()).or_else(|_| {
+                // Nullability may differ (an expression's result is nullable even where the
+                // column is NOT NULL): the rows are checked when they are staged.
+                let relaxed = Arc::new(Schema::new(table_schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
+                RecordBatch::try_new(relaxed, b.columns()[1..].to_vec())
+            });
+            let values = values.map_err(|e| SqlError::Plan(format!("UPDATE: the new values do not fit the table's columns: {e}")))?;
+            let values = if keep.iter().all(|k| *k) { values } else { arrow::compute::filter_record_batch(&values, &arrow::array::BooleanArray::from(keep)).map_err(|e| SqlError::Internal(e.to_string()))? };
+            if values.num_rows() > 0 {
+                new_rows.push(values);
+            }
+        }
+    }
+    Ok(RowChanges { row_ids, new_rows })
+}
+
+/// Stages what `read_changes` read into `txn`: the old rows deleted, the new versions
+/// inserted. Returns the rows changed (PostgreSQL's `UPDATE n` / `DELETE n`).
+pub fn stage_changes(write: &WritePath, txn: &mut Transaction, table: &str, snapshot: &ReadSnapshot, changes: &RowChanges) -> Result<u64, SqlError> {
+    let Some(view) = snapshot.table(table) else {
+        return Err(SqlError::Plan(format!("table {table}: not a table that takes UPDATE and DELETE (a column store?)")));
+    };
+    let deleted = write.stage_delete(txn, table, view, &changes.row_ids)?;
+    if !changes.new_rows.is_empty() {
+        let inserted = write.stage_insert(txn, table, &changes.new_rows)?;
+        debug_assert_eq!(inserted, deleted, "one new version per row updated");
+    }
+    Ok(deleted)
+}

@@ -1,0 +1,101 @@
+//! A row's id: what DELETE and UPDATE name a row by (in the log, in a transaction's write
+//! set, in the deleted rows file) and what a scan reports for it (PostgreSQL's `ctid`).
+//!
+//! Two kinds, told apart by the top bit:
+//! - a row on a table page: `0 · file id (20 bits) · page index in the file (31 bits) ·
+//!   slot (12 bits)`. Pages are only ever appended to a file (the checkpoint) or written
+//!   into new files (load, rebuild), so this id holds for the row's life;
+//! - a row still only in the delta: `1 · LSN of its insert record (63 bits)`. Its place in
+//!   the delta depends on the order commits published in, which redo does not repeat, so
+//!   the log names it by its own record instead. The checkpoint that moves it into a page
+//!   carries every delete of it over to the page id (`TableDelta::moved`).
+
+use flashscan_storage::PageId;
+
+const DELTA_BIT: u64 = 1 << 63;
+const SLOT_BITS: u32 = 12;
+const PAGE_BITS: u32 = 31;
+const FILE_BITS: u32 = 20;
+const _: () = assert!(1 + FILE_BITS + PAGE_BITS + SLOT_BITS == 64);
+/// Slots a page can hold: an 8 KiB page of rows at least 2 bytes each plus their 2-byte slots.
+const _: () = assert!(flashscan_storage::PAGE_SIZE_BYTES / 4 <= 1 << SLOT_BITS);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RowId(pub u64);
+
+impl RowId {
+    /// The row in `slot` of page `page`; None when the page's file id or index do not fit
+    /// (a database of more than 2^20 files, or a file of more than 16 TiB: refused, never
+    /// wrapped into another row's id).
+    pub fn in_page(page: PageId, slot: u32) -> Option<RowId> {
+        let file = page.file_id() as u64;
+        let index = page.page_index_in_file() as u64;
+        if file >= 1 << FILE_BITS || index >= 1 << PAGE_BITS || slot as u64 >= 1 << SLOT_BITS {
+            return None;
+        }
+        Some(RowId((file << (PAGE_BITS + SLOT_BITS)) | (index << SLOT_BITS) | slot as u64))
+    }
+
+    /// A row still only in the delta, named by its insert record's LSN.
+    pub fn in_delta(insert_lsn: u64) -> RowId {
+        assert!(insert_lsn < DELTA_BIT, "an LSN is a byte position below 2^63");
+        RowId(DELTA_BIT | insert_lsn)
+    }
+
+    pub fn is_delta(self) -> bool {
+        self.0 & DELTA_BIT != 0
+    }
+
+    /// The insert LSN of a delta row.
+    pub fn delta_lsn(self) -> Option<u64> {
+        self.is_delta().then_some(self.0 & !DELTA_BIT)
+    }
+
+    /// The page of a page row.
+    pub fn page(self) -> Option<PageId> {
+        if self.is_delta() {
+            return None;
+        }
+        let file = (self.0 >> (PAGE_BITS + SLOT_BITS)) as u32;
+        let index = ((self.0 >> SLOT_BITS) & ((1 << PAGE_BITS) - 1)) as u32;
+        Some(PageId::new(file, index))
+    }
+
+    /// The slot of a page row.
+    pub fn slot(self) -> Option<u16> {
+        (!self.is_delta()).then_some((self.0 & ((1 << SLOT_BITS) - 1)) as u16)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn page_rows_round_trip(file in 0u32..(1 << FILE_BITS), index in 0u32..(1 << PAGE_BITS), slot in 0u32..(1 << SLOT_BITS)) {
+            let id = RowId::in_page(PageId::new(file, index), slot).unwrap();
+            prop_assert!(!id.is_delta());
+            prop_assert_eq!(id.page(), Some(PageId::new(file, index)));
+            prop_assert_eq!(id.slot(), Some(slot as u16));
+            prop_assert_eq!(id.delta_lsn(), None);
+        }
+
+        #[test]
+        fn delta_rows_round_trip(lsn in 0u64..(1 << 63)) {
+            let id = RowId::in_delta(lsn);
+            prop_assert!(id.is_delta());
+            prop_assert_eq!(id.delta_lsn(), Some(lsn));
+            prop_assert_eq!(id.page(), None);
+        }
+    }
+
+    #[test]
+    fn ids_that_do_not_fit_are_refused() {
+        assert_eq!(RowId::in_page(PageId::new(1 << FILE_BITS, 0), 0), None);
+        assert_eq!(RowId::in_page(PageId::new(0, 1 << PAGE_BITS), 0), None);
+        assert_eq!(RowId::in_page(PageId::new(0, 0), 1 << SLOT_BITS), None);
+    }
+}
