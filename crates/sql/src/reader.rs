@@ -384,7 +384,8 @@ pub fn read_unit(
         Ok(DeliverSink {
             deliver,
             stopped: &stopped,
-            projected: projection.len(),
+            // A heap's row ids come after the projected columns (HeapPageDecoder).
+            projected: projection.len() + usize::from(slices.row_ids && !table.is_column_store()),
             batch_rows: slices.batch_rows,
             row_filter: row_filter.map(|f| (f, filter_slots.clone())),
             ranges: ranges.clone(),
