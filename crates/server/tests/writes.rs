@@ -433,3 +433,116 @@ async fn a_statement_sees_each_transaction_whole() {
     assert_eq!(one(&client, "SELECT count(*) FROM b").await, committed.to_string());
     server.shutdown().await;
 }
+
+/// UPDATE and DELETE answer PostgreSQL's tags with the rows changed, and a reader beside a
+/// stream of transfers always sees the total it started with: each transfer takes 1 from
+/// one row and adds it to another in one transaction (both UPDATEs), so a statement that
+/// saw half of one would see a total off by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transfers_keep_the_total_for_every_reader() {
+    let Served { _guard, db, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE acct (id bigint NOT NULL, balance bigint NOT NULL) WITH (partitions = 2)").await.expect("create");
+    client.batch_execute("INSERT INTO acct SELECT value, 100 FROM generate_series(1, 20)").await.expect("insert");
+    let changed = client.execute("UPDATE acct SET balance = balance + 0 WHERE id <= 5", &[]).await.expect("update");
+    assert_eq!(changed, 5, "UPDATE answers the rows it changed");
+    let until = Instant::now() + Duration::from_secs(3);
+    let mut writers = Vec::new();
+    for w in 0..2i64 {
+        let client = connect(&server).await;
+        writers.push(tokio::spawn(async move {
+            let mut i = 0i64;
+            while Instant::now() < until {
+                let (from, to) = ((w * 7 + i) % 20 + 1, (w * 3 + i * 5 + 1) % 20 + 1);
+                if from != to {
+                    client
+                        .batch_execute(&format!("BEGIN; UPDATE acct SET balance = balance - 1 WHERE id = {from}; UPDATE acct SET balance = balance + 1 WHERE id = {to}; COMMIT"))
+                        .await
+                        .expect("transfer");
+                }
+                i += 1;
+            }
+            i
+        }));
+    }
+    let reader = {
+        let client = connect(&server).await;
+        tokio::spawn(async move {
+            let (mut answers, mut wrong) = (0u64, Vec::new());
+            while Instant::now() < until {
+                let total = one(&client, "SELECT sum(balance) FROM acct").await;
+                answers += 1;
+                if total != "2000" {
+                    wrong.push(total);
+                }
+            }
+            (answers, wrong)
+        })
+    };
+    let mut transfers = 0;
+    for w in writers {
+        transfers += w.await.expect("writer");
+    }
+    let (answers, wrong) = reader.await.expect("reader");
+    assert!(wrong.is_empty(), "{} of {answers} totals were not 2000: {:?}", wrong.len(), &wrong[..wrong.len().min(5)]);
+    assert!(transfers > 10 && answers > 10, "too little ran to tell: {transfers} transfers, {answers} answers");
+    assert_eq!(one(&client, "SELECT count(*) FROM acct").await, "20", "an UPDATE replaces rows, it adds none");
+    let deleted = client.execute("DELETE FROM acct WHERE id > 15", &[]).await.expect("delete");
+    assert_eq!(deleted, 5);
+    let left = one(&client, "SELECT count(*) FROM acct").await;
+    server.shutdown().await;
+    assert_eq!(left, "15");
+    // Reopened (the log replayed): the same rows, the same total of what is left.
+    assert_eq!(reopened(&db, "SELECT count(*) FROM acct").await, vec![vec!["15".to_string()]]);
+}
+
+/// READ COMMITTED: concurrent UPDATEs of one row both succeed, one after the other — the
+/// second waits for the first's transaction, then reads the row as it committed it — so
+/// no increment is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_updates_of_one_row_lose_no_increment() {
+    let Served { _guard, db: _, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE c (id bigint NOT NULL, n bigint NOT NULL); INSERT INTO c VALUES (1, 0), (2, 0)").await.expect("setup");
+    let mut workers = Vec::new();
+    for _ in 0..4 {
+        let client = connect(&server).await;
+        workers.push(tokio::spawn(async move {
+            for _ in 0..25 {
+                client.batch_execute("UPDATE c SET n = n + 1 WHERE id = 1").await.expect("increment");
+                client.batch_execute("BEGIN; UPDATE c SET n = n + 1 WHERE id = 2; COMMIT").await.expect("increment in a block");
+            }
+        }));
+    }
+    for w in workers {
+        w.await.expect("worker");
+    }
+    assert_eq!(rows(&client, "SELECT n FROM c ORDER BY id").await, vec![vec![Some("100".to_string())], vec![Some("100".to_string())]]);
+    server.shutdown().await;
+}
+
+/// Two transactions that each changed one table and wait to change the other's: one of
+/// them fails with 40P01 (deadlock detected) and the other goes on once it rolls back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadlock_fails_one_transaction_with_40p01() {
+    let Served { _guard, db: _, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE da (id bigint NOT NULL); CREATE TABLE db (id bigint NOT NULL); INSERT INTO da VALUES (1); INSERT INTO db VALUES (1)").await.expect("setup");
+    let (one_client, other) = (connect(&server).await, connect(&server).await);
+    one_client.batch_execute("BEGIN; DELETE FROM da WHERE id = 1").await.expect("first holds da");
+    other.batch_execute("BEGIN; DELETE FROM db WHERE id = 1").await.expect("second holds db");
+    let first = tokio::spawn(async move {
+        let r = one_client.batch_execute("DELETE FROM db WHERE id = 1").await.map_err(|e| common::error_of(&e));
+        let end = if r.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        one_client.batch_execute(end).await.expect("end");
+        r
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let second = other.batch_execute("DELETE FROM da WHERE id = 1").await.map_err(|e| common::error_of(&e));
+    let end = if second.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    other.batch_execute(end).await.expect("end");
+    let first = first.await.expect("first");
+    let failed: Vec<&String> = [&first, &second].into_iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(failed.len(), 1, "exactly one of them fails: {first:?} / {second:?}");
+    assert!(failed[0].contains("40P01") || failed[0].contains("deadlock"), "{}", failed[0]);
+    // The one that went on deleted both rows.
+    assert_eq!(one(&client, "SELECT (SELECT count(*) FROM da) + (SELECT count(*) FROM db)").await, "0");
+    server.shutdown().await;
+}
