@@ -89,7 +89,7 @@ async fn insert_create_and_drop_over_the_wire() {
         ("INSERT INTO items (name, k) VALUES ('x', NULL)", "23502"),
         ("INSERT INTO items VALUES (99, 'x', 1, NULL), ('eighty', 'y', 2, NULL)", ""),
         ("INSERT INTO nowhere VALUES (1)", "42P01"),
-        ("UPDATE items SET k = 1", ""),
+        ("UPDATE items SET k = NULL", "23502"),
     ] {
         let e = client.simple_query(sql).await.expect_err(sql);
         if !code.is_empty() {

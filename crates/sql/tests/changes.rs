@@ -203,9 +203,9 @@ fn an_older_snapshot_still_sees_deleted_rows() {
     let db = new_database(dir.path());
     let s = session(&db);
     run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, v BIGINT NOT NULL) WITH (partitions = 1)");
-    run(&rt, &s, "INSERT INTO t SELECT value, value FROM generate_series(1, 100)");
+    run(&rt, &s, "INSERT INTO t SELECT value, value + 0 FROM generate_series(1, 100)");
     s.write_path().checkpoint(&CheckpointOptions::default()).unwrap();
-    run(&rt, &s, "INSERT INTO t SELECT value, value FROM generate_series(101, 150)");
+    run(&rt, &s, "INSERT INTO t SELECT value, value + 0 FROM generate_series(101, 150)");
     let before = s.write_path().read_snapshot().unwrap();
     run(&rt, &s, "DELETE FROM t WHERE id % 2 = 0");
     let after = s.write_path().read_snapshot().unwrap();
