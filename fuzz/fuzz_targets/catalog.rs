@@ -69,6 +69,7 @@ fn synthesized(c: &mut Cursor) -> Catalog {
             size_bytes: c.u64(),
             source: "fuzz".into(),
             load_lsn: c.u64(),
+            deleted_rows: (c.u8() % 2 == 0).then(|| flashscan_storage::deleted_rows::DeletedRowsMeta { path: "d.g1.del".into(), row_count: c.u64() }),
         };
         tables.insert(name, meta);
     }

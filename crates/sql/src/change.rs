@@ -9,8 +9,9 @@
 //!    the WHERE filter, for UPDATE a projection of every column's new value). The scan of
 //!    the target table is swapped for the same table with its row id column
 //!    (`FlashscanTable::with_row_ids`), and the plan runs like a query: the row ids of the
-//!    rows to change and, for UPDATE, their new values. Subqueries, expressions and
-//!    `UPDATE … FROM` come from DataFusion's planner unchanged.
+//!    rows to change and, for UPDATE, their new values. Subqueries and expressions come
+//!    from DataFusion's planner unchanged (its 55 refuses `UPDATE … FROM`; should a later
+//!    one plan it, a row matched twice changes once, below).
 //! 3. **Stage** (`WritePath::stage_delete`, and `stage_insert` for the new versions): in
 //!    the caller's transaction; an autocommit statement commits it at once.
 //!

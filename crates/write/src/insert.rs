@@ -215,6 +215,15 @@ impl WritePath {
     pub fn lock_for_change(&self, txn: &mut Transaction, table_name: &str) -> Result<String, WriteError> {
         let key = {
             let st = self.lock_state_shared()?;
+            if let Some(table) = key_of(&st.catalog, table_name).and_then(|k| st.catalog.tables.get(&k)).filter(|t| t.is_column_store()) {
+                return Err(WriteError::NotSupported(format!(
+                    "UPDATE and DELETE of table {}: a column store ({}) takes neither yet; rebuild it as a heap first (`flashscan rebuild {} {} --compression none`)",
+                    table.name,
+                    table.format,
+                    self.db_dir().display(),
+                    table.name
+                )));
+            }
             let (key, _, _) = self.table_for_insert(&st, table_name)?;
             let indexes: Vec<&str> = st.catalog.indexes_on(&key).map(|i| i.name.as_str()).collect();
             if !indexes.is_empty() {
