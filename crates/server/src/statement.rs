@@ -63,6 +63,30 @@ static DDL_RE: LazyLock<Regex> = LazyLock::new(|| {
 });
 static DELIMITER_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)delimiter\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
 
+/// A request for REPEATABLE READ or SERIALIZABLE (`BEGIN ISOLATION LEVEL …`, `SET
+/// TRANSACTION …`, `SET SESSION CHARACTERISTICS …`, `SET [default_]transaction_isolation`):
+/// refused until flashscan provides it, never run as the READ COMMITTED it is (READ
+/// UNCOMMITTED is READ COMMITTED in PostgreSQL too, and taken).
+fn stronger_isolation(lower: &str, first: &str) -> Option<Command> {
+    if !matches!(first, "begin" | "start" | "set") {
+        return None;
+    }
+    let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == '=' || c == '\'' || c == ',').filter(|w| !w.is_empty()).collect();
+    let asks_isolation = words.windows(2).any(|w| w == ["isolation", "level"]) || words.iter().any(|w| *w == "transaction_isolation" || *w == "default_transaction_isolation");
+    let level = if words.windows(2).any(|w| w == ["repeatable", "read"]) {
+        "REPEATABLE READ"
+    } else if words.contains(&"serializable") {
+        "SERIALIZABLE"
+    } else {
+        return None;
+    };
+    asks_isolation.then(|| {
+        Command::Unsupported(format!(
+            "isolation level {level} is not supported yet: flashscan runs every transaction READ COMMITTED (PostgreSQL's default); use BEGIN without an isolation level"
+        ))
+    })
+}
+
 /// Sorts one statement (no trailing semicolon needed).
 pub fn classify(text: &str) -> Command {
     let t = text.trim().trim_end_matches(';').trim();
@@ -72,6 +96,9 @@ pub fn classify(text: &str) -> Command {
     let lower = t.to_ascii_lowercase();
     let first = lower.split_whitespace().next().unwrap_or("");
     let second = lower.split_whitespace().nth(1).unwrap_or("");
+    if let Some(refused) = stronger_isolation(&lower, first) {
+        return refused;
+    }
     match (first, second) {
         // Savepoints are taken (psycopg's `conn.transaction()` nests with them) and
         // released; rolling back to one would need the rows staged since it undone, which
@@ -268,6 +295,20 @@ mod tests {
         assert_eq!(classify("set statement_timeout to 100;"), Command::Set { name: "statement_timeout".into(), value: "100".into() });
         assert_eq!(classify("SHOW statement_timeout"), Command::Show { name: "statement_timeout".into() });
         assert_eq!(classify("show transaction isolation level"), Command::Show { name: "transaction_isolation".into() });
+        for refused in [
+            "BEGIN ISOLATION LEVEL REPEATABLE READ",
+            "begin transaction isolation level serializable",
+            "START TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ WRITE",
+            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
+            "set session characteristics as transaction isolation level serializable",
+            "SET default_transaction_isolation = 'serializable'",
+            "set transaction_isolation to 'repeatable read'",
+        ] {
+            assert!(matches!(classify(refused), Command::Unsupported(m) if m.contains("not supported yet")), "{refused}");
+        }
+        assert_eq!(classify("BEGIN ISOLATION LEVEL READ COMMITTED"), Command::Begin);
+        assert_eq!(classify("begin isolation level read uncommitted"), Command::Begin);
+        assert!(matches!(classify("SET application_name = 'serializable'"), Command::Set { .. }));
         assert_eq!(classify("SHOW TIME ZONE;"), Command::Show { name: "timezone".into() });
         assert_eq!(classify("BEGIN"), Command::Begin);
         assert_eq!(classify("commit;"), Command::Commit);

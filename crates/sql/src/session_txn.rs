@@ -101,6 +101,21 @@ fn count_output(statement: String, rows: u64, started: Instant) -> Result<QueryO
     Ok(QueryOutput { statement, schema, batches: vec![batch], elapsed_s: started.elapsed().as_secs_f64(), scans: Default::default() })
 }
 
+/// REPEATABLE READ and SERIALIZABLE are refused until flashscan provides them (never run
+/// as the READ COMMITTED every transaction is); READ UNCOMMITTED is READ COMMITTED, as in
+/// PostgreSQL.
+fn refuse_stronger_isolation(modes: &[datafusion::sql::sqlparser::ast::TransactionMode]) -> Result<(), SqlError> {
+    use datafusion::sql::sqlparser::ast::{TransactionIsolationLevel as Level, TransactionMode};
+    for mode in modes {
+        if let TransactionMode::IsolationLevel(level @ (Level::RepeatableRead | Level::Serializable | Level::Snapshot)) = mode {
+            return Err(SqlError::Plan(format!(
+                "isolation level {level} is not supported yet: flashscan runs every transaction READ COMMITTED (PostgreSQL's default); use BEGIN without an isolation level"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn poisoned() -> SqlError {
     SqlError::Internal("the session's transaction lock was poisoned".into())
 }
@@ -185,7 +200,8 @@ impl FlashscanSession {
         let text = statement.to_string();
         let control = match statement {
             DFStatement::Statement(s) => match s.as_ref() {
-                SqlStatement::StartTransaction { .. } => Some(self.begin_transaction().and_then(|()| status_output(text.clone(), "BEGIN".into(), started))),
+                SqlStatement::StartTransaction { modes, .. } => Some(refuse_stronger_isolation(modes).and_then(|()| self.begin_transaction()).and_then(|()| status_output(text.clone(), "BEGIN".into(), started))),
+                SqlStatement::Set(datafusion::sql::sqlparser::ast::Set::SetTransaction { modes, .. }) => Some(refuse_stronger_isolation(modes).and_then(|()| status_output(text.clone(), "SET TRANSACTION (READ COMMITTED)".into(), started))),
                 SqlStatement::Commit { .. } => {
                     let was_open = self.in_transaction();
                     Some(match self.commit_transaction().await {

@@ -182,6 +182,12 @@ fn refused_changes_change_nothing() {
     assert!(returning.contains("RETURNING is not supported"), "{returning}");
     let missing = fails(&rt, &s, "UPDATE t SET nope = 1");
     assert!(missing.to_lowercase().contains("nope"), "{missing}");
+    // An isolation level flashscan does not provide is refused, never run as READ COMMITTED.
+    for sql in ["BEGIN ISOLATION LEVEL REPEATABLE READ", "START TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"] {
+        let e = fails(&rt, &s, sql);
+        assert!(e.contains("not supported yet"), "{sql}: {e}");
+    }
+    assert!(!s.in_transaction(), "a refused BEGIN opens no transaction");
     run(&rt, &s, "BEGIN");
     run(&rt, &s, "UPDATE t SET v = v + 1 WHERE id = 3");
     let twice = fails(&rt, &s, "UPDATE t SET v = v + 1 WHERE id = 3");
