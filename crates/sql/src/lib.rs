@@ -28,12 +28,14 @@ pub mod exec_plan;
 pub mod format;
 pub mod like;
 pub mod metrics;
+pub mod output_names;
 pub mod pruning;
 pub mod reader;
 pub mod scan_units;
 pub mod session;
 pub mod settings;
 pub mod shell;
+pub mod subquery_by_domain;
 pub mod table_provider;
 
 pub use error::SqlError;

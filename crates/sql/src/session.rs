@@ -91,6 +91,8 @@ impl FlashscanSession {
         let ctx = crate::aggregate_pushdown::register(SessionContext::new_with_config(config));
         // Partitioned hash joins build on the input with fewer rows.
         let ctx = crate::build_side::register(ctx);
+        // Subqueries DataFusion leaves in a SELECT list or WHERE clause, decorrelated.
+        let ctx = crate::subquery_by_domain::register(ctx);
         let scan_log = ScanLog::new();
         let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         session.register_tables(&session.current_catalog()?)?;
@@ -288,7 +290,7 @@ impl FlashscanSession {
         let mut table_setting_changed = false;
         let state = self.statement_state()?;
         let result = async {
-            let plan = state.statement_to_plan(statement).await?;
+            let plan = crate::output_names::statement_to_plan(&state, statement).await?;
             table_setting_changed = sets_a_table_setting(&plan);
             let frame = self.frame_of(state, plan).await?;
             let schema = frame.schema().inner().clone();
@@ -337,7 +339,7 @@ impl FlashscanSession {
         let started = Instant::now();
         let state = self.statement_state()?;
         let result = async {
-            let plan = state.statement_to_plan(statement).await.map_err(SqlError::from)?;
+            let plan = crate::output_names::statement_to_plan(&state, statement).await.map_err(SqlError::from)?;
             let frame = self.frame_of(state, plan).await.map_err(SqlError::from)?;
             let mut stream = frame.execute_stream().await.map_err(SqlError::from)?;
             // Column stores hand strings on as views; files keep the declared Utf8.
