@@ -19,12 +19,12 @@ mod runner;
 use runner::{FileOutcome, Totals, RECORD_TIMEOUT_DEFAULT};
 
 /// Records of tests/slt/sqlite that must pass (measured: see docs/sql.md, "Conformance").
-const SQLITE_PASSED_FLOOR: usize = 0;
+const SQLITE_PASSED_FLOOR: usize = 9409;
 
 /// Statements flashscan does not run yet, by their first words, with where they come from.
 /// A failing record whose SQL starts so is counted here; every other failure is listed as
 /// unexpected (both printed).
-const KNOWN_UNSUPPORTED: [(&str, &str); 9] = [
+const KNOWN_UNSUPPORTED: [(&str, &str); 11] = [
     ("UPDATE", "UPDATE: issue \"One database\""),
     ("DELETE", "DELETE: issue \"One database\""),
     ("CREATE INDEX", "CREATE INDEX over the wire: issue \"Indexes\""),
@@ -34,6 +34,14 @@ const KNOWN_UNSUPPORTED: [(&str, &str); 9] = [
     ("CREATE VIEW", "views: issue 30 item 2"),
     ("DROP VIEW", "views: issue 30 item 2"),
     ("CREATE TRIGGER", "triggers: not planned"),
+    ("DROP TRIGGER", "triggers: not planned"),
+    ("REPLACE", "REPLACE INTO (SQLite's upsert): not planned"),
+];
+
+/// Refusals of a statement flashscan parses, by a piece of the server's message.
+const KNOWN_REFUSALS: [(&str, &str); 2] = [
+    ("PRIMARY KEY (not enforced yet", "CREATE TABLE with a PRIMARY KEY: refused until enforced, issue \"Indexes\""),
+    ("UNIQUE (not enforced yet", "CREATE TABLE with UNIQUE: refused until enforced, issue \"Indexes\""),
 ];
 
 fn corpus_dir(name: &str) -> PathBuf {
@@ -65,9 +73,12 @@ fn detail_count() -> usize {
     std::env::var("FLASHSCAN_SLT_DETAIL").ok().and_then(|s| s.parse().ok()).unwrap_or(0)
 }
 
-fn known_reason(sql: &str) -> Option<&'static str> {
+fn known_reason(sql: &str, reason: &str) -> Option<&'static str> {
     let words = sql.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_uppercase();
-    KNOWN_UNSUPPORTED.iter().find(|(prefix, _)| words.starts_with(prefix)).map(|(_, why)| *why)
+    if let Some((_, why)) = KNOWN_UNSUPPORTED.iter().find(|(prefix, _)| words.starts_with(prefix)) {
+        return Some(why);
+    }
+    KNOWN_REFUSALS.iter().find(|(message, _)| reason.contains(message)).map(|(_, why)| *why)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,16 +89,27 @@ async fn sqlite_corpus_pass_count_is_at_least_the_floor() {
     let outcomes = run_files(&files).await;
     eprintln!("{}", runner::summary(&outcomes, 25));
     let mut known: std::collections::BTreeMap<&str, usize> = Default::default();
+    let mut after_known = 0;
     let mut unexpected = 0;
-    for f in outcomes.iter().flat_map(|o| &o.failures) {
-        match known_reason(&f.sql) {
-            Some(why) => *known.entry(why).or_default() += 1,
-            None => unexpected += 1,
+    for o in &outcomes {
+        // A failure after a refused statement of the file (its table missing or empty) is
+        // counted as such: it may pass once the statement runs, or not.
+        let mut refused_before = false;
+        for f in &o.failures {
+            match known_reason(&f.sql, &f.reason) {
+                Some(why) => {
+                    *known.entry(why).or_default() += 1;
+                    refused_before = true;
+                }
+                None if refused_before => after_known += 1,
+                None => unexpected += 1,
+            }
         }
     }
     for (why, count) in &known {
         eprintln!("{count:>6}  known: {why}");
     }
+    eprintln!("{after_known:>6}  failed after a statement refused for a known reason in the same file");
     let totals = Totals::of(&outcomes);
     eprintln!(
         "{:>6}  failed for other reasons (above by reason)\nsqllogictest: {} passed, {} failed, {} skipped in {:.0} s ({:.2} % passed)",
