@@ -16,4 +16,6 @@ cases = [
  ("ordered by position and by a column", "III", "SELECT a AS c, b AS c, a FROM t1 WHERE a IS NOT NULL ORDER BY 1 DESC, b"),
  ("DISTINCT", "II", "SELECT DISTINCT a, a FROM t1"),
  ("with an aggregate", "II", "SELECT count(*), count(*) FROM t1"),
+ ("an alias that repeats a column's name (the SQLite corpus's random/ files)", "II", "SELECT DISTINCT - b AS a, a AS a FROM t1"),
+ ("the same through a table alias", "II", "SELECT b / 2 AS a, cor0.a AS a FROM t1 cor0"),
 ]

@@ -81,8 +81,23 @@ fn known_reason(sql: &str, reason: &str) -> Option<&'static str> {
     KNOWN_REFUSALS.iter().find(|(message, _)| reason.contains(message)).map(|(_, why)| *why)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sqlite_corpus_pass_count_is_at_least_the_floor() {
+/// A runtime like `flashscan serve`'s: the server's connections plan on its threads, whose
+/// stacks are sized for deep expressions.
+fn serve_runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_stack_size(flashscan_sql::SQL_THREAD_STACK_BYTES)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+#[test]
+fn sqlite_corpus_pass_count_is_at_least_the_floor() {
+    serve_runtime().block_on(sqlite_corpus())
+}
+
+async fn sqlite_corpus() {
     let files = runner::corpus_files(&corpus_dir("sqlite"));
     assert!(files.len() >= 6, "the vendored corpus is missing: {} files", files.len());
     let started = std::time::Instant::now();
@@ -128,8 +143,12 @@ async fn sqlite_corpus_pass_count_is_at_least_the_floor() {
 }
 
 /// flashscan's own files: every record passes (their answers come from PostgreSQL 15).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn flashscan_slt_files_all_pass() {
+#[test]
+fn flashscan_slt_files_all_pass() {
+    serve_runtime().block_on(flashscan_files())
+}
+
+async fn flashscan_files() {
     let files = runner::corpus_files(&corpus_dir("flashscan"));
     let outcomes = run_files(&files).await;
     eprintln!("{}", runner::summary(&outcomes, 50));

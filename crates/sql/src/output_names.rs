@@ -25,9 +25,13 @@ pub const OUTPUT_NAME_METADATA_KEY: &str = "flashscan.output_name";
 
 const UNIQUE_NAME_PREFIX: &str = "__flashscan_col";
 
-/// Whether `error` is DataFusion's refusal of a repeated output name.
+/// Whether `error` is DataFusion's refusal of a repeated output name: two items of one
+/// name, or an alias that repeats a column's name (`SELECT -b AS a, a AS a FROM t`: the
+/// column `t.a` and the alias `a`).
 pub fn is_repeated_name_error(error: &datafusion::error::DataFusionError) -> bool {
-    error.to_string().contains("Projections require unique expression names")
+    let message = error.to_string();
+    message.contains("Projections require unique expression names")
+        || (message.contains("Schema contains qualified field name") && message.contains("which would be ambiguous"))
 }
 
 /// The name a client sees for `field`: the one kept in its metadata, else its own.
@@ -144,5 +148,6 @@ mod tests {
         assert_eq!(client_names("SELECT a AS c, b AS c FROM t1").await, ["c", "c"]);
         assert_eq!(client_names("SELECT a, a, b AS x FROM t1 ORDER BY x").await, ["a", "a", "x"]);
         assert_eq!(client_names("SELECT a, b FROM t1").await, ["a", "b"]);
+        assert_eq!(client_names("SELECT -b AS a, a AS a FROM t1").await, ["a", "a"]);
     }
 }

@@ -81,6 +81,8 @@ impl FlashscanSession {
         // `SET flashscan.*` and `SHOW flashscan.*`; a new session starts from the environment.
         let settings = FlashscanSettings::from_env().map_err(|e| SqlError::InvalidArgument(e.to_string()))?;
         let mut config = SessionConfig::new().with_information_schema(true).with_option_extension(settings);
+        // Deep expressions, as PostgreSQL takes them (the threads' stacks are sized for it).
+        config.options_mut().sql_parser.recursion_limit = datafusion::config::ConfigNonZeroUsize::try_new(crate::SQL_NESTING_DEPTH_MAX)?;
         if let Some(n) = options.target_partitions {
             if n == 0 {
                 return Err(SqlError::InvalidArgument("target partitions must be at least 1".into()));
