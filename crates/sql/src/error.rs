@@ -86,6 +86,10 @@ impl From<DataFusionError> for SqlError {
 /// out as what they were, so a damaged page reads the same in SQL as in `flashscan scan`.
 fn classify(error: DataFusionError) -> SqlError {
     match error {
+        DataFusionError::SQL(e, _) if matches!(*e, datafusion::sql::sqlparser::parser::ParserError::RecursionLimitExceeded) => SqlError::Syntax(format!(
+            "the statement nests deeper than flashscan's limit of {} levels (parentheses, subqueries, CASE): split it, or write long AND/OR chains without a parenthesis around each term",
+            crate::SQL_NESTING_DEPTH_MAX
+        )),
         DataFusionError::SQL(e, _) => SqlError::Syntax(one_line(&e.to_string())),
         DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => classify(*inner),
         DataFusionError::Shared(inner) => match std::sync::Arc::try_unwrap(inner) {
