@@ -138,7 +138,7 @@ mod tests {
         let ctx = SessionContext::new();
         ctx.sql("CREATE TABLE t1(a INT, b INT) AS VALUES (1, 2)").await.expect("table");
         let state = ctx.state();
-        let statement = state.sql_to_statement(sql, "postgresql").expect("parse");
+        let statement = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).expect("parse");
         let plan = statement_to_plan(&state, statement).await.expect("plan");
         plan.schema().fields().iter().map(|f| wire_name(f).to_string()).collect()
     }
