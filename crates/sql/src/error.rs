@@ -140,6 +140,32 @@ pub fn exec_to_datafusion(error: ExecError) -> DataFusionError {
 mod tests {
     use super::*;
 
+    /// `(((a > 0) OR b <> 0) AND b <> 1) …` nested `depth` levels deep.
+    fn nested_predicate(depth: usize) -> String {
+        let mut e = "a > 0".to_string();
+        for i in 0..depth {
+            e = format!("({e} {} b <> {i})", if i % 2 == 1 { "AND" } else { "OR" });
+        }
+        format!("SELECT count(*) FROM t WHERE {e}")
+    }
+
+    #[test]
+    fn a_statement_deeper_than_the_limit_is_refused_with_the_limit() {
+        // On a thread with the stack every SQL thread gets (a test thread has 2 MiB).
+        let outcome = std::thread::Builder::new()
+            .stack_size(crate::SQL_THREAD_STACK_BYTES)
+            .spawn(|| {
+                let under = crate::session::parse_statements(&nested_predicate(crate::SQL_NESTING_DEPTH_MAX - 20)).is_ok();
+                let over = crate::session::parse_statements(&nested_predicate(crate::SQL_NESTING_DEPTH_MAX + 20)).err().map(|e| e.to_string()).unwrap_or_default();
+                (under, over)
+            })
+            .expect("thread")
+            .join()
+            .expect("no panic");
+        assert!(outcome.0, "a statement under the limit parses");
+        assert!(outcome.1.contains("nests deeper than flashscan's limit of 500 levels"), "{}", outcome.1);
+    }
+
     #[test]
     fn one_line_joins_lines_and_drops_backtraces() {
         assert_eq!(one_line("a\n  b\n\nbacktrace: x\ny"), "a b");
