@@ -95,6 +95,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
     }
     config.validate().map_err(to_input)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Connections plan their statements on these threads: stacks for deep expressions.
+    let runtime = tokio::runtime::Builder::new_multi_thread().thread_stack_size(flashscan_sql::SQL_THREAD_STACK_BYTES).enable_all().build()?;
     runtime.block_on(flashscan_server::serve_until_signal(config)).map_err(to_input)
 }

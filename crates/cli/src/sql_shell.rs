@@ -9,6 +9,18 @@ use crate::cmd_sql::SqlArgs;
 use crate::exit::bad_input;
 
 pub fn run(args: SqlArgs) -> anyhow::Result<()> {
+    // Statements are planned on this thread (`block_on`): a stack for deep expressions, as
+    // the runtime's threads have (flashscan_sql::SQL_THREAD_STACK_BYTES).
+    std::thread::Builder::new()
+        .name("flashscan-sql".into())
+        .stack_size(flashscan_sql::SQL_THREAD_STACK_BYTES)
+        .spawn(move || run_on_this_thread(args))
+        .map_err(|e| anyhow::anyhow!("cannot start the SQL thread: {e}"))?
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+fn run_on_this_thread(args: SqlArgs) -> anyhow::Result<()> {
     let mode = match (args.json, args.csv) {
         (true, true) => return Err(bad_input("--json and --csv exclude each other: choose one")),
         (true, false) => OutputMode::Json,
@@ -25,6 +37,7 @@ pub fn run(args: SqlArgs) -> anyhow::Result<()> {
         (None, None) => None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .thread_stack_size(flashscan_sql::SQL_THREAD_STACK_BYTES)
         .enable_all()
         .build()
         .map_err(|e| anyhow::anyhow!("cannot start the query runtime: {e}"))?;

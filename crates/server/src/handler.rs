@@ -181,6 +181,13 @@ fn param_types_of(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
 }
 
 fn fields_of(schema: &Schema, format: &Format) -> PgWireResult<Arc<Vec<FieldInfo>>> {
+    // A column whose plan name was made unique goes out under the name the client wrote
+    // (`SELECT a AS c, b AS c`: flashscan_sql::output_names).
+    let renamed = schema.fields().iter().any(|f| f.metadata().contains_key(flashscan_sql::output_names::OUTPUT_NAME_METADATA_KEY));
+    if renamed {
+        let fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone().with_name(flashscan_sql::output_names::wire_name(f))).collect();
+        return Ok(Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(&Schema::new(fields), format, None)?));
+    }
     Ok(Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, None)?))
 }
 

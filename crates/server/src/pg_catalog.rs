@@ -1110,7 +1110,8 @@ pub async fn statement_to_plan(state: &datafusion::execution::session_state::Ses
         let columns: Vec<String> = names.iter().map(|n| format!("CAST(NULL AS TEXT) AS \"{}\"", n.replace('"', "\"\""))).collect();
         state.create_logical_plan(&format!("SELECT {} WHERE false", columns.join(", "))).await
     };
-    match state.statement_to_plan(statement).await {
+    // `SELECT a AS c, b AS c`: planned with unique names, the client's kept beside them.
+    match flashscan_sql::output_names::statement_to_plan(state, statement).await {
         // A name that does not exist stays an error (as in PostgreSQL), empty tables or not.
         Err(e) if matches!(e.find_root(), DataFusionError::SchemaError(..)) => Err(e),
         Err(e) => match no_rows {

@@ -63,7 +63,7 @@ impl QueryRuntime {
     /// A worker per partition of every query that may run at once.
     pub fn for_queries(max_active_queries: usize, partitions: usize) -> std::io::Result<QueryRuntime> {
         let workers = max_active_queries.saturating_mul(partitions.max(1)).clamp(1, QUERY_WORKERS_MAX);
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).thread_name("flashscan-query").enable_all().build()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(workers).thread_name("flashscan-query").thread_stack_size(flashscan_sql::SQL_THREAD_STACK_BYTES).enable_all().build()?;
         Ok(QueryRuntime { runtime: Some(runtime), workers })
     }
 

@@ -86,6 +86,10 @@ impl From<DataFusionError> for SqlError {
 /// out as what they were, so a damaged page reads the same in SQL as in `flashscan scan`.
 fn classify(error: DataFusionError) -> SqlError {
     match error {
+        DataFusionError::SQL(e, _) if matches!(*e, datafusion::sql::sqlparser::parser::ParserError::RecursionLimitExceeded) => SqlError::Syntax(format!(
+            "the statement nests deeper than flashscan's limit of {} levels (parentheses, subqueries, CASE): split it, or write long AND/OR chains without a parenthesis around each term",
+            crate::SQL_NESTING_DEPTH_MAX
+        )),
         DataFusionError::SQL(e, _) => SqlError::Syntax(one_line(&e.to_string())),
         DataFusionError::Context(_, inner) | DataFusionError::Diagnostic(_, inner) => classify(*inner),
         DataFusionError::Shared(inner) => match std::sync::Arc::try_unwrap(inner) {
@@ -135,6 +139,32 @@ pub fn exec_to_datafusion(error: ExecError) -> DataFusionError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `(((a > 0) OR b <> 0) AND b <> 1) …` nested `depth` levels deep.
+    fn nested_predicate(depth: usize) -> String {
+        let mut e = "a > 0".to_string();
+        for i in 0..depth {
+            e = format!("({e} {} b <> {i})", if i % 2 == 1 { "AND" } else { "OR" });
+        }
+        format!("SELECT count(*) FROM t WHERE {e}")
+    }
+
+    #[test]
+    fn a_statement_deeper_than_the_limit_is_refused_with_the_limit() {
+        // On a thread with the stack every SQL thread gets (a test thread has 2 MiB).
+        let outcome = std::thread::Builder::new()
+            .stack_size(crate::SQL_THREAD_STACK_BYTES)
+            .spawn(|| {
+                let under = crate::session::parse_statements(&nested_predicate(crate::SQL_NESTING_DEPTH_MAX - 20)).is_ok();
+                let over = crate::session::parse_statements(&nested_predicate(crate::SQL_NESTING_DEPTH_MAX + 20)).err().map(|e| e.to_string()).unwrap_or_default();
+                (under, over)
+            })
+            .expect("thread")
+            .join()
+            .expect("no panic");
+        assert!(outcome.0, "a statement under the limit parses");
+        assert!(outcome.1.contains("nests deeper than flashscan's limit of 500 levels"), "{}", outcome.1);
+    }
 
     #[test]
     fn one_line_joins_lines_and_drops_backtraces() {

@@ -44,7 +44,7 @@ fn rows_text(output: &QueryOutput) -> Result<Vec<Vec<String>>, SqlError> {
 /// A table for people, then one line on the time and the scans. EXPLAIN answers print
 /// their plan text as is: a table would wrap it.
 pub fn render_table(output: &QueryOutput) -> Result<String, SqlError> {
-    let names: Vec<&str> = output.schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let names: Vec<&str> = output.schema.fields().iter().map(|f| crate::output_names::wire_name(f)).collect();
     let mut text = String::new();
     if names == ["plan_type", "plan"] {
         for row in rows_text(output)? {
@@ -160,7 +160,7 @@ fn table_json(t: &TableScanFigures) -> Value {
 
 /// `{"columns": [...], "rows": [[...]], "elapsed_s": s, "scan": {totals..., "tables": {...}}}`.
 pub fn render_json(output: &QueryOutput) -> Result<Value, SqlError> {
-    let columns: Vec<&str> = output.schema.fields().iter().map(|f| f.name().as_str()).collect();
+    let columns: Vec<&str> = output.schema.fields().iter().map(|f| crate::output_names::wire_name(f)).collect();
     let mut rows: Vec<Value> = Vec::with_capacity(output.row_count());
     for batch in &output.batches {
         let values: Vec<Vec<Value>> = batch.columns().iter().map(column_json).collect::<Result<_, _>>()?;
@@ -179,7 +179,7 @@ pub fn render_json(output: &QueryOutput) -> Result<Value, SqlError> {
 /// RFC 4180 CSV with a header line; NULL is the empty field.
 pub fn render_csv(output: &QueryOutput) -> Result<String, SqlError> {
     let mut text = String::new();
-    let header: Vec<String> = output.schema.fields().iter().map(|f| csv_field(f.name())).collect();
+    let header: Vec<String> = output.schema.fields().iter().map(|f| csv_field(crate::output_names::wire_name(f))).collect();
     text.push_str(&header.join(","));
     text.push('\n');
     for batch in &output.batches {

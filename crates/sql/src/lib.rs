@@ -15,6 +15,8 @@
 //! - [`metrics`]: where the scan time went, for EXPLAIN ANALYZE and `--json`;
 //! - [`format`]: table, JSON and CSV printers; [`shell`]: the interactive shell;
 //! - [`dml`]: CREATE/DROP TABLE and INSERT through flashscan's write path;
+//! - [`subquery_by_domain`]: subqueries DataFusion leaves in SELECT lists and WHERE clauses,
+//!   decorrelated; [`output_names`]: repeated output names (`SELECT a AS c, b AS c`);
 //! - [`error`]: one-line errors.
 
 pub mod aggregate_kernel;
@@ -29,15 +31,29 @@ pub mod exec_plan;
 pub mod format;
 pub mod like;
 pub mod metrics;
+pub mod output_names;
 pub mod pruning;
 pub mod reader;
 pub mod scan_units;
 pub mod session;
 pub mod settings;
 pub mod shell;
+pub mod subquery_by_domain;
 pub mod table_provider;
 
 pub use error::SqlError;
+
+/// How deep a statement may nest (parentheses, subqueries, CASE): DataFusion's parser stops
+/// at 50 by default, and the SQLite corpus's index/ queries nest 34 parentheses around AND/OR
+/// chains (PostgreSQL takes 1,000 levels). Planning and execution recurse once per level, so
+/// every thread that plans or runs SQL gets [`SQL_THREAD_STACK_BYTES`] of stack.
+pub const SQL_NESTING_DEPTH_MAX: usize = 500;
+
+/// The stack of every thread that plans or runs SQL (reserved address space; the kernel backs
+/// only the pages a deep statement touches). Measured: statements at the limit (490
+/// parenthesized AND/OR levels, 400 levels of `+`) plan and run with it in the debug build;
+/// how much of it they use was not measured (docs/sql.md, "Conformance").
+pub const SQL_THREAD_STACK_BYTES: usize = 64 << 20;
 pub use format::{render, render_csv, render_json, render_table, OutputMode};
 pub use reader::ReadOptions;
 pub use session::{FlashscanSession, QueryOutput, SessionOptions};

@@ -81,6 +81,8 @@ impl FlashscanSession {
         // `SET flashscan.*` and `SHOW flashscan.*`; a new session starts from the environment.
         let settings = FlashscanSettings::from_env().map_err(|e| SqlError::InvalidArgument(e.to_string()))?;
         let mut config = SessionConfig::new().with_information_schema(true).with_option_extension(settings);
+        // Deep expressions, as PostgreSQL takes them (the threads' stacks are sized for it).
+        config.options_mut().sql_parser.recursion_limit = datafusion::config::ConfigNonZeroUsize::try_new(crate::SQL_NESTING_DEPTH_MAX)?;
         if let Some(n) = options.target_partitions {
             if n == 0 {
                 return Err(SqlError::InvalidArgument("target partitions must be at least 1".into()));
@@ -91,6 +93,8 @@ impl FlashscanSession {
         let ctx = crate::aggregate_pushdown::register(SessionContext::new_with_config(config));
         // Partitioned hash joins build on the input with fewer rows.
         let ctx = crate::build_side::register(ctx);
+        // Subqueries DataFusion leaves in a SELECT list or WHERE clause, decorrelated.
+        let ctx = crate::subquery_by_domain::register(ctx);
         let scan_log = ScanLog::new();
         let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         session.register_tables(&session.current_catalog()?)?;
@@ -289,7 +293,7 @@ impl FlashscanSession {
         let mut table_setting_changed = false;
         let state = self.statement_state()?;
         let result = async {
-            let plan = state.statement_to_plan(statement).await?;
+            let plan = crate::output_names::statement_to_plan(&state, statement).await?;
             table_setting_changed = sets_a_table_setting(&plan);
             let frame = self.frame_of(state, plan).await?;
             let schema = frame.schema().inner().clone();
@@ -338,7 +342,7 @@ impl FlashscanSession {
         let started = Instant::now();
         let state = self.statement_state()?;
         let result = async {
-            let plan = state.statement_to_plan(statement).await.map_err(SqlError::from)?;
+            let plan = crate::output_names::statement_to_plan(&state, statement).await.map_err(SqlError::from)?;
             let frame = self.frame_of(state, plan).await.map_err(SqlError::from)?;
             let mut stream = frame.execute_stream().await.map_err(SqlError::from)?;
             // Column stores hand strings on as views; files keep the declared Utf8.

@@ -68,7 +68,7 @@ fn copy_kind(parser: &Parser) -> CopyKind {
 /// The statements of `sql`, parsed as `DFParser::parse_sql` does, except `COPY t FROM …`,
 /// which DataFusion's parser only knows as COPY TO: that one goes to sqlparser's parser.
 pub fn parse_statements(sql: &str) -> Result<Vec<DFStatement>, SqlError> {
-    let mut p = DFParserBuilder::new(sql).build().map_err(SqlError::from)?;
+    let mut p = DFParserBuilder::new(sql).with_recursion_limit(crate::SQL_NESTING_DEPTH_MAX).build().map_err(SqlError::from)?;
     let mut out = Vec::new();
     let mut expecting_delimiter = false;
     loop {
