@@ -35,6 +35,7 @@ pub mod session;
 pub mod settings;
 pub mod shell;
 pub mod table_provider;
+pub mod views;
 
 pub use error::SqlError;
 pub use format::{render, render_csv, render_json, render_table, OutputMode};
