@@ -66,6 +66,10 @@ pub mod sqlstate {
     pub const PROTOCOL_VIOLATION: &str = "08P01";
     pub const CONNECTION_FAILURE: &str = "08006";
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
+    pub const DUPLICATE_TABLE: &str = "42P07";
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
+    pub const WRONG_OBJECT_TYPE: &str = "42809";
+    pub const INVALID_TABLE_DEFINITION: &str = "42P16";
 }
 
 /// An ERROR for the client with its SQLSTATE.

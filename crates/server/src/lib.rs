@@ -3,7 +3,8 @@
 //!
 //! - [`startup`]: connection limit, authentication, backend keys;
 //! - [`handler`]: simple and extended query protocols, COPY TO STDOUT, streaming rows;
-//! - [`statement`]: SET/SHOW/BEGIN/COPY recognised before DataFusion;
+//! - [`statement`]: SET/SHOW/BEGIN/COPY/DECLARE/FETCH recognised before DataFusion;
+//! - [`cursors`]: a connection's server-side cursors (DECLARE, FETCH, MOVE, CLOSE);
 //! - [`psql_catalog`]: the catalog answers psql's `\d` needs;
 //! - [`admission`]: query slots, queue timeout, scan buffer budget;
 //! - [`query_runtime`]: every query's plan runs on a runtime of its own (a constant row
@@ -22,6 +23,7 @@ pub mod admission;
 pub mod cancel;
 pub mod config;
 pub mod copy_from;
+pub mod cursors;
 pub mod error;
 pub mod fast_insert;
 pub mod handler;
@@ -140,15 +142,17 @@ async fn bind_listener(config: &ServerConfig) -> Result<(TcpListener, bool), Ser
 /// What the server names itself in the database lock.
 pub const WRITER_NAME: &str = "flashscan serve";
 
-/// The tables psql's `\d` sees, with oids in name order.
+/// The tables and views psql's `\d` sees, with oids in name order.
 pub async fn catalog_tables(base: &datafusion::prelude::SessionContext, db_dir: &std::path::Path) -> Result<Vec<CatalogTable>, ServerError> {
     let catalog = flashscan_storage::Catalog::read(db_dir).map_err(flashscan_sql::SqlError::from)?;
-    let mut names: Vec<(String, String)> = catalog.tables.values().map(|t| (t.name.to_lowercase(), t.format.clone())).collect();
+    // Tables and views share one namespace and one oid sequence, in name order.
+    let mut names: Vec<(String, String, Option<String>)> = catalog.tables.values().map(|t| (t.name.to_lowercase(), t.format.clone(), None)).collect();
+    names.extend(catalog.views.iter().map(|v| (v.name.clone(), String::new(), Some(v.sql.clone()))));
     names.sort();
     let mut tables = Vec::new();
-    for (i, (name, format)) in names.into_iter().enumerate() {
+    for (i, (name, format, view_definition)) in names.into_iter().enumerate() {
         let provider = base.table_provider(name.as_str()).await.map_err(flashscan_sql::SqlError::from)?;
-        tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format });
+        tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format, view_definition });
     }
     Ok(tables)
 }

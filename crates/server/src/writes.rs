@@ -140,7 +140,11 @@ impl WriteFailure {
         let lower = message.to_ascii_lowercase();
         let code = match e {
             WriteError::NotSupported(_) => sqlstate::FEATURE_NOT_SUPPORTED,
-            WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. }) => sqlstate::UNDEFINED_TABLE,
+            WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. } | flashscan_storage::StorageError::UnknownView { .. }) => sqlstate::UNDEFINED_TABLE,
+            WriteError::Storage(flashscan_storage::StorageError::RelationExists { .. }) => sqlstate::DUPLICATE_TABLE,
+            WriteError::Storage(flashscan_storage::StorageError::DependentViews { .. }) => sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+            WriteError::Storage(flashscan_storage::StorageError::WrongObjectType { .. }) => sqlstate::WRONG_OBJECT_TYPE,
+            WriteError::Storage(flashscan_storage::StorageError::ViewColumnsChanged { .. }) => sqlstate::INVALID_TABLE_DEFINITION,
             _ if lower.contains("null") && lower.contains("not null") => sqlstate::NOT_NULL_VIOLATION,
             _ if e.is_user_input() => sqlstate::DATA_EXCEPTION,
             _ => sqlstate::IO_ERROR,

@@ -12,7 +12,6 @@
 //! the view and saying what to do. Views are read-only: INSERT, UPDATE, DELETE and COPY
 //! into one are refused ([`refuse_write_into_view`]).
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -175,10 +174,6 @@ impl UnplannableView {
 
 #[async_trait]
 impl TableProvider for UnplannableView {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
