@@ -151,11 +151,11 @@ fn classify_fetch(t: &str) -> Command {
     let count = match words.as_slice() {
         [] | ["next"] | ["forward"] => Ok(FetchCount::Rows(1)),
         ["all"] | ["forward", "all"] => Ok(FetchCount::All),
-        [n] => count(n),
-        ["forward", n] => count(n),
         [w, ..] if ["prior", "first", "last", "absolute", "relative", "backward"].contains(w) => {
             Err(Command::Unsupported(format!("{verb} {}: {FORWARD_ONLY}", w.to_ascii_uppercase())))
         }
+        [n] => count(n),
+        ["forward", n] => count(n),
         _ => Err(Command::SyntaxError(format!("{verb} {}: the form taken is {verb} [NEXT | FORWARD | FORWARD n | n | ALL | FORWARD ALL] [FROM | IN] name", direction.trim()))),
     };
     match count {
