@@ -702,6 +702,8 @@ impl QueryHandler {
         let held = backend.cursors().take_for_commit();
         let mut kept: Vec<(String, Box<Cursor>)> = Vec::with_capacity(held.len());
         for (name, mut cursor) in held {
+            // COMMIT reads the rest: its own timeout and cancel, not the DECLARE's or a FETCH's.
+            cursor.start_statement(backend);
             let used = backend.cursors().held_bytes() + kept.iter().map(|(_, c)| c.held_bytes()).sum::<usize>();
             cursor.materialise(&name, HELD_CURSOR_BYTES_MAX.saturating_sub(used)).await?;
             kept.push((name, cursor));
@@ -927,6 +929,11 @@ impl QueryHandler {
             Command::SyntaxError(why) => Err(pg_error(sqlstate::SYNTAX_ERROR, why.clone())),
             Command::Ddl { tag, sql } => self.run_ddl(tag, sql).await,
             Command::CopyFrom(options) => self.start_copy_in(backend, options).await,
+            // DISCARD ALL closes every cursor, as in PostgreSQL (poolers send it between clients).
+            Command::DiscardAll => {
+                backend.cursors().close_all();
+                Ok(Response::Execution(Tag::new("DISCARD ALL")))
+            }
             Command::NoOp(tag) => Ok(Response::Execution(Tag::new(tag))),
             Command::CopyTo { query, csv, header, delimiter } => self.copy_response(backend, query, *csv, *header, delimiter.clone()).await,
             Command::Unsupported(why) => Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, why.clone())),

@@ -48,8 +48,11 @@ pub enum Command {
     Begin,
     Commit,
     Rollback,
-    /// Accepted with no effect (DISCARD ALL, DEALLOCATE, ...): the tag to answer.
+    /// Accepted with no effect (DEALLOCATE, LISTEN, ...): the tag to answer.
     NoOp(&'static str),
+    /// `DISCARD ALL`: closes the connection's cursors (the rest of its state has nothing
+    /// DISCARD would reset here).
+    DiscardAll,
     CopyTo { query: String, csv: bool, header: bool, delimiter: Option<String> },
     /// `COPY table [(columns)] FROM STDIN [options]`: rows from the client into the table.
     CopyFrom(CopyFromOptions),
@@ -198,6 +201,7 @@ pub fn classify(text: &str) -> Command {
         "begin" | "start" => return Command::Begin,
         "commit" | "end" => return Command::Commit,
         "rollback" | "abort" => return Command::Rollback,
+        "discard" if second == "all" => return Command::DiscardAll,
         "discard" => return Command::NoOp("DISCARD ALL"),
         "deallocate" => return Command::NoOp("DEALLOCATE"),
         "listen" | "unlisten" => return Command::NoOp("LISTEN"),
@@ -472,5 +476,6 @@ mod tests {
         assert_eq!(classify("CLOSE c"), Command::Close(Some("c".into())));
         assert_eq!(classify("close \"ALL\""), Command::Close(Some("ALL".into())));
         assert_eq!(classify("CLOSE ALL"), Command::Close(None));
+        assert_eq!(classify("DISCARD ALL"), Command::DiscardAll);
     }
 }

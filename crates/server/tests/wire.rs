@@ -964,6 +964,9 @@ async fn cursors_answer_with_postgresqls_tags_and_errors() {
         "C:CLOSE CURSOR",
         "C:CLOSE CURSOR"
     ]);
+    // DISCARD ALL closes every cursor, held ones too.
+    assert_eq!(c.query("DECLARE d1 CURSOR WITH HOLD FOR values (1); DISCARD ALL").await, ["C:DECLARE CURSOR", "C:DISCARD ALL"]);
+    assert_eq!(err(&c.query("FETCH d1").await), "E:34000:cursor \"d1\" does not exist");
     // An error in the block closes its cursors with it.
     let out = c.query("BEGIN; DECLARE doomed CURSOR FOR select 1; select * from no_such_table").await;
     assert!(err(&out).starts_with("E:42P01"), "{out:?}");
