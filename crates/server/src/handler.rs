@@ -601,6 +601,10 @@ impl QueryHandler {
                 if let Err(e) = crate::pg_catalog::register(&self.shared.base, &tables) {
                     eprintln!("flashscan serve: after {tag}: pg_catalog not refreshed: {e}");
                 }
+                // A view over pg_catalog reads the tables just registered, not the last ones.
+                if let Err(e) = database.session.refresh_views() {
+                    eprintln!("flashscan serve: after {tag}: views not planned again: {e}");
+                }
                 self.shared.set_tables(tables);
                 // The `regclass` functions were registered again with the new table list.
                 self.shared.catalog_changed();

@@ -187,6 +187,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let tables = catalog_tables(&base, &config.db_dir).await?;
     pg_catalog::register_functions(&base);
     pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
+    // Views were planned when the session opened, before the dialect, functions and
+    // pg_catalog tables above: planned again now, and the catalog made with their columns.
+    session.refresh_views()?;
+    let tables = catalog_tables(&base, &config.db_dir).await?;
+    pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
     let admission = Admission::new(
         config.max_connections,
         config.max_active_queries,

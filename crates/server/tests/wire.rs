@@ -1127,6 +1127,13 @@ async fn views_are_kept_listed_and_guard_their_tables() {
     assert!(err(&c.query("CREATE OR REPLACE VIEW v AS SELECT b FROM t").await).starts_with("E:42P16:"));
     assert_eq!(c.query("CREATE OR REPLACE VIEW v (x) AS SELECT a, b, a * 2 AS twice FROM t; SELECT count(*) FROM v").await, ["C:CREATE VIEW", "D:3", "C:SELECT 1"]);
     assert_eq!(c.query("DROP VIEW IF EXISTS nothing_here, w").await, ["C:DROP VIEW"]);
+    // A view over the catalog sees the catalog as it is now, here and after a restart.
+    assert_eq!(c.query("CREATE VIEW view_names AS SELECT relname FROM pg_class WHERE relkind = 'v'; SELECT relname FROM view_names ORDER BY 1").await, [
+        "C:CREATE VIEW",
+        "D:v",
+        "D:view_names",
+        "C:SELECT 2"
+    ]);
     server.shutdown().await;
     // Durable: flashscan sql's session reads the view after the server stopped.
     assert_eq!(common::reopened(&db, "select x, twice from v order by x").await, [["1", "2"], ["2", "4"], ["3", "6"]]);
@@ -1140,7 +1147,8 @@ async fn views_are_kept_listed_and_guard_their_tables() {
     let e = err(&c.query("SELECT * FROM orphan").await);
     assert!(e.contains("view orphan cannot be read") && e.contains("DROP VIEW orphan"), "{e}");
     assert_eq!(c.query("SELECT count(*) FROM v").await, ["D:3", "C:SELECT 1"]);
-    assert_eq!(c.query("DROP VIEW orphan, v").await, ["C:DROP VIEW"]);
+    assert_eq!(c.query("SELECT relname FROM view_names ORDER BY 1").await, ["D:orphan", "D:v", "D:view_names", "C:SELECT 3"]);
+    assert_eq!(c.query("DROP VIEW orphan, v, view_names").await, ["C:DROP VIEW"]);
     assert_eq!(c.query("DROP TABLE t").await, ["C:DROP TABLE"]);
     server.shutdown().await;
 }

@@ -207,6 +207,13 @@ impl FlashscanSession {
         Ok(())
     }
 
+    /// Plans every view again over what the session holds now. A front end that registers
+    /// more after opening (the server's `pg_catalog` tables and functions, its SQL
+    /// dialect) calls it so views that read those plan too.
+    pub fn refresh_views(&self) -> Result<(), SqlError> {
+        self.register_views(&self.current_catalog()?)
+    }
+
     /// True when `name` (lower case) is a view of this session.
     pub fn is_view(&self, name: &str) -> bool {
         self.view_names.read().map(|n| n.iter().any(|v| v == name)).unwrap_or(false)
