@@ -135,6 +135,15 @@ impl Cursor {
         }
     }
 
+    /// Closed by the client (CLOSE, the end of its block, DISCARD ALL): a query stopped
+    /// before its end is counted completed, not canceled — it gave what was asked. (Dropped
+    /// otherwise — the connection gone — it counts as canceled, as a query does.)
+    fn close(mut self: Box<Self>) {
+        if let Rows::Streaming(running) = &mut self.rows {
+            running.finish(Outcome::Done);
+        }
+    }
+
     /// Bytes this cursor holds after COMMIT (WITH HOLD); 0 while it streams.
     pub fn held_bytes(&self) -> usize {
         let pending = self.pending.as_ref().map(|(b, _)| b.get_array_memory_size()).unwrap_or(0);
@@ -195,6 +204,14 @@ pub struct Cursors {
 enum Slot {
     Ready(Box<Cursor>),
     InUse,
+}
+
+impl Slot {
+    fn close(self) {
+        if let Slot::Ready(c) = self {
+            c.close();
+        }
+    }
 }
 
 impl std::fmt::Debug for Cursors {
@@ -261,20 +278,30 @@ impl Cursors {
     }
 
     pub fn close(&mut self, name: &str) -> PgWireResult<()> {
-        self.open.remove(name).map(drop).ok_or_else(|| no_such_cursor(name))
+        match self.open.remove(name) {
+            Some(slot) => {
+                slot.close();
+                Ok(())
+            }
+            None => Err(no_such_cursor(name)),
+        }
     }
 
     pub fn close_all(&mut self) {
-        self.open.clear();
+        for (_, slot) in std::mem::take(&mut self.open) {
+            slot.close();
+        }
     }
 
     /// The transaction block ended without COMMIT (ROLLBACK, or a statement failed in it):
     /// every cursor declared in it closes.
     pub fn close_declared_in_block(&mut self) {
-        self.open.retain(|_, slot| match slot {
-            Slot::Ready(c) => !c.in_block,
-            Slot::InUse => true,
-        });
+        let names: Vec<String> = self.open.iter().filter(|(_, s)| matches!(s, Slot::Ready(c) if c.in_block)).map(|(n, _)| n.clone()).collect();
+        for name in names {
+            if let Some(slot) = self.open.remove(&name) {
+                slot.close();
+            }
+        }
     }
 
     /// At COMMIT: cursors without HOLD declared in the block close; the WITH HOLD ones
@@ -286,6 +313,8 @@ impl Cursors {
             if let Some(Slot::Ready(c)) = self.open.remove(&name) {
                 if c.hold {
                     held.push((name, c));
+                } else {
+                    c.close();
                 }
             }
         }

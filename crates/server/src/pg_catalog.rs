@@ -560,7 +560,7 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
 /// and kin), for `'pg_catalog.pg_constraint'::regclass`: clients join `pg_description` on
 /// `classoid = 'pg_catalog.pg_class'::regclass`. `pg_roles` is a view whose oid varies
 /// between PostgreSQL builds: it takes the one of the table behind it, `pg_authid`.
-const CATALOG_RELATION_OIDS: [(&str, i64); 24] = [
+const CATALOG_RELATION_OIDS: [(&str, i64); 25] = [
     ("pg_type", 1247),
     ("pg_attribute", 1249),
     ("pg_class", 1259),
@@ -585,6 +585,8 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 24] = [
     ("pg_publication", 6104),
     ("pg_publication_rel", 6106),
     ("pg_publication_namespace", 6237),
+    // A system view: its oid is given at initdb, not fixed; PostgreSQL 15.18's.
+    ("pg_views", 12028),
 ];
 
 /// The names of the catalog tables flashscan keeps empty (`empty_tables`).

@@ -309,9 +309,9 @@ impl FlashscanSession {
             match s.as_ref() {
                 SqlStatement::CreateTable(ct) => return self.create_table(ct.clone(), text).await,
                 SqlStatement::CreateView(cv) => return self.create_view(cv, text).await,
-                SqlStatement::Drop { object_type: ObjectType::Table | ObjectType::View, cascade: true, .. } => {
-                    return Err(SqlError::Plan("DROP … CASCADE is not supported: DROP VIEW the views that read it first, then DROP it".into()));
-                }
+                // CASCADE drops nothing more: a table or view another view reads is refused
+                // whether it is given or not (the write path names the view), so it is taken
+                // only where there is nothing to cascade to.
                 SqlStatement::Drop { object_type: ObjectType::View, if_exists, names, .. } => {
                     let started = Instant::now();
                     if self.in_transaction() {
