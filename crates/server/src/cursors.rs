@@ -57,6 +57,10 @@ enum Rows {
 /// One open cursor.
 pub struct Cursor {
     pub schema: SchemaRef,
+    /// The DECLARE statement, as `pg_cursors.statement` shows it.
+    pub statement: String,
+    /// When it was declared (`pg_cursors.creation_time`), µs since the Unix epoch.
+    pub created_unix_us: i64,
     /// `DECLARE … BINARY`: rows in binary over the simple protocol.
     pub binary: bool,
     pub hold: bool,
@@ -74,8 +78,9 @@ impl std::fmt::Debug for Cursor {
 }
 
 impl Cursor {
-    pub(crate) fn streaming(schema: SchemaRef, running: Running, binary: bool, hold: bool, in_block: bool) -> Cursor {
-        Cursor { schema, binary, hold, in_block, rows: Rows::Streaming(Box::new(running)), pending: None }
+    pub(crate) fn streaming(schema: SchemaRef, statement: String, running: Running, binary: bool, hold: bool, in_block: bool) -> Cursor {
+        let created_unix_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0);
+        Cursor { schema, statement, created_unix_us, binary, hold, in_block, rows: Rows::Streaming(Box::new(running)), pending: None }
     }
 
     /// Up to `max_rows` (at least 1) next rows: a slice of one batch; `None` at the end.
@@ -326,11 +331,111 @@ impl Cursors {
         self.open.values().map(|s| if let Slot::Ready(c) = s { c.held_bytes() } else { 0 }).sum()
     }
 
+    /// Each open cursor's `pg_cursors` row: name, statement, holdable, binary, created.
+    fn rows(&self) -> Vec<(String, String, bool, bool, i64)> {
+        self.open
+            .iter()
+            .filter_map(|(name, slot)| match slot {
+                Slot::Ready(c) => Some((name.clone(), c.statement.clone(), c.hold, c.binary, c.created_unix_us)),
+                // In use by a FETCH of this very connection: not while it lists them.
+                Slot::InUse => None,
+            })
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.open.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.open.is_empty()
+    }
+}
+
+/// Every connection's cursor list by backend pid: what `pg_catalog.pg_cursors` reads for
+/// the connection a query runs for (`pg_catalog::Connection`). A list goes when its
+/// connection does (the entry is weak and pruned when lists are added).
+#[derive(Default)]
+pub struct CursorLists {
+    by_pid: std::sync::Mutex<std::collections::HashMap<i32, std::sync::Weak<std::sync::Mutex<Cursors>>>>,
+}
+
+impl std::fmt::Debug for CursorLists {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CursorLists").finish_non_exhaustive()
+    }
+}
+
+impl CursorLists {
+    /// A new connection's (empty) list.
+    pub fn add(&self, pid: i32) -> std::sync::Arc<std::sync::Mutex<Cursors>> {
+        let list = std::sync::Arc::new(std::sync::Mutex::new(Cursors::default()));
+        let mut by_pid = self.by_pid.lock().unwrap_or_else(|p| p.into_inner());
+        by_pid.retain(|_, w| w.strong_count() > 0);
+        by_pid.insert(pid, std::sync::Arc::downgrade(&list));
+        list
+    }
+
+    /// The `pg_cursors` rows of connection `pid`.
+    fn rows_of(&self, pid: i32) -> Vec<(String, String, bool, bool, i64)> {
+        let list = self.by_pid.lock().unwrap_or_else(|p| p.into_inner()).get(&pid).and_then(|w| w.upgrade());
+        list.map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).rows()).unwrap_or_default()
+    }
+}
+
+/// `pg_catalog.pg_cursors`: the cursors of the connection that asks, as PostgreSQL shows
+/// them (psycopg reads it before closing a named cursor it did not declare itself).
+#[derive(Debug)]
+pub struct CursorsTable {
+    lists: std::sync::Arc<CursorLists>,
+    schema: SchemaRef,
+}
+
+impl CursorsTable {
+    pub fn new(lists: std::sync::Arc<CursorLists>) -> CursorsTable {
+        use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+        let schema = std::sync::Arc::new(Schema::new(vec![
+            Field::new("name", DataType::Utf8, false),
+            Field::new("statement", DataType::Utf8, false),
+            Field::new("is_holdable", DataType::Boolean, false),
+            Field::new("is_binary", DataType::Boolean, false),
+            Field::new("is_scrollable", DataType::Boolean, false),
+            Field::new("creation_time", DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), false),
+        ]));
+        CursorsTable { lists, schema }
+    }
+}
+
+#[async_trait::async_trait]
+impl datafusion::catalog::TableProvider for CursorsTable {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn table_type(&self) -> datafusion::logical_expr::TableType {
+        datafusion::logical_expr::TableType::View
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn datafusion::catalog::Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[datafusion::logical_expr::Expr],
+        _limit: Option<usize>,
+    ) -> datafusion::error::Result<std::sync::Arc<dyn datafusion::physical_plan::ExecutionPlan>> {
+        use arrow::array::{BooleanArray, StringArray, TimestampMicrosecondArray};
+        // A query planned outside any connection (no pid) sees no cursors.
+        let pid = state.config_options().extensions.get::<crate::pg_catalog::Connection>().map(|c| c.backend_pid);
+        let rows = pid.map(|p| self.lists.rows_of(p)).unwrap_or_default();
+        let columns: Vec<arrow::array::ArrayRef> = vec![
+            std::sync::Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()))),
+            std::sync::Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1.as_str()))),
+            std::sync::Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.2)))),
+            std::sync::Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.3)))),
+            std::sync::Arc::new(BooleanArray::from(vec![false; rows.len()])),
+            std::sync::Arc::new(TimestampMicrosecondArray::from_iter_values(rows.iter().map(|r| r.4)).with_timezone("UTC")),
+        ];
+        let batch = RecordBatch::try_new(self.schema.clone(), columns)?;
+        Ok(datafusion::datasource::memory::MemorySourceConfig::try_new_exec(&[vec![batch]], self.schema.clone(), projection.cloned())?)
     }
 }

@@ -690,7 +690,7 @@ impl QueryHandler {
         }
         let schema = plan.schema().inner().clone();
         let running = self.start(backend, plan).await?;
-        let mut cursor = Box::new(Cursor::streaming(schema, running, declare.binary, declare.hold, in_block));
+        let mut cursor = Box::new(Cursor::streaming(schema, declare.statement.clone(), running, declare.binary, declare.hold, in_block));
         if !in_block {
             let free = HELD_CURSOR_BYTES_MAX.saturating_sub(backend.cursors().held_bytes());
             cursor.materialise(&declare.name, free).await?;

@@ -210,6 +210,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     }
     base.register_table("flashscan_stats_history", Arc::new(StatsTable::new(StatsView::History, sampler.clone())))
         .map_err(flashscan_sql::SqlError::from)?;
+    // `pg_cursors`: each connection sees its own cursors.
+    let cursor_lists = Arc::new(cursors::CursorLists::default());
+    base.register_table(datafusion::common::TableReference::partial("pg_catalog", "pg_cursors"), Arc::new(cursors::CursorsTable::new(cursor_lists.clone())))
+        .map_err(flashscan_sql::SqlError::from)?;
     if let Some(catalog) = base.catalog("datafusion") {
         catalog.register_schema("sys", Arc::new(MemorySchemaProvider::new())).map_err(flashscan_sql::SqlError::from)?;
         base.register_table("sys.dm_io_virtual_file_stats", Arc::new(StatsTable::new(StatsView::FileStats, sampler.clone())))
@@ -217,7 +221,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     }
     let queries = QueryRuntime::for_queries(config.max_active_queries, config.target_partitions.unwrap_or_else(config::cores))
         .map_err(|e| ServerError::InvalidArgument(format!("cannot start the query runtime's threads: {e}")))?;
-    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database, queries).with_fast_insert(config.fast_insert));
+    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database, queries, cursor_lists).with_fast_insert(config.fast_insert));
 
     let (listener, moved) = bind_listener(&config).await?;
     let listen = listener.local_addr().map_err(|e| ServerError::Listen { addr: "bound socket".into(), source: e })?;

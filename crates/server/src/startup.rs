@@ -113,7 +113,9 @@ pub struct Backend {
     /// The DataFusion state its statements plan in, kept between them (`planning.rs`).
     pub planning: crate::planning::ConnectionPlanning,
     /// DECLARE … CURSOR: the connection's open cursors (`cursors.rs`).
-    pub cursors: Mutex<crate::cursors::Cursors>,
+    /// Shared with `pg_cursors` (`cursors::CursorLists`), which lists them to this
+    /// connection's queries.
+    pub cursors: Arc<Mutex<crate::cursors::Cursors>>,
     _registration: BackendRegistration,
 }
 
@@ -265,7 +267,7 @@ impl Startup {
             transaction: Mutex::new(Default::default()),
             copy_in: Mutex::new(None),
             planning: Default::default(),
-            cursors: Mutex::new(Default::default()),
+            cursors: self.shared.cursor_lists.add(pid),
             _registration: registration,
         });
         finish_authentication(client, &Parameters).await

@@ -30,6 +30,8 @@ pub struct DeclareCursor {
     pub binary: bool,
     /// WITH HOLD: the cursor outlives the transaction that declared it.
     pub hold: bool,
+    /// The whole DECLARE, as `pg_cursors.statement` shows it.
+    pub statement: String,
 }
 
 /// How far FETCH or MOVE goes: forward only.
@@ -132,6 +134,7 @@ fn classify_declare(t: &str) -> Command {
         query: c[4].trim().to_string(),
         binary: options.to_ascii_lowercase().split_whitespace().any(|w| w == "binary"),
         hold,
+        statement: t.to_string(),
     })
 }
 
@@ -454,11 +457,15 @@ mod tests {
 
     #[test]
     fn cursor_statements_are_read_as_postgresql_writes_them() {
-        let declare = |hold, binary, name: &str, query: &str| Command::Declare(DeclareCursor { name: name.into(), query: query.into(), binary, hold });
-        assert_eq!(classify("DECLARE c CURSOR FOR select 1"), declare(false, false, "c", "select 1"));
+        let declare = |hold, binary, name: &str, query: &str| (hold, binary, name.to_string(), query.to_string());
+        let declared = |c: Command| match c {
+            Command::Declare(d) => (d.hold, d.binary, d.name, d.query),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(declared(classify("DECLARE c CURSOR FOR select 1")), declare(false, false, "c", "select 1"));
         // psycopg 3 quotes the name and may say NO SCROLL and WITH HOLD.
-        assert_eq!(classify("DECLARE \"Big One\" NO SCROLL CURSOR WITH HOLD FOR\n select * from t where a > $1;"), declare(true, false, "Big One", "select * from t where a > $1"));
-        assert_eq!(classify("declare C binary cursor without hold for values (1)"), declare(false, true, "c", "values (1)"));
+        assert_eq!(declared(classify("DECLARE \"Big One\" NO SCROLL CURSOR WITH HOLD FOR\n select * from t where a > $1;")), declare(true, false, "Big One", "select * from t where a > $1"));
+        assert_eq!(declared(classify("declare C binary cursor without hold for values (1)")), declare(false, true, "c", "values (1)"));
         assert!(matches!(classify("DECLARE c SCROLL CURSOR FOR select 1"), Command::Unsupported(m) if m.contains("forward only")));
         assert!(matches!(classify("DECLARE c CURSOR select 1"), Command::SyntaxError(_)));
         let fetch = |name: &str, count, move_only| Command::Fetch { name: name.into(), count, move_only };

@@ -62,6 +62,15 @@ def main():
             rest = [r[0] for r in cur.fetchall()]
             say("withhold", first, ",".join(map(str, rest)))
         conn.commit()
+        # A named cursor closed before it was executed, inside a transaction: psycopg asks
+        # pg_cursors whether it exists before sending CLOSE.
+        conn.execute("select 1")
+        with conn.cursor(name="never_declared") as cur:
+            pass
+        conn.execute("DECLARE stolen CURSOR FOR select p_partkey from part order by p_partkey")
+        with conn.cursor(name="stolen") as cur:
+            say("stolen", ",".join(str(r[0]) for r in cur.fetchmany(2)))
+        conn.commit()
         # The command tags, as a plain cursor reports them.
         cur = conn.cursor()
         tags = []

@@ -964,6 +964,12 @@ async fn cursors_answer_with_postgresqls_tags_and_errors() {
         "C:CLOSE CURSOR",
         "C:CLOSE CURSOR"
     ]);
+    // pg_cursors lists this connection's cursors, and no other's.
+    let out = c.query("BEGIN; DECLARE listed CURSOR FOR select 1; DECLARE \"Held One\" BINARY CURSOR WITH HOLD FOR select 2; SELECT name || ':' || is_holdable || ':' || is_binary || ':' || statement FROM pg_cursors ORDER BY name").await;
+    assert_eq!(&out[3..], ["D:Held One:true:true:DECLARE \"Held One\" BINARY CURSOR WITH HOLD FOR select 2", "D:listed:false:false:DECLARE listed CURSOR FOR select 1", "C:SELECT 2"]);
+    let mut other = RawClient::connect(server.listen.port()).await;
+    assert_eq!(other.query("SELECT count(*) FROM pg_catalog.pg_cursors").await, ["D:0", "C:SELECT 1"]);
+    assert_eq!(c.query("ROLLBACK; SELECT count(*) FROM pg_cursors").await, ["C:ROLLBACK", "D:0", "C:SELECT 1"]);
     // DISCARD ALL closes every cursor, held ones too.
     assert_eq!(c.query("DECLARE d1 CURSOR WITH HOLD FOR values (1); DISCARD ALL").await, ["C:DECLARE CURSOR", "C:DISCARD ALL"]);
     assert_eq!(err(&c.query("FETCH d1").await), "E:34000:cursor \"d1\" does not exist");
@@ -1056,6 +1062,7 @@ async fn psycopg_named_cursors_stream_unchanged() {
     let binary: Vec<String> = text(oracle_rows(&db, "select p_partkey || ':' || p_name || ':' || cast(p_retailprice as varchar) from part where p_partkey <= 3 order by p_partkey").await);
     assert_eq!(one("binary"), binary, "{stdout}");
     assert_eq!(one("withhold"), ["1", "2,3,4"], "{stdout}");
+    assert_eq!(one("stolen"), ["1,2"], "{stdout}");
     assert_eq!(one("tags"), ["DECLARE CURSOR", "FETCH 2", "MOVE 3", &format!("FETCH {}", part_count - 5), "FETCH 0", "CLOSE CURSOR"], "{stdout}");
     assert_eq!(one("outside_block"), ["25P01", "DECLARE CURSOR can only be used in transaction blocks"], "{stdout}");
     server.shutdown().await;
