@@ -69,6 +69,10 @@ pub mod sqlstate {
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const SERIALIZATION_FAILURE: &str = "40001";
     pub const DEADLOCK_DETECTED: &str = "40P01";
+    pub const DUPLICATE_TABLE: &str = "42P07";
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";
+    pub const WRONG_OBJECT_TYPE: &str = "42809";
+    pub const INVALID_TABLE_DEFINITION: &str = "42P16";
 }
 
 /// An ERROR for the client with its SQLSTATE.

@@ -45,7 +45,8 @@ use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
 use crate::shared::Shared;
 use crate::startup::{Backend, DurationSetting};
-use crate::statement::{classify, split_statements, Command, CopyFromOptions};
+use crate::cursors::{cursor_sqlstate, Cursor, HELD_CURSOR_BYTES_MAX};
+use crate::statement::{classify, split_statements, Command, CopyFromOptions, DeclareCursor, FetchCount};
 use crate::writes::{CopyIn, Transaction};
 
 /// A statement parsed once (Parse) and run many times (Bind/Execute).
@@ -64,6 +65,14 @@ pub struct Prepared {
 }
 
 pub type Statement = Arc<Prepared>;
+
+/// Which protocol a statement came by: a BINARY cursor's FETCH answers in binary over the
+/// simple one; over the extended one, Bind's result formats decide (as in PostgreSQL).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Protocol {
+    Simple,
+    Extended,
+}
 
 pub struct QueryHandler {
     pub shared: Arc<Shared>,
@@ -105,6 +114,18 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
     let dialect = state.config().options().sql_parser.dialect;
     let statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
     let plan = crate::pg_catalog::statement_to_plan(&state, statement).await.map_err(to_pg)?;
+    if let LogicalPlan::Dml(dml) = &plan {
+        let target = dml.table_name.table().to_string();
+        if shared.database.session.is_view(&target) {
+            let what = match dml.op {
+                WriteOp::Insert(_) => "INSERT into",
+                WriteOp::Update => "UPDATE",
+                WriteOp::Delete => "DELETE from",
+                _ => "write into",
+            };
+            return Err(sql_error_to_pg(&flashscan_sql::views::refuse_write_into_view(what, &target)));
+        }
+    }
     let insert = is_insert(&plan);
     let change = flashscan_sql::change::change_kind(&plan).is_some();
     if (insert || change) && shared.database.write.is_none() {
@@ -205,11 +226,11 @@ fn encode_rows<E: Encoder>(encoder: &mut E, batch: &RecordBatch, fields: &[Field
 }
 
 /// A running query: its batches, the slot it holds, and what may stop it.
-struct Running {
+pub(crate) struct Running {
     /// `None` until planned.
     batches: Option<QueryStream>,
     slot: Option<QuerySlot>,
-    cancel: QueryCancel,
+    pub(crate) cancel: QueryCancel,
     deadline: Option<tokio::time::Instant>,
     timeout: Duration,
     shared: Arc<Shared>,
@@ -219,7 +240,15 @@ struct Running {
 }
 
 impl Running {
-    async fn next_batch(&mut self) -> Option<PgWireResult<RecordBatch>> {
+    /// A later statement reads this query (FETCH from a cursor): cancel requests and
+    /// `statement_timeout` are that statement's from now on.
+    pub(crate) fn restart_for_statement(&mut self, backend: &Backend) {
+        self.cancel = backend.cancel.start_query();
+        self.timeout = backend.statement_timeout();
+        self.deadline = (!self.timeout.is_zero()).then(|| tokio::time::Instant::now() + self.timeout);
+    }
+
+    pub(crate) async fn next_batch(&mut self) -> Option<PgWireResult<RecordBatch>> {
         let deadline = self.deadline;
         let timer = async move {
             match deadline {
@@ -240,7 +269,7 @@ impl Running {
     }
 
     /// The query ended (all rows, an error, or the client went away): free the slot, count.
-    fn finish(&mut self, outcome: Outcome) {
+    pub(crate) fn finish(&mut self, outcome: Outcome) {
         if let Some(slot) = self.slot.take() {
             drop(slot);
             let c = &self.shared.admission.counters;
@@ -269,7 +298,7 @@ impl Drop for Running {
 }
 
 #[derive(Clone, Copy)]
-enum Outcome {
+pub(crate) enum Outcome {
     Done,
     Failed,
     Canceled,
@@ -337,7 +366,7 @@ where
     })
 }
 
-fn is_cancel_error(e: &PgWireError) -> bool {
+pub(crate) fn is_cancel_error(e: &PgWireError) -> bool {
     matches!(e, PgWireError::UserError(info) if info.code == sqlstate::QUERY_CANCELED)
 }
 
@@ -622,6 +651,10 @@ impl QueryHandler {
                 if let Err(e) = crate::pg_catalog::register(&self.shared.base, &tables) {
                     eprintln!("flashscan serve: after {tag}: pg_catalog not refreshed: {e}");
                 }
+                // A view over pg_catalog reads the tables just registered, not the last ones.
+                if let Err(e) = database.session.refresh_views() {
+                    eprintln!("flashscan serve: after {tag}: views not planned again: {e}");
+                }
                 self.shared.set_tables(tables);
                 // The `regclass` functions were registered again with the new table list.
                 self.shared.catalog_changed();
@@ -636,6 +669,9 @@ impl QueryHandler {
     async fn start_copy_in(&self, backend: &Backend, options: &CopyFromOptions) -> PgWireResult<Response> {
         if self.shared.database.write.is_none() {
             return Err(read_only_database(&self.shared));
+        }
+        if self.shared.database.session.is_view(&options.table.to_lowercase()) {
+            return Err(sql_error_to_pg(&flashscan_sql::views::refuse_write_into_view("COPY into", &options.table.to_lowercase())));
         }
         let provider = {
             let _ddl = self.shared.database.ddl.read().await;
@@ -686,10 +722,144 @@ impl QueryHandler {
         committer.insert(&table, batches).await.map_err(|f| f.to_pg())
     }
 
+    /// DECLARE: the query admitted and started like any query (a slot, its memory pool, the
+    /// plan running), its stream kept by the cursor (`cursors.rs`). Outside a transaction
+    /// block only WITH HOLD is taken, and materialised at once (the statement commits).
+    async fn declare(&self, backend: &Backend, declare: &DeclareCursor, plan: Option<LogicalPlan>) -> PgWireResult<Response> {
+        let in_block = backend.transaction().in_block();
+        if !in_block && !declare.hold {
+            return Err(pg_error(cursor_sqlstate::NO_ACTIVE_SQL_TRANSACTION, "DECLARE CURSOR can only be used in transaction blocks"));
+        }
+        backend.cursors().check_new(&declare.name)?;
+        let plan = match plan {
+            Some(p) => p,
+            None => plan_sql(&self.shared, backend, &declare.query).await?,
+        };
+        if matches!(plan, LogicalPlan::Dml(_)) {
+            return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, "DECLARE CURSOR FOR INSERT is not supported: a cursor takes a query (SELECT, VALUES, …)"));
+        }
+        let schema = plan.schema().inner().clone();
+        let running = self.start(backend, plan).await?;
+        let mut cursor = Box::new(Cursor::streaming(schema, declare.statement.clone(), running, declare.binary, declare.hold, in_block));
+        if !in_block {
+            let free = HELD_CURSOR_BYTES_MAX.saturating_sub(backend.cursors().held_bytes());
+            cursor.materialise(&declare.name, free).await?;
+        }
+        backend.cursors().insert(declare.name.clone(), cursor)?;
+        Ok(Response::Execution(Tag::new("DECLARE CURSOR")))
+    }
+
+    /// At COMMIT of a block: its cursors without HOLD close, its WITH HOLD ones are
+    /// materialised (bounded by `HELD_CURSOR_BYTES_MAX` per connection). Returns the names
+    /// kept; on failure none of them is.
+    async fn hold_cursors_at_commit(&self, backend: &Backend) -> PgWireResult<Vec<String>> {
+        let held = backend.cursors().take_for_commit();
+        let mut kept: Vec<(String, Box<Cursor>)> = Vec::with_capacity(held.len());
+        for (name, mut cursor) in held {
+            // COMMIT reads the rest: its own timeout and cancel, not the DECLARE's or a FETCH's.
+            cursor.start_statement(backend);
+            let used = backend.cursors().held_bytes() + kept.iter().map(|(_, c)| c.held_bytes()).sum::<usize>();
+            cursor.materialise(&name, HELD_CURSOR_BYTES_MAX.saturating_sub(used)).await?;
+            kept.push((name, cursor));
+        }
+        let mut cursors = backend.cursors();
+        let mut names = Vec::with_capacity(kept.len());
+        for (name, cursor) in kept {
+            cursors.insert(name.clone(), cursor)?;
+            names.push(name);
+        }
+        Ok(names)
+    }
+
+    /// MOVE: rows skipped without being encoded or sent; `MOVE n` says how many.
+    async fn move_cursor(&self, backend: &Backend, name: &str, count: FetchCount) -> PgWireResult<Response> {
+        let mut cursor = backend.cursors().take(name)?;
+        cursor.start_statement(backend);
+        let limit = match count {
+            FetchCount::Rows(n) => n,
+            FetchCount::All => u64::MAX,
+        };
+        let mut moved = 0u64;
+        let result = loop {
+            if moved >= limit {
+                break Ok(());
+            }
+            match cursor.next_rows(limit - moved).await {
+                None => break Ok(()),
+                Some(Ok(rows)) => moved += rows.num_rows() as u64,
+                Some(Err(e)) => break Err(e),
+            }
+        };
+        backend.cursors().put_back(name, cursor);
+        result?;
+        Ok(Response::Execution(Tag::new("MOVE").with_rows(moved as usize)))
+    }
+
+    /// FETCH: the next rows streamed to the client as they are pulled from the cursor's
+    /// query (no more than the count asked is taken from it); the tag says `FETCH n`.
+    fn fetch(&self, backend: &Arc<Backend>, name: &str, count: FetchCount, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
+        let mut cursor = backend.cursors().take(name)?;
+        cursor.start_statement(backend);
+        let format = if cursor.binary && protocol == Protocol::Simple { Format::UnifiedBinary } else { format.clone() };
+        let fields = match fields_of(&cursor.schema, &format) {
+            Ok(f) => f,
+            Err(e) => {
+                backend.cursors().put_back(name, cursor);
+                return Err(e);
+            }
+        };
+        let left = match count {
+            FetchCount::Rows(n) => n,
+            FetchCount::All => u64::MAX,
+        };
+        let state = FetchState {
+            cursor: Some(cursor),
+            backend: backend.clone(),
+            name: name.to_string(),
+            left,
+            pending: VecDeque::new(),
+            encoder: DataRowEncoder::new(fields.clone()),
+            fields: fields.clone(),
+            shared: self.shared.clone(),
+        };
+        let rows = stream::unfold(state, |mut st| async move {
+            loop {
+                if let Some(row) = st.pending.pop_front() {
+                    st.shared.admission.counters.rows_sent.fetch_add(1, Relaxed);
+                    return Some((Ok(row), st));
+                }
+                if st.left == 0 {
+                    return None;
+                }
+                let cursor = st.cursor.as_mut()?;
+                match cursor.next_rows(st.left).await {
+                    None => st.left = 0,
+                    Some(Ok(batch)) => {
+                        st.left = st.left.saturating_sub(batch.num_rows() as u64);
+                        match encode_rows(&mut st.encoder, &batch, &st.fields) {
+                            Ok(rows) => st.pending.extend(rows),
+                            Err(e) => {
+                                st.left = 0;
+                                return Some((Err(e), st));
+                            }
+                        }
+                    }
+                    Some(Err(e)) => {
+                        st.left = 0;
+                        return Some((Err(e), st));
+                    }
+                }
+            }
+        });
+        let mut response = QueryResponse::new(fields, rows);
+        response.set_command_tag("FETCH");
+        Ok(Response::Query(response))
+    }
+
     /// Runs a statement inside the connection's transaction rules: after a failure in
     /// BEGIN … COMMIT, everything but COMMIT/ROLLBACK is refused (as PostgreSQL does).
-    async fn run_in_transaction(&self, backend: &Backend, command: &Command, plan: Option<LogicalPlan>, format: &Format) -> PgWireResult<Response> {
-        self.guarded(backend, command, self.run_command(backend, command, plan, format)).await
+    async fn run_in_transaction(&self, backend: &Arc<Backend>, command: &Command, plan: Option<LogicalPlan>, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
+        self.guarded(backend, command, self.run_command(backend, command, plan, format, protocol)).await
     }
 
     /// The transaction rules around any way of running `command` (`run`).
@@ -702,13 +872,15 @@ impl QueryHandler {
             let mut t = backend.transaction();
             if matches!(*t, Transaction::Open { .. }) {
                 *t = Transaction::Failed;
+                // The block's cursors can no longer be read: their slots are freed now.
+                backend.cursors().close_declared_in_block();
             }
         }
         result
     }
 
     /// Runs one classified statement. `plan` and `params` come from the extended protocol.
-    async fn run_command(&self, backend: &Backend, command: &Command, plan: Option<LogicalPlan>, format: &Format) -> PgWireResult<Response> {
+    async fn run_command(&self, backend: &Arc<Backend>, command: &Command, plan: Option<LogicalPlan>, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
         match command {
             Command::Empty => Ok(Response::EmptyQuery),
             Command::Set { name, value } => {
@@ -757,11 +929,34 @@ impl QueryHandler {
                 Ok(Response::TransactionStart(Tag::new("BEGIN")))
             }
             Command::Commit => {
+                // WITH HOLD cursors first, as PostgreSQL does before its commit: one that
+                // cannot be kept fails the COMMIT, and the block is rolled back.
+                let open = matches!(*backend.transaction(), Transaction::Open { .. });
+                let held = if open {
+                    match self.hold_cursors_at_commit(backend).await {
+                        Ok(names) => names,
+                        Err(e) => {
+                            *backend.transaction() = Transaction::Idle;
+                            backend.cursors().close_declared_in_block();
+                            return Err(e);
+                        }
+                    }
+                } else {
+                    backend.cursors().close_declared_in_block();
+                    Vec::new()
+                };
                 let t = std::mem::take(&mut *backend.transaction());
                 match t {
                     Transaction::Open { txn, .. } if txn.row_count() > 0 => {
                         let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
-                        committer.commit_transaction(txn).await.map_err(|f| f.to_pg())?;
+                        if let Err(f) = committer.commit_transaction(txn).await {
+                            // Rolled back: the cursors it held go with it.
+                            let mut cursors = backend.cursors();
+                            for name in &held {
+                                let _ = cursors.close(name);
+                            }
+                            return Err(f.to_pg());
+                        }
                         Ok(Response::TransactionEnd(Tag::new("COMMIT")))
                     }
                     // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
@@ -771,10 +966,28 @@ impl QueryHandler {
             }
             Command::Rollback => {
                 *backend.transaction() = Transaction::Idle;
+                backend.cursors().close_declared_in_block();
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }
+            Command::Declare(declare) => self.declare(backend, declare, plan).await,
+            Command::Fetch { name, count, move_only: true } => self.move_cursor(backend, name, *count).await,
+            Command::Fetch { name, count, move_only: false } => self.fetch(backend, name, *count, format, protocol),
+            Command::Close(Some(name)) => {
+                backend.cursors().close(name)?;
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR")))
+            }
+            Command::Close(None) => {
+                backend.cursors().close_all();
+                Ok(Response::Execution(Tag::new("CLOSE CURSOR ALL")))
+            }
+            Command::SyntaxError(why) => Err(pg_error(sqlstate::SYNTAX_ERROR, why.clone())),
             Command::Ddl { tag, sql } => self.run_ddl(tag, sql).await,
             Command::CopyFrom(options) => self.start_copy_in(backend, options).await,
+            // DISCARD ALL closes every cursor, as in PostgreSQL (poolers send it between clients).
+            Command::DiscardAll => {
+                backend.cursors().close_all();
+                Ok(Response::Execution(Tag::new("DISCARD ALL")))
+            }
             Command::NoOp(tag) => Ok(Response::Execution(Tag::new(tag))),
             Command::CopyTo { query, csv, header, delimiter } => self.copy_response(backend, query, *csv, *header, delimiter.clone()).await,
             Command::Unsupported(why) => Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, why.clone())),
@@ -832,17 +1045,42 @@ fn unknown_setting(name: &str) -> PgWireError {
     pg_error(sqlstate::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
 }
 
+/// Where a FETCH's rows stream from: the cursor, taken out of the connection's list while
+/// the rows are sent, and put back when the stream ends or is dropped.
+struct FetchState {
+    cursor: Option<Box<Cursor>>,
+    backend: Arc<Backend>,
+    name: String,
+    /// Rows still to fetch.
+    left: u64,
+    pending: VecDeque<DataRow>,
+    encoder: DataRowEncoder,
+    fields: Arc<Vec<FieldInfo>>,
+    shared: Arc<Shared>,
+}
+
+impl Drop for FetchState {
+    fn drop(&mut self) {
+        if let Some(cursor) = self.cursor.take() {
+            self.backend.cursors().put_back(&self.name, cursor);
+        }
+    }
+}
+
 /// Collects a streamed answer, so the next statement of a multi-statement text can start
-/// without holding two query slots.
+/// without holding two query slots. The command tag (`SELECT`, `FETCH`) is kept.
 async fn materialize(response: Response) -> PgWireResult<Response> {
     match response {
         Response::Query(mut q) => {
             let fields = q.row_schema();
+            let tag = q.command_tag().to_string();
             let mut rows = Vec::new();
             while let Some(r) = q.data_rows().next().await {
                 rows.push(Ok(r?));
             }
-            Ok(Response::Query(QueryResponse::new(fields, stream::iter(rows))))
+            let mut collected = QueryResponse::new(fields, stream::iter(rows));
+            collected.set_command_tag(&tag);
+            Ok(Response::Query(collected))
         }
         other => Ok(other),
     }
@@ -863,7 +1101,7 @@ impl SimpleQueryHandler for QueryHandler {
         let mut responses = Vec::with_capacity(statements.len());
         for text in statements {
             let command = classify(&text);
-            let result = match self.run_in_transaction(&backend, &command, None, &Format::UnifiedText).await {
+            let result = match self.run_in_transaction(&backend, &command, None, &Format::UnifiedText, Protocol::Simple).await {
                 Ok(r) if many => materialize(r).await,
                 other => other,
             };
@@ -906,6 +1144,20 @@ impl QueryParser for Parser {
                 (Some(plan), params, schema)
             }
             Command::Show { name } => (None, vec![], Some(schema_of_show(name))),
+            // psycopg 3 sends DECLARE by the extended protocol, its parameters bound to the
+            // query; DECLARE itself returns no rows.
+            Command::Declare(declare) => {
+                let backend = backend_of(client)?;
+                let plan = plan_sql(&self.shared, &backend, &declare.query).await?;
+                let params = param_types_of(&plan)?;
+                (Some(plan), params, None)
+            }
+            // FETCH's rows have the cursor's columns (described before Execute).
+            Command::Fetch { name, move_only: false, .. } => {
+                let backend = backend_of(client)?;
+                let schema = backend.cursors().schema_of(name);
+                (None, vec![], schema)
+            }
             _ => (None, vec![], None),
         };
         Ok(Some(Arc::new(Prepared { command, plan, param_types, schema, fast })))
@@ -985,7 +1237,15 @@ impl ExtendedQueryHandler for QueryHandler {
                     feed_describe_response(client, &response).await
                 }
                 Some(Entry::Empty) => feed_describe_response(client, &DescribePortalResponse::no_data()).await,
-                None => Err(PgWireError::PortalNotFound(name.to_owned())),
+                // A cursor is a portal in PostgreSQL's protocol: psycopg 3 describes its
+                // named cursor this way after DECLARE.
+                None => {
+                    let schema = backend_of(client)?.cursors().schema_of(name);
+                    match schema {
+                        Some(schema) => feed_describe_response(client, &DescribePortalResponse::new(fields_of(&schema, &Format::UnifiedText)?.as_ref().clone())).await,
+                        None => Err(crate::cursors::no_such_cursor(name)),
+                    }
+                }
             },
             other => Err(PgWireError::InvalidTargetType(other)),
         }
@@ -1096,7 +1356,7 @@ impl ExtendedQueryHandler for QueryHandler {
         // its size is its largest state's — a query's (planning, streaming) would otherwise
         // be allocated and copied for every prepared INSERT on the fast path above too
         // (4.5 % of the server's CPU at 64 clients in memcpy alone: docs/benchmarks.md, server7).
-        Box::pin(self.run_in_transaction(&backend, &prepared.command, plan, &portal.result_column_format)).await
+        Box::pin(self.run_in_transaction(&backend, &prepared.command, plan, &portal.result_column_format, Protocol::Extended)).await
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! - [`startup`]: connection limit, authentication, backend keys;
 //! - [`handler`]: simple and extended query protocols, COPY TO STDOUT, streaming rows;
-//! - [`statement`]: SET/SHOW/BEGIN/COPY recognised before DataFusion;
+//! - [`statement`]: SET/SHOW/BEGIN/COPY/DECLARE/FETCH recognised before DataFusion;
+//! - [`cursors`]: a connection's server-side cursors (DECLARE, FETCH, MOVE, CLOSE);
 //! - [`psql_catalog`]: the catalog answers psql's `\d` needs;
 //! - [`admission`]: query slots, queue timeout, scan buffer budget;
 //! - [`query_runtime`]: every query's plan runs on a runtime of its own (a constant row
@@ -22,6 +23,7 @@ pub mod admission;
 pub mod cancel;
 pub mod config;
 pub mod copy_from;
+pub mod cursors;
 pub mod error;
 pub mod fast_insert;
 pub mod handler;
@@ -140,15 +142,17 @@ async fn bind_listener(config: &ServerConfig) -> Result<(TcpListener, bool), Ser
 /// What the server names itself in the database lock.
 pub const WRITER_NAME: &str = "flashscan serve";
 
-/// The tables psql's `\d` sees, with oids in name order.
+/// The tables and views psql's `\d` sees, with oids in name order.
 pub async fn catalog_tables(base: &datafusion::prelude::SessionContext, db_dir: &std::path::Path) -> Result<Vec<CatalogTable>, ServerError> {
     let catalog = flashscan_storage::Catalog::read(db_dir).map_err(flashscan_sql::SqlError::from)?;
-    let mut names: Vec<(String, String)> = catalog.tables.values().map(|t| (t.name.to_lowercase(), t.format.clone())).collect();
+    // Tables and views share one namespace and one oid sequence, in name order.
+    let mut names: Vec<(String, String, Option<String>)> = catalog.tables.values().map(|t| (t.name.to_lowercase(), t.format.clone(), None)).collect();
+    names.extend(catalog.views.iter().map(|v| (v.name.clone(), String::new(), Some(v.sql.clone()))));
     names.sort();
     let mut tables = Vec::new();
-    for (i, (name, format)) in names.into_iter().enumerate() {
+    for (i, (name, format, view_definition)) in names.into_iter().enumerate() {
         let provider = base.table_provider(name.as_str()).await.map_err(flashscan_sql::SqlError::from)?;
-        tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format });
+        tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format, view_definition });
     }
     Ok(tables)
 }
@@ -183,6 +187,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let tables = catalog_tables(&base, &config.db_dir).await?;
     pg_catalog::register_functions(&base);
     pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
+    // Views were planned when the session opened, before the dialect, functions and
+    // pg_catalog tables above: planned again now, and the catalog made with their columns.
+    session.refresh_views()?;
+    let tables = catalog_tables(&base, &config.db_dir).await?;
+    pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
     let admission = Admission::new(
         config.max_connections,
         config.max_active_queries,
@@ -201,6 +210,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     }
     base.register_table("flashscan_stats_history", Arc::new(StatsTable::new(StatsView::History, sampler.clone())))
         .map_err(flashscan_sql::SqlError::from)?;
+    // `pg_cursors`: each connection sees its own cursors.
+    let cursor_lists = Arc::new(cursors::CursorLists::default());
+    base.register_table(datafusion::common::TableReference::partial("pg_catalog", "pg_cursors"), Arc::new(cursors::CursorsTable::new(cursor_lists.clone())))
+        .map_err(flashscan_sql::SqlError::from)?;
     if let Some(catalog) = base.catalog("datafusion") {
         catalog.register_schema("sys", Arc::new(MemorySchemaProvider::new())).map_err(flashscan_sql::SqlError::from)?;
         base.register_table("sys.dm_io_virtual_file_stats", Arc::new(StatsTable::new(StatsView::FileStats, sampler.clone())))
@@ -208,7 +221,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     }
     let queries = QueryRuntime::for_queries(config.max_active_queries, config.target_partitions.unwrap_or_else(config::cores))
         .map_err(|e| ServerError::InvalidArgument(format!("cannot start the query runtime's threads: {e}")))?;
-    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database, queries).with_fast_insert(config.fast_insert));
+    let shared = Arc::new(Shared::new(base, admission, auth, config.query_memory_bytes, sampler.clone(), tables, database, queries, cursor_lists).with_fast_insert(config.fast_insert));
 
     let (listener, moved) = bind_listener(&config).await?;
     let listen = listener.local_addr().map_err(|e| ServerError::Listen { addr: "bound socket".into(), source: e })?;

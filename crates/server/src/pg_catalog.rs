@@ -210,7 +210,7 @@ const AM_OID_FIRST: i64 = 16_000;
 
 /// The storage formats of `tables` as access methods: (oid, name), heap first.
 fn access_methods(tables: &[CatalogTable]) -> Vec<(i64, String)> {
-    let mut formats: Vec<&str> = tables.iter().map(|t| t.format.as_str()).filter(|f| *f != "heap").collect();
+    let mut formats: Vec<&str> = tables.iter().filter(|t| !t.is_view()).map(|t| t.format.as_str()).filter(|f| *f != "heap").collect();
     formats.sort_unstable();
     formats.dedup();
     std::iter::once((HEAP_AM_OID, "heap".to_string())).chain(formats.into_iter().enumerate().map(|(i, f)| (AM_OID_FIRST + i as i64, f.to_string()))).collect()
@@ -268,13 +268,15 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Arc::new(Int64Array::from(vec![PUBLIC_OID; n])),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int64Array::from(vec![OWNER_OID; n])),
-            // The storage format stands where PostgreSQL names the access method (pg_am).
-            Arc::new(Int64Array::from_iter_values(tables.iter().map(|t| am_of(&t.format)))),
+            // The storage format stands where PostgreSQL names the access method (pg_am); a
+            // view has none (0), as in PostgreSQL.
+            Arc::new(Int64Array::from_iter_values(tables.iter().map(|t| if t.is_view() { 0 } else { am_of(&t.format) }))),
             // -1: never analysed, as PostgreSQL says before the first ANALYZE.
             Arc::new(Float32Array::from(vec![-1.0; n])),
             Arc::new(BooleanArray::from(vec![false; n])),
             strings(std::iter::repeat_n("p", n)),
-            strings(std::iter::repeat_n("r", n)),
+            // 'r' a table, 'v' a view (psql's `\dv`).
+            strings(tables.iter().map(|t| if t.is_view() { "v" } else { "r" })),
             Arc::new(Int32Array::from_iter_values(tables.iter().map(|t| t.schema.fields().len() as i32))),
             Arc::new(BooleanArray::from(vec![false; n])),
             Arc::new(BooleanArray::from(vec![false; n])),
@@ -284,13 +286,70 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Arc::new(BooleanArray::from(vec![false; n])),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int64Array::from(vec![0; n])),
-            // 'd': the default replica identity, as PostgreSQL says for a plain table.
-            strings(std::iter::repeat_n("d", n)),
+            // 'd': the default replica identity, as PostgreSQL says for a plain table; 'n'
+            // (nothing) for a view.
+            strings(tables.iter().map(|t| if t.is_view() { "n" } else { "d" })),
             Arc::new(Int64Array::from(vec![0; n])),
             new_null_array(&DataType::Utf8, n),
             new_null_array(&list_of(DataType::Utf8), n),
         ],
     )
+}
+
+/// `pg_views`: one row per view, its query as `definition`.
+fn views(tables: &[CatalogTable]) -> Result<RecordBatch> {
+    let views: Vec<&CatalogTable> = tables.iter().filter(|t| t.is_view()).collect();
+    let n = views.len();
+    batch(
+        vec![text("schemaname"), text("viewname"), text("viewowner"), text("definition")],
+        vec![
+            strings(std::iter::repeat_n(SCHEMA_NAME, n)),
+            strings(views.iter().map(|v| v.name.as_str())),
+            strings(std::iter::repeat_n(OWNER_NAME, n)),
+            strings(views.iter().map(|v| v.view_definition.as_deref().unwrap_or_default())),
+        ],
+    )
+}
+
+/// `pg_get_viewdef(oid [, pretty])`: a view's query (psql's `\d+ view`); NULL for any other
+/// oid, as PostgreSQL answers for a relation that is not a view.
+fn viewdef_udf(definitions: Vec<(i64, String)>) -> ScalarUDF {
+    #[derive(Debug, PartialEq, Eq, Hash)]
+    struct ViewDef {
+        aliases: Vec<String>,
+        signature: datafusion::logical_expr::Signature,
+        definitions: Vec<(i64, String)>,
+    }
+    impl datafusion::logical_expr::ScalarUDFImpl for ViewDef {
+        fn name(&self) -> &str {
+            "pg_get_viewdef"
+        }
+        fn aliases(&self) -> &[String] {
+            &self.aliases
+        }
+        fn signature(&self) -> &datafusion::logical_expr::Signature {
+            &self.signature
+        }
+        fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+            Ok(DataType::Utf8)
+        }
+        fn invoke_with_args(&self, args: datafusion::logical_expr::ScalarFunctionArgs) -> Result<ColumnarValue> {
+            let rows = args.args.iter().find_map(|a| match a {
+                ColumnarValue::Array(a) => Some(a.len()),
+                ColumnarValue::Scalar(_) => None,
+            });
+            let oids = args.args.first().ok_or_else(|| DataFusionError::Plan("pg_get_viewdef takes an oid".into()))?.to_array(rows.unwrap_or(1))?;
+            let oids = arrow::compute::cast(&oids, &DataType::Int64)?;
+            let oids = oids.as_any().downcast_ref::<Int64Array>().ok_or_else(|| DataFusionError::Execution("pg_get_viewdef: an oid expected".into()))?;
+            let out: StringArray = oids.iter().map(|oid| oid.and_then(|o| self.definitions.iter().find(|(v, _)| *v == o)).map(|(_, d)| d.as_str())).collect();
+            columnar(rows, Arc::new(out))
+        }
+    }
+    ScalarUDF::new_from_impl(ViewDef {
+        aliases: vec![format!("{PG_CATALOG}.pg_get_viewdef")],
+        signature: datafusion::logical_expr::Signature::variadic_any(Volatility::Stable),
+        definitions,
+    })
 }
 
 fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
@@ -501,7 +560,7 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
 /// and kin), for `'pg_catalog.pg_constraint'::regclass`: clients join `pg_description` on
 /// `classoid = 'pg_catalog.pg_class'::regclass`. `pg_roles` is a view whose oid varies
 /// between PostgreSQL builds: it takes the one of the table behind it, `pg_authid`.
-const CATALOG_RELATION_OIDS: [(&str, i64); 24] = [
+const CATALOG_RELATION_OIDS: [(&str, i64); 25] = [
     ("pg_type", 1247),
     ("pg_attribute", 1249),
     ("pg_class", 1259),
@@ -526,6 +585,8 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 24] = [
     ("pg_publication", 6104),
     ("pg_publication_rel", 6106),
     ("pg_publication_namespace", 6237),
+    // A system view: its oid is given at initdb, not fixed; PostgreSQL 15.18's.
+    ("pg_views", 12028),
 ];
 
 /// The names of the catalog tables flashscan keeps empty (`empty_tables`).
@@ -608,6 +669,7 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
         ("pg_database", databases()?),
         ("pg_am", access_method_rows(tables)?),
         ("pg_roles", roles()?),
+        ("pg_views", views(tables)?),
     ]
     .into_iter()
     .chain(empty_tables().into_iter().map(|(name, fields)| (name, RecordBatch::new_empty(Arc::new(Schema::new(fields))))))
@@ -618,6 +680,7 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
     }
     // `regclass` looks names up among the tables of the moment.
     let relations: Vec<(i64, String)> = tables.iter().map(|t| (t.oid, t.name.clone())).collect();
+    ctx.register_udf(viewdef_udf(tables.iter().filter_map(|t| t.view_definition.clone().map(|d| (t.oid, d))).collect()));
     ctx.register_udf(oid_alias_udf("regclass_oid", OidLookup::Classes(relations.clone()), true));
     ctx.register_udf(oid_alias_udf("regclass_name", OidLookup::Classes(relations.clone()), false));
     ctx.register_udf(to_reg_udf("to_regclass", "pg_catalog.to_regclass", OidLookup::Classes(relations)));
@@ -1149,7 +1212,7 @@ mod tests {
             Field::new("price", DataType::Decimal128(12, 2), true),
             Field::new("name", DataType::Utf8, true),
         ]));
-        vec![CatalogTable { oid: 16384, name: "items".into(), schema, format: "heap".into() }]
+        vec![CatalogTable { oid: 16384, name: "items".into(), schema, format: "heap".into(), view_definition: None }]
     }
 
     async fn run(ctx: &SessionContext, sql: &str) -> String {
@@ -1202,7 +1265,7 @@ mod tests {
         let ctx = SessionContext::new();
         register_functions(&ctx);
         let mut two = tables();
-        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into() });
+        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None });
         register(&ctx, &two).expect("register");
         let dt = "SELECT n.nspname as \"Schema\",\n  c.relname as \"Name\",\n  CASE c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 't' THEN 'TOAST table' WHEN 'f' THEN 'foreign table' WHEN 'p' THEN 'partitioned table' WHEN 'I' THEN 'partitioned index' END as \"Type\",\n  pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"\nFROM pg_catalog.pg_class c\n     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\n     LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam\nWHERE c.relkind IN ('r','p','')\n      AND n.nspname <> 'pg_catalog'\n      AND n.nspname !~ '^pg_toast'\n      AND n.nspname <> 'information_schema'\n  AND pg_catalog.pg_table_is_visible(c.oid)\nORDER BY 1,2;";
         let out = run_normalized(&ctx, dt).await;
@@ -1287,7 +1350,7 @@ mod tests {
         let ctx = SessionContext::new();
         register_functions(&ctx);
         let mut two = tables();
-        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into() });
+        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None });
         register(&ctx, &two).expect("register");
         let state = ctx.state();
         for (i, sql) in PSQL_DESCRIBE.iter().enumerate() {

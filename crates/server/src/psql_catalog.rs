@@ -19,6 +19,15 @@ pub struct CatalogTable {
     pub schema: SchemaRef,
     /// Storage format (heap, page, columnstore...), shown as psql's access method.
     pub format: String,
+    /// For a view (`CREATE VIEW`): its query, as `pg_views.definition` and
+    /// `pg_get_viewdef` show it; `None` for a table.
+    pub view_definition: Option<String>,
+}
+
+impl CatalogTable {
+    pub fn is_view(&self) -> bool {
+        self.view_definition.is_some()
+    }
 }
 
 /// PostgreSQL's name for an Arrow type, as `format_type` prints it.

@@ -47,6 +47,8 @@ pub struct Shared {
     pub queries: QueryRuntime,
     /// See `catalog_generation`.
     catalog_generation: AtomicU64,
+    /// Every connection's cursors by pid, for `pg_cursors`.
+    pub cursor_lists: Arc<crate::cursors::CursorLists>,
 }
 
 impl Shared {
@@ -59,6 +61,7 @@ impl Shared {
         tables: Vec<CatalogTable>,
         database: Database,
         queries: QueryRuntime,
+        cursor_lists: Arc<crate::cursors::CursorLists>,
     ) -> Shared {
         Shared {
             base,
@@ -73,6 +76,7 @@ impl Shared {
             fast_insert: true,
             queries,
             catalog_generation: AtomicU64::new(0),
+            cursor_lists,
         }
     }
 

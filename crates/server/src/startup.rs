@@ -112,6 +112,10 @@ pub struct Backend {
     pub copy_in: Mutex<Option<crate::writes::CopyIn>>,
     /// The DataFusion state its statements plan in, kept between them (`planning.rs`).
     pub planning: crate::planning::ConnectionPlanning,
+    /// DECLARE … CURSOR: the connection's open cursors (`cursors.rs`).
+    /// Shared with `pg_cursors` (`cursors::CursorLists`), which lists them to this
+    /// connection's queries.
+    pub cursors: Arc<Mutex<crate::cursors::Cursors>>,
     _registration: BackendRegistration,
 }
 
@@ -134,6 +138,10 @@ impl Backend {
 
     pub fn transaction(&self) -> std::sync::MutexGuard<'_, crate::writes::Transaction> {
         self.transaction.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn cursors(&self) -> std::sync::MutexGuard<'_, crate::cursors::Cursors> {
+        self.cursors.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn copy_in(&self) -> std::sync::MutexGuard<'_, Option<crate::writes::CopyIn>> {
@@ -259,6 +267,7 @@ impl Startup {
             transaction: Mutex::new(Default::default()),
             copy_in: Mutex::new(None),
             planning: Default::default(),
+            cursors: self.shared.cursor_lists.add(pid),
             _registration: registration,
         });
         finish_authentication(client, &Parameters).await

@@ -20,6 +20,27 @@ pub struct CopyFromOptions {
     pub null: Option<String>,
 }
 
+/// `DECLARE name [BINARY] [NO SCROLL] CURSOR [WITH HOLD | WITHOUT HOLD] FOR query`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeclareCursor {
+    /// As PostgreSQL folds it: lower case unless quoted.
+    pub name: String,
+    pub query: String,
+    /// Rows in binary over the simple protocol (the extended protocol's Bind decides there).
+    pub binary: bool,
+    /// WITH HOLD: the cursor outlives the transaction that declared it.
+    pub hold: bool,
+    /// The whole DECLARE, as `pg_cursors.statement` shows it.
+    pub statement: String,
+}
+
+/// How far FETCH or MOVE goes: forward only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FetchCount {
+    Rows(u64),
+    All,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Empty,
@@ -29,8 +50,11 @@ pub enum Command {
     Begin,
     Commit,
     Rollback,
-    /// Accepted with no effect (DISCARD ALL, DEALLOCATE, ...): the tag to answer.
+    /// Accepted with no effect (DEALLOCATE, LISTEN, ...): the tag to answer.
     NoOp(&'static str),
+    /// `DISCARD ALL`: closes the connection's cursors (the rest of its state has nothing
+    /// DISCARD would reset here).
+    DiscardAll,
     CopyTo { query: String, csv: bool, header: bool, delimiter: Option<String> },
     /// `COPY table [(columns)] FROM STDIN [options]`: rows from the client into the table.
     CopyFrom(CopyFromOptions),
@@ -38,8 +62,17 @@ pub enum Command {
     /// with what to do): run by `flashscan sql`'s session and the write path, one catalog
     /// commit each. The tag PostgreSQL answers with, and the statement.
     Ddl { tag: &'static str, sql: String },
+    /// `DECLARE … CURSOR FOR query` (`cursors.rs`).
+    Declare(DeclareCursor),
+    /// `FETCH` (rows to the client, tag `FETCH n`) or `MOVE` (`move_only`: rows skipped,
+    /// tag `MOVE n`) forward from a cursor.
+    Fetch { name: String, count: FetchCount, move_only: bool },
+    /// `CLOSE name`; `None` for `CLOSE ALL`.
+    Close(Option<String>),
     /// Refused with a reason (SQLSTATE 0A000).
     Unsupported(String),
+    /// Malformed (SQLSTATE 42601), with the form that is taken.
+    SyntaxError(String),
     Sql(String),
 }
 
@@ -59,8 +92,83 @@ static HEADER_OFF_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bhea
 /// Statements `flashscan sql`'s session runs (or refuses with what to do instead): the
 /// first group is the command tag PostgreSQL answers them with.
 static DDL_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?is)^(create\s+table|drop\s+table|truncate|alter\s+table|create\s+(?:unique\s+)?index)\b").expect("static regex")
+    Regex::new(
+        r"(?is)^(create\s+table|drop\s+table|truncate|alter\s+table|create\s+(?:unique\s+)?index|create\s+(?:or\s+replace\s+)?(?:materialized\s+|temp\s+|temporary\s+)?view|drop\s+view)\b",
+    )
+    .expect("static regex")
 });
+/// A cursor's name: an identifier, or a quoted one (`"c"`, with `""` for a quote).
+const CURSOR_NAME: &str = r#"("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)"#;
+static DECLARE_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(&format!(r"(?is)^declare\s+{CURSOR_NAME}\s+((?:(?:binary|insensitive|asensitive|no\s+scroll|scroll)\s+)*)cursor\s+(?:(with|without)\s+hold\s+)?for\s+(.+)$")).expect("static regex")
+});
+static FETCH_RE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(&format!(r"(?is)^(fetch|move)\b(.*?)(?:\b(?:from|in)\s+)?{CURSOR_NAME}$")).expect("static regex"));
+static CLOSE_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(&format!(r"(?is)^close\s+{CURSOR_NAME}$")).expect("static regex"));
+static SCROLL_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)(?:^|\s)scroll\b").expect("static regex"));
+static NO_SCROLL_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bno\s+scroll\b").expect("static regex"));
+
+/// A cursor name as PostgreSQL folds it.
+fn cursor_name(raw: &str) -> String {
+    match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => raw.to_ascii_lowercase(),
+    }
+}
+
+/// What a cursor over the wire does not do, said once for FETCH and MOVE.
+const FORWARD_ONLY: &str = "flashscan cursors move forward only: use NEXT, FORWARD n, n, ALL or FORWARD ALL (DECLARE the cursor again to start over)";
+
+fn classify_declare(t: &str) -> Command {
+    let Some(c) = DECLARE_RE.captures(t) else {
+        return Command::SyntaxError("DECLARE: the form taken is DECLARE name [BINARY] [NO SCROLL] CURSOR [WITH HOLD | WITHOUT HOLD] FOR query".into());
+    };
+    let options = c.get(2).map(|m| m.as_str()).unwrap_or("");
+    let without_no_scroll = NO_SCROLL_RE.replace_all(options, " ");
+    if SCROLL_RE.is_match(&without_no_scroll) {
+        return Command::Unsupported(format!("DECLARE … SCROLL CURSOR: {FORWARD_ONLY}; declare it NO SCROLL or without SCROLL"));
+    }
+    let hold = c.get(3).is_some_and(|m| m.as_str().eq_ignore_ascii_case("with"));
+    Command::Declare(DeclareCursor {
+        name: cursor_name(&c[1]),
+        query: c[4].trim().to_string(),
+        binary: options.to_ascii_lowercase().split_whitespace().any(|w| w == "binary"),
+        hold,
+        statement: t.to_string(),
+    })
+}
+
+fn classify_fetch(t: &str) -> Command {
+    let Some(c) = FETCH_RE.captures(t) else {
+        return Command::SyntaxError("FETCH/MOVE: the form taken is FETCH [NEXT | FORWARD | FORWARD n | n | ALL | FORWARD ALL] [FROM | IN] name".into());
+    };
+    let verb = c[1].to_ascii_uppercase();
+    let move_only = verb == "MOVE";
+    let direction = c[2].to_ascii_lowercase();
+    let words: Vec<&str> = direction.split_whitespace().collect();
+    let count = |n: &str| -> Result<FetchCount, Command> {
+        match n.parse::<i64>() {
+            Ok(n) if n > 0 => Ok(FetchCount::Rows(n as u64)),
+            Ok(0) => Err(Command::Unsupported(format!("{verb} 0 reads the current row again, which flashscan cursors do not keep: {FORWARD_ONLY}"))),
+            Ok(_) => Err(Command::Unsupported(format!("{verb} with a negative count goes backward: {FORWARD_ONLY}"))),
+            Err(_) => Err(Command::SyntaxError(format!("{verb} {n}: expected a count of rows"))),
+        }
+    };
+    let count = match words.as_slice() {
+        [] | ["next"] | ["forward"] => Ok(FetchCount::Rows(1)),
+        ["all"] | ["forward", "all"] => Ok(FetchCount::All),
+        [w, ..] if ["prior", "first", "last", "absolute", "relative", "backward"].contains(w) => {
+            Err(Command::Unsupported(format!("{verb} {}: {FORWARD_ONLY}", w.to_ascii_uppercase())))
+        }
+        [n] => count(n),
+        ["forward", n] => count(n),
+        _ => Err(Command::SyntaxError(format!("{verb} {}: the form taken is {verb} [NEXT | FORWARD | FORWARD n | n | ALL | FORWARD ALL] [FROM | IN] name", direction.trim()))),
+    };
+    match count {
+        Ok(count) => Command::Fetch { name: cursor_name(&c[3]), count, move_only },
+        Err(refusal) => refusal,
+    }
+}
 static DELIMITER_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)delimiter\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
 
 /// A request for REPEATABLE READ or SERIALIZABLE (`BEGIN ISOLATION LEVEL …`, `SET
@@ -111,9 +219,19 @@ pub fn classify(text: &str) -> Command {
         _ => {}
     }
     match first {
+        "declare" => return classify_declare(t),
+        "fetch" | "move" => return classify_fetch(t),
+        "close" => {
+            return match CLOSE_RE.captures(t) {
+                Some(c) if c[1].eq_ignore_ascii_case("all") => Command::Close(None),
+                Some(c) => Command::Close(Some(cursor_name(&c[1]))),
+                None => Command::SyntaxError("CLOSE: the form taken is CLOSE name or CLOSE ALL".into()),
+            }
+        }
         "begin" | "start" => return Command::Begin,
         "commit" | "end" => return Command::Commit,
         "rollback" | "abort" => return Command::Rollback,
+        "discard" if second == "all" => return Command::DiscardAll,
         "discard" => return Command::NoOp("DISCARD ALL"),
         "deallocate" => return Command::NoOp("DEALLOCATE"),
         "listen" | "unlisten" => return Command::NoOp("LISTEN"),
@@ -188,6 +306,8 @@ pub fn classify(text: &str) -> Command {
             "DROP TABLE" => "DROP TABLE",
             "TRUNCATE" => "TRUNCATE TABLE",
             "ALTER TABLE" => "ALTER TABLE",
+            "DROP VIEW" => "DROP VIEW",
+            w if w.ends_with("VIEW") => "CREATE VIEW",
             _ => "CREATE INDEX",
         };
         return Command::Ddl { tag, sql: t.to_string() };
@@ -370,6 +490,40 @@ mod tests {
         assert!(matches!(classify("alter table t add primary key (a)"), Command::Ddl { tag: "ALTER TABLE", .. }));
         assert!(matches!(classify("create unique index i on t (a)"), Command::Ddl { tag: "CREATE INDEX", .. }));
         assert!(matches!(classify("truncated_table_query"), Command::Sql(_)));
-        assert!(matches!(classify("create view v as select 1"), Command::Sql(_)));
+        assert!(matches!(classify("create view v as select 1"), Command::Ddl { tag: "CREATE VIEW", .. }));
+        assert!(matches!(classify("CREATE OR REPLACE VIEW v (a) AS select 1"), Command::Ddl { tag: "CREATE VIEW", .. }));
+        assert!(matches!(classify("drop view if exists v, w"), Command::Ddl { tag: "DROP VIEW", .. }));
+        assert!(matches!(classify("create viewer_table"), Command::Sql(_)));
+    }
+
+    #[test]
+    fn cursor_statements_are_read_as_postgresql_writes_them() {
+        let declare = |hold, binary, name: &str, query: &str| (hold, binary, name.to_string(), query.to_string());
+        let declared = |c: Command| match c {
+            Command::Declare(d) => (d.hold, d.binary, d.name, d.query),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(declared(classify("DECLARE c CURSOR FOR select 1")), declare(false, false, "c", "select 1"));
+        // psycopg 3 quotes the name and may say NO SCROLL and WITH HOLD.
+        assert_eq!(declared(classify("DECLARE \"Big One\" NO SCROLL CURSOR WITH HOLD FOR\n select * from t where a > $1;")), declare(true, false, "Big One", "select * from t where a > $1"));
+        assert_eq!(declared(classify("declare C binary cursor without hold for values (1)")), declare(false, true, "c", "values (1)"));
+        assert!(matches!(classify("DECLARE c SCROLL CURSOR FOR select 1"), Command::Unsupported(m) if m.contains("forward only")));
+        assert!(matches!(classify("DECLARE c CURSOR select 1"), Command::SyntaxError(_)));
+        let fetch = |name: &str, count, move_only| Command::Fetch { name: name.into(), count, move_only };
+        assert_eq!(classify("FETCH c"), fetch("c", FetchCount::Rows(1), false));
+        assert_eq!(classify("fetch next from c"), fetch("c", FetchCount::Rows(1), false));
+        assert_eq!(classify("FETCH FORWARD 2000 FROM \"c\""), fetch("c", FetchCount::Rows(2000), false));
+        assert_eq!(classify("FETCH 5 IN c"), fetch("c", FetchCount::Rows(5), false));
+        assert_eq!(classify("fetch all c"), fetch("c", FetchCount::All, false));
+        assert_eq!(classify("FETCH FORWARD ALL FROM c"), fetch("c", FetchCount::All, false));
+        assert_eq!(classify("MOVE FORWARD 10 IN c"), fetch("c", FetchCount::Rows(10), true));
+        for backward in ["FETCH PRIOR FROM c", "FETCH BACKWARD 2 FROM c", "FETCH -1 FROM c", "FETCH ABSOLUTE 1 c", "MOVE LAST IN c", "FETCH 0 FROM c"] {
+            assert!(matches!(classify(backward), Command::Unsupported(ref m) if m.contains("forward only")), "{backward}: {:?}", classify(backward));
+        }
+        assert!(matches!(classify("FETCH lots FROM c"), Command::SyntaxError(_)));
+        assert_eq!(classify("CLOSE c"), Command::Close(Some("c".into())));
+        assert_eq!(classify("close \"ALL\""), Command::Close(Some("ALL".into())));
+        assert_eq!(classify("CLOSE ALL"), Command::Close(None));
+        assert_eq!(classify("DISCARD ALL"), Command::DiscardAll);
     }
 }

@@ -40,6 +40,7 @@ pub mod settings;
 pub mod shell;
 pub mod subquery_by_domain;
 pub mod table_provider;
+pub mod views;
 
 pub use error::SqlError;
 

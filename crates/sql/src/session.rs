@@ -59,6 +59,8 @@ pub struct FlashscanSession {
     scan_log: Arc<ScanLog>,
     db_dir: PathBuf,
     table_names: RwLock<Vec<String>>,
+    /// The views registered (`views.rs`), lower case, sorted.
+    view_names: RwLock<Vec<String>>,
     options: SessionOptions,
     /// The catalog, the deltas, and (once a statement writes) the lock and the log.
     write: Arc<WritePath>,
@@ -96,7 +98,7 @@ impl FlashscanSession {
         // Subqueries DataFusion leaves in a SELECT list or WHERE clause, decorrelated.
         let ctx = crate::subquery_by_domain::register(ctx);
         let scan_log = ScanLog::new();
-        let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
+        let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), view_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         session.register_tables(&session.current_catalog()?)?;
         Ok(session)
     }
@@ -161,7 +163,68 @@ impl FlashscanSession {
         }
         table_names.sort();
         *names = table_names;
+        drop(names);
+        self.register_views(catalog)
+    }
+
+    /// (Re)registers every view of `catalog`, each planned again over the tables registered
+    /// now (`views.rs`). A view may read another: views are planned in rounds until a round
+    /// plans none; those left are registered as unplannable, with the error of their last
+    /// try, so reading one fails naming it.
+    fn register_views(&self, catalog: &Catalog) -> Result<(), SqlError> {
+        let mut names = self.view_names.write().map_err(|_| SqlError::Internal("view list lock poisoned".into()))?;
+        for old in names.drain(..) {
+            self.ctx.deregister_table(old.as_str())?;
+        }
+        // One copy of the state for all views: its catalog is the session's (shared), so a
+        // view registered in one round is seen by the next.
+        let state = self.ctx.state();
+        let mut pending: Vec<(&flashscan_storage::ViewEntry, Option<SqlError>)> = catalog.views.iter().map(|v| (v, None)).collect();
+        let mut registered = Vec::new();
+        loop {
+            let mut progressed = false;
+            let mut left = Vec::new();
+            for (view, _) in pending {
+                // Planning resolves names in in-memory schemas: nothing in it waits on I/O.
+                match futures::executor::block_on(crate::views::plan_view_query(&state, &view.name, &view.sql, &view.columns)) {
+                    Ok(plan) => {
+                        let provider = datafusion::catalog::view::ViewTable::new(plan, Some(view.sql.clone()));
+                        self.ctx.register_table(view.name.as_str(), Arc::new(provider))?;
+                        registered.push(view.name.clone());
+                        progressed = true;
+                    }
+                    Err(e) => left.push((view, Some(e))),
+                }
+            }
+            pending = left;
+            if !progressed || pending.is_empty() {
+                break;
+            }
+        }
+        for (view, error) in pending {
+            let cause = error.unwrap_or_else(|| SqlError::Internal("not planned".into()));
+            self.ctx.register_table(view.name.as_str(), Arc::new(crate::views::UnplannableView::new(view, &cause)))?;
+            registered.push(view.name.clone());
+        }
+        registered.sort();
+        *names = registered;
         Ok(())
+    }
+
+    /// Plans every view again over what the session holds now. A front end that registers
+    /// more after opening (the server's `pg_catalog` tables and functions, its SQL
+    /// dialect) calls it so views that read those plan too.
+    pub fn refresh_views(&self) -> Result<(), SqlError> {
+        self.register_views(&self.current_catalog()?)
+    }
+
+    /// True when `name` (lower case) is a view of this session.
+    pub fn is_view(&self, name: &str) -> bool {
+        self.view_names.read().map(|n| n.iter().any(|v| v == name)).unwrap_or(false)
+    }
+
+    pub fn view_names(&self) -> Vec<String> {
+        self.view_names.read().map(|n| n.clone()).unwrap_or_default()
     }
 
     /// Takes the database lock and the log for this session's first write (a second
@@ -239,11 +302,31 @@ impl FlashscanSession {
             return self.run_copy(copy).await;
         }
         let text = statement.to_string();
+        if let Some((what, target)) = crate::views::write_target(&statement) {
+            if self.is_view(&target) {
+                return Err(crate::views::refuse_write_into_view(what, &target));
+            }
+        }
         // INSERT: the columns it fills, to name a NOT NULL column DataFusion names by position.
         let mut insert_columns: Option<crate::dml::InsertColumns> = None;
         if let DFStatement::Statement(s) = &statement {
             match s.as_ref() {
                 SqlStatement::CreateTable(ct) => return self.create_table(ct.clone(), text).await,
+                SqlStatement::CreateView(cv) => return self.create_view(cv, text).await,
+                // CASCADE drops nothing more: a table or view another view reads is refused
+                // whether it is given or not (the write path names the view), so it is taken
+                // only where there is nothing to cascade to.
+                SqlStatement::Drop { object_type: ObjectType::View, if_exists, names, .. } => {
+                    let started = Instant::now();
+                    if self.in_transaction() {
+                        return Err(SqlError::Plan("DROP VIEW inside BEGIN … COMMIT is not supported (it commits on its own): run it outside the transaction".into()));
+                    }
+                    let w = self.ensure_writer()?;
+                    let names: Vec<String> = names.iter().map(crate::views::object_name).collect();
+                    let dropped = w.drop_views(&names, *if_exists)?;
+                    self.register_tables(&w.catalog()?)?;
+                    return status_output(text, format!("dropped {}", if dropped.is_empty() { "nothing".into() } else { dropped.join(", ") }), started);
+                }
                 SqlStatement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => {
                     let started = Instant::now();
                     let w = self.ensure_writer()?;
@@ -390,6 +473,29 @@ impl FlashscanSession {
         let table = w.create_table(crate::dml::new_table(name, columns, partitions, partition_by, if_not_exists))?;
         self.register_tables(&w.catalog()?)?;
         status_output(text, format!("table {} ({} partitions, hashed on {})", table.name, table.partitions.len(), table.partition_by), started)
+    }
+
+    /// CREATE [OR REPLACE] VIEW: the query planned now (an error here is the statement's),
+    /// then the view into the catalog in one commit and registered (`views.rs`).
+    async fn create_view(&self, cv: &datafusion::sql::sqlparser::ast::CreateView, text: String) -> Result<QueryOutput, SqlError> {
+        let started = Instant::now();
+        let request = crate::views::ViewRequest::of(cv)?;
+        if self.in_transaction() {
+            return Err(SqlError::Plan("CREATE VIEW inside BEGIN … COMMIT is not supported (it commits on its own): run it outside the transaction".into()));
+        }
+        let w = self.ensure_writer()?;
+        let catalog = w.catalog()?;
+        if request.if_not_exists && catalog.view(&request.name).is_some() {
+            return status_output(text, format!("view {} exists", request.name), started);
+        }
+        let state = self.ctx.state();
+        let plan = crate::views::plan_view_query(&state, &request.name, &request.query_sql, &request.declared_columns).await.map_err(|e| self.explain_error(e))?;
+        let reads = crate::views::relations_read(&state, &request.query_sql, &catalog)?;
+        let entry = crate::views::entry_of(&request, &plan, reads);
+        let columns = entry.columns.len();
+        w.create_view(entry, request.or_replace)?;
+        self.register_tables(&w.catalog()?)?;
+        status_output(text, format!("view {} ({columns} columns)", request.name), started)
     }
 
     /// TRUNCATE [TABLE] t [, …]: every table emptied in one catalog commit (the write

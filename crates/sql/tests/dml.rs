@@ -240,3 +240,36 @@ fn failed_statements_leave_nothing_and_refusals_are_clear() {
     let s = session(&db);
     assert_eq!(rows(&rt, &s, "SELECT id, name, qty FROM t ORDER BY id"), expected(5));
 }
+
+/// Views in `flashscan sql` (generic SQL dialect): CREATE VIEW with column names, a view
+/// over a view, the new rows of the table seen through it, writes into it and the DROP of
+/// what it reads refused naming it, OR REPLACE adding a column, and the views kept by the
+/// catalog for the next session; DROP VIEW of both, then DROP TABLE works.
+#[test]
+fn views_read_through_and_are_kept() {
+    let (rt, _dir, db, s) = database_with_t("");
+    run(&rt, &s, &format!("INSERT INTO t VALUES {}", values(1, 10)));
+    run(&rt, &s, "CREATE VIEW big (big_id, big_qty) AS SELECT id, qty FROM t WHERE qty > 50");
+    run(&rt, &s, "CREATE VIEW bigger AS SELECT big_id FROM big WHERE big_id > 8");
+    assert_eq!(count(&rt, &s, "SELECT count(*) FROM big"), count(&rt, &s, "SELECT count(*) FROM t WHERE qty > 50"));
+    run(&rt, &s, &format!("INSERT INTO t VALUES {}", values(11, 12)));
+    assert_eq!(count(&rt, &s, "SELECT count(*) FROM bigger"), count(&rt, &s, "SELECT count(*) FROM t WHERE qty > 50 AND id > 8"));
+    let e = fails(&rt, &s, "INSERT INTO big VALUES (1, 2)");
+    assert!(e.contains("view big") && e.contains("read-only") && e.lines().count() == 1, "{e}");
+    let e = fails(&rt, &s, "DROP TABLE t");
+    assert!(e.contains("view big reads it") && e.contains("DROP VIEW big first"), "{e}");
+    let e = fails(&rt, &s, "CREATE VIEW big AS SELECT 1 AS one");
+    assert!(e.contains("already exists"), "{e}");
+    run(&rt, &s, "CREATE OR REPLACE VIEW big (big_id, big_qty) AS SELECT id, qty, name FROM t WHERE qty > 50");
+    let e = fails(&rt, &s, "CREATE MATERIALIZED VIEW m AS SELECT 1 AS one");
+    assert!(e.contains("MATERIALIZED"), "{e}");
+    drop(s);
+    let s = session(&db);
+    let out = run(&rt, &s, "SELECT * FROM big ORDER BY big_id LIMIT 1");
+    let names: Vec<&str> = out.schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(names, ["big_id", "big_qty", "name"]);
+    assert_eq!(count(&rt, &s, "SELECT count(*) FROM bigger"), count(&rt, &s, "SELECT count(*) FROM t WHERE qty > 50 AND id > 8"));
+    run(&rt, &s, "DROP VIEW bigger, big");
+    run(&rt, &s, "DROP TABLE t");
+    assert!(fails(&rt, &s, "SELECT * FROM big").contains("big"));
+}

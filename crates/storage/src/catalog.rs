@@ -65,7 +65,30 @@ pub struct Catalog {
     /// and the partitions it holds. Absent for a database of one machine.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<crate::host_place::HostPlace>,
+    /// `CREATE VIEW`: each view's query as SQL text, planned again whenever the SQL session
+    /// registers the tables. Absent (empty) in catalogs written before views existed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub views: Vec<ViewEntry>,
 }
+
+/// One view in the catalog. Tables and views share one namespace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ViewEntry {
+    /// Lower case, as SQL folds unquoted names.
+    pub name: String,
+    /// The view's query (`SELECT …`), as the SQL parser prints it.
+    pub sql: String,
+    /// The view's column names, in order: the declared ones (`CREATE VIEW v (a, b)`), then
+    /// the query's own for any column not named.
+    pub columns: Vec<String>,
+    /// The tables and views the query reads, lower case: DROP of one of them is refused
+    /// while this view exists (PostgreSQL's rule without CASCADE).
+    #[serde(default)]
+    pub reads: Vec<String>,
+}
+
+/// Views a catalog holds at most: each is planned at every registration of the tables.
+pub const VIEW_COUNT_MAX: usize = 10_000;
 
 /// One B+tree index in the catalog.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -126,6 +149,7 @@ impl Catalog {
             // reader or writer decides anything by it.
             table.table_format()?;
         }
+        check_views(&catalog).map_err(|reason| corrupt(format!("views: {reason}")))?;
         if let Some(host) = &catalog.host {
             check_host(&catalog, host).map_err(|reason| corrupt(format!("host place: {reason}")))?;
         }
@@ -194,6 +218,120 @@ impl Catalog {
         self.indexes = kept;
         self.unreferenced_files.extend(gone.into_iter().map(|i| i.file));
         Some(removed)
+    }
+
+    /// The view named `name` (any case).
+    pub fn view(&self, name: &str) -> Option<&ViewEntry> {
+        self.views.iter().find(|v| v.name.eq_ignore_ascii_case(name))
+    }
+
+    /// The views whose query reads `relation` (a table or a view), by name.
+    pub fn views_reading(&self, relation: &str) -> Vec<&str> {
+        self.views.iter().filter(|v| v.reads.iter().any(|r| r.eq_ignore_ascii_case(relation))).map(|v| v.name.as_str()).collect()
+    }
+
+    /// Refuses to drop `relation` (a "table" or "view", `kind`) while a view reads it and is
+    /// not among `dropped_too` (the other views the same statement drops).
+    pub fn refuse_drop_read_by_views(&self, kind: &'static str, relation: &str, dropped_too: &[String]) -> Result<(), StorageError> {
+        let readers: Vec<&str> = self.views_reading(relation).into_iter().filter(|v| !dropped_too.iter().any(|d| d.eq_ignore_ascii_case(v))).collect();
+        if readers.is_empty() {
+            return Ok(());
+        }
+        Err(StorageError::DependentViews { kind, name: relation.to_string(), views: readers.join(", ") })
+    }
+
+    /// CREATE [OR REPLACE] VIEW into this catalog (the caller commits it). A name a table has,
+    /// or a view has without `or_replace`, is refused; a replacement keeps the old columns
+    /// in order (it may add columns after them) and may not read itself, directly or
+    /// through other views.
+    pub fn put_view(&mut self, view: ViewEntry, or_replace: bool) -> Result<(), StorageError> {
+        let name = view.name.to_ascii_lowercase();
+        if self.tables.keys().any(|t| t.eq_ignore_ascii_case(&name)) {
+            return Err(StorageError::RelationExists { name, kind: "table", hint: "" });
+        }
+        if view.columns.is_empty() {
+            return Err(StorageError::ViewColumnsChanged { name, reason: "a view needs at least one column".into() });
+        }
+        if let Some(i) = view.columns.iter().enumerate().position(|(i, c)| view.columns[..i].contains(c)) {
+            return Err(StorageError::ViewColumnsChanged { name, reason: format!("column {:?} appears twice", view.columns[i]) });
+        }
+        let existing = self.views.iter().position(|v| v.name == name);
+        match existing {
+            Some(_) if !or_replace => Err(StorageError::RelationExists { name, kind: "view", hint: ", or CREATE OR REPLACE VIEW" }),
+            Some(i) => {
+                let old = &self.views[i];
+                if let Some((k, c)) = old.columns.iter().enumerate().find(|(k, c)| view.columns.get(*k) != Some(*c)) {
+                    let reason = match view.columns.get(k) {
+                        Some(new) => format!("column {} would be {new:?}, not {c:?}", k + 1),
+                        None => format!("column {c:?} would be dropped"),
+                    };
+                    return Err(StorageError::ViewColumnsChanged { name, reason });
+                }
+                if self.reads_transitively(&view.reads, &name) {
+                    return Err(StorageError::ViewColumnsChanged { name: name.clone(), reason: format!("the new query reads {name} itself (through a view)") });
+                }
+                self.views[i] = ViewEntry { name, ..view };
+                Ok(())
+            }
+            None => {
+                if self.views.len() >= VIEW_COUNT_MAX {
+                    return Err(StorageError::ViewColumnsChanged { name, reason: format!("the database holds {VIEW_COUNT_MAX} views, the most it keeps: drop one first") });
+                }
+                self.views.push(ViewEntry { name, ..view });
+                self.views.sort_by(|a, b| a.name.cmp(&b.name));
+                Ok(())
+            }
+        }
+    }
+
+    /// True when reading `reads` reaches `target`, directly or through the views in this
+    /// catalog.
+    fn reads_transitively(&self, reads: &[String], target: &str) -> bool {
+        let mut seen: HashSet<String> = HashSet::new();
+        let mut todo: Vec<String> = reads.to_vec();
+        while let Some(r) = todo.pop() {
+            if r.eq_ignore_ascii_case(target) {
+                return true;
+            }
+            if !seen.insert(r.to_ascii_lowercase()) {
+                continue;
+            }
+            if let Some(v) = self.view(&r) {
+                todo.extend(v.reads.iter().cloned());
+            }
+        }
+        false
+    }
+
+    /// DROP VIEW [IF EXISTS] a, b, …: every named view out of this catalog (the caller
+    /// commits it), or nothing changed on the first refusal (a table's name, an unknown
+    /// name without `if_exists`, a view another view reads that this statement keeps).
+    /// Returns the names dropped.
+    pub fn remove_views(&mut self, names: &[String], if_exists: bool) -> Result<Vec<String>, StorageError> {
+        let mut dropped: Vec<String> = Vec::new();
+        for n in names {
+            let name = n.to_ascii_lowercase();
+            if self.tables.keys().any(|t| t.eq_ignore_ascii_case(&name)) {
+                return Err(StorageError::WrongObjectType { name, wanted: "view", actual: "table", actual_upper: "TABLE" });
+            }
+            match self.view(&name) {
+                Some(_) => {
+                    if !dropped.contains(&name) {
+                        dropped.push(name)
+                    }
+                }
+                None if if_exists => {}
+                None => {
+                    let known: Vec<&str> = self.views.iter().map(|v| v.name.as_str()).collect();
+                    return Err(StorageError::UnknownView { name, known: if known.is_empty() { "(none)".into() } else { known.join(", ") } });
+                }
+            }
+        }
+        for name in &dropped {
+            self.refuse_drop_read_by_views("view", name, &dropped)?;
+        }
+        self.views.retain(|v| !dropped.contains(&v.name));
+        Ok(dropped)
     }
 
     /// Writes this catalog, then removes the files it lists as unreferenced (only confined
@@ -314,6 +452,31 @@ fn check_table(table: &TableMeta) -> Result<(), String> {
     Ok(())
 }
 
+/// Views: lower-case names, unique, none a table's name, at most `VIEW_COUNT_MAX`, each
+/// with its columns. (What a view reads is not checked: a table dropped by an older
+/// flashscan leaves the view in place, and its use fails naming it.)
+fn check_views(catalog: &Catalog) -> Result<(), String> {
+    if catalog.views.len() > VIEW_COUNT_MAX {
+        return Err(format!("{} views, more than the {VIEW_COUNT_MAX} a catalog holds", catalog.views.len()));
+    }
+    let mut names: HashSet<&str> = HashSet::new();
+    for v in &catalog.views {
+        if v.name != v.name.to_ascii_lowercase() || v.name.is_empty() {
+            return Err(format!("view name {:?} is not lower case", v.name));
+        }
+        if !names.insert(v.name.as_str()) {
+            return Err(format!("view {:?} appears twice", v.name));
+        }
+        if catalog.tables.contains_key(&v.name) {
+            return Err(format!("view {:?} has a table's name", v.name));
+        }
+        if v.columns.is_empty() || v.sql.trim().is_empty() {
+            return Err(format!("view {:?} has no columns or no query", v.name));
+        }
+    }
+    Ok(())
+}
+
 /// A host's catalog holds rows only in the partitions it owns: a partition of another
 /// host with pages would be counted twice by a cluster query.
 fn check_host(catalog: &Catalog, host: &crate::host_place::HostPlace) -> Result<(), String> {
@@ -378,6 +541,57 @@ mod tests {
             let mut decoder = crate::HeapDecoder::new(&read.tables["t"], &[0]);
             assert_eq!(decoder.finish().num_rows(), 0);
         }
+    }
+
+    fn view(name: &str, reads: &[&str], columns: &[&str]) -> ViewEntry {
+        ViewEntry { name: name.into(), sql: "select 1".into(), columns: columns.iter().map(|c| c.to_string()).collect(), reads: reads.iter().map(|r| r.to_string()).collect() }
+    }
+
+    /// Views round-trip through the catalog file, share the tables' namespace, and a view or
+    /// table another view reads is not dropped.
+    #[test]
+    fn views_are_kept_and_guard_what_they_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::default();
+        catalog.tables.insert("t".into(), table_with(ColumnType::Int64));
+        catalog.put_view(view("V1", &["t"], &["d"]), false).unwrap();
+        catalog.put_view(view("v2", &["v1"], &["d", "e"]), false).unwrap();
+        assert_eq!(catalog.views.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["v1", "v2"]);
+        assert!(matches!(catalog.put_view(view("t", &[], &["a"]), true), Err(StorageError::RelationExists { kind: "table", .. })));
+        assert!(matches!(catalog.put_view(view("v1", &["t"], &["d"]), false), Err(StorageError::RelationExists { kind: "view", .. })));
+        // A replacement keeps the old columns (and may add some), and may not read itself.
+        assert!(matches!(catalog.put_view(view("v1", &["t"], &["x"]), true), Err(StorageError::ViewColumnsChanged { .. })));
+        assert!(matches!(catalog.put_view(view("v1", &["v2"], &["d", "f"]), true), Err(StorageError::ViewColumnsChanged { .. })));
+        catalog.put_view(view("v1", &["t"], &["d", "f"]), true).unwrap();
+        assert_eq!(catalog.view("v1").unwrap().columns, ["d", "f"]);
+        catalog.write_atomic(dir.path()).unwrap();
+        let read = Catalog::read(dir.path()).unwrap();
+        assert_eq!(read.views, catalog.views);
+        // Dropping what a view reads is refused, naming the view; dropping both together works.
+        let err = catalog.refuse_drop_read_by_views("table", "t", &[]).unwrap_err();
+        assert!(err.to_string().contains("view v1 reads it"), "{err}");
+        assert!(matches!(catalog.clone().remove_views(&["v1".into()], false), Err(StorageError::DependentViews { .. })));
+        assert!(matches!(catalog.clone().remove_views(&["t".into()], false), Err(StorageError::WrongObjectType { .. })));
+        assert!(matches!(catalog.clone().remove_views(&["nope".into()], false), Err(StorageError::UnknownView { .. })));
+        assert_eq!(catalog.clone().remove_views(&["nope".into()], true).unwrap(), Vec::<String>::new());
+        assert_eq!(catalog.remove_views(&["v1".into(), "V2".into()], false).unwrap(), ["v1", "v2"]);
+        assert!(catalog.views.is_empty());
+    }
+
+    /// A catalog written before views existed (no `views` key) opens with none; a view with
+    /// a table's name is corrupt.
+    #[test]
+    fn catalogs_without_views_open_and_bad_views_are_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::default();
+        catalog.tables.insert("t".into(), table_with(ColumnType::Int64));
+        catalog.write_atomic(dir.path()).unwrap();
+        let bytes = std::fs::read(Catalog::path(dir.path())).unwrap();
+        assert!(!String::from_utf8_lossy(&bytes).contains("\"views\""), "no views key when there are none");
+        assert!(Catalog::read(dir.path()).unwrap().views.is_empty());
+        catalog.views.push(view("t", &[], &["a"]));
+        catalog.write_atomic(dir.path()).unwrap();
+        assert!(matches!(Catalog::read(dir.path()), Err(StorageError::CatalogCorrupt { .. })));
     }
 
     /// A catalog naming a table format this build does not know (a newer flashscan wrote

@@ -23,6 +23,8 @@ pub fn drop_table(db_dir: &Path, table_name: &str) -> Result<DropReport, Storage
     let _lock = lock_database(db_dir)?;
     let db = Database::open(db_dir)?;
     let table = db.table(table_name)?.clone();
+    // As DROP TABLE in SQL: not while a view reads it (PostgreSQL's rule without CASCADE).
+    db.catalog().refuse_drop_read_by_views("table", &table.name, &[])?;
     let mut next: Catalog = db.catalog().clone();
     crate::orphans::sweep_unreferenced(db_dir, &mut next)?;
     let index_bytes: u64 = next.indexes_on(&table.name).map(|i| i.size_bytes).sum();

@@ -34,6 +34,27 @@ pub enum StorageError {
     #[error("unknown table {name:?}; tables in this database: {known}")]
     UnknownTable { name: String, known: String },
 
+    /// CREATE TABLE / CREATE VIEW under a name a table or a view already has (tables and
+    /// views share one namespace, as in PostgreSQL).
+    #[error("relation \"{name}\" already exists (a {kind}): pick another name{hint}")]
+    RelationExists { name: String, kind: &'static str, hint: &'static str },
+
+    #[error("view \"{name}\" does not exist; views in this database: {known}")]
+    UnknownView { name: String, known: String },
+
+    /// DROP TABLE of a view, DROP VIEW of a table.
+    #[error("\"{name}\" is not a {wanted}: it is a {actual}; use DROP {actual_upper}")]
+    WrongObjectType { name: String, wanted: &'static str, actual: &'static str, actual_upper: &'static str },
+
+    /// DROP of a table or view other views read: PostgreSQL refuses it without CASCADE.
+    #[error("cannot drop {kind} {name}: view {views} reads it; DROP VIEW {views} first (DROP … CASCADE is not supported)")]
+    DependentViews { kind: &'static str, name: String, views: String },
+
+    /// CREATE OR REPLACE VIEW that drops or renames a column (PostgreSQL's rule: the new
+    /// query keeps the old columns, in order, and may add columns after them).
+    #[error("cannot change the columns of view {name}: {reason}; DROP VIEW {name} and CREATE it again")]
+    ViewColumnsChanged { name: String, reason: String },
+
     #[error("unknown column {column:?} in table {table:?}; columns: {known}")]
     UnknownColumn { table: String, column: String, known: String },
 

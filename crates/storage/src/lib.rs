@@ -38,7 +38,7 @@ pub mod testkit;
 pub mod verify;
 pub mod write_meta;
 
-pub use catalog::Catalog;
+pub use catalog::{Catalog, ViewEntry};
 pub use column::{ColumnDef, ColumnType};
 pub use database::Database;
 pub use drop::{drop_table, DropReport};

@@ -215,6 +215,9 @@ impl WritePath {
     pub fn lock_for_change(&self, txn: &mut Transaction, table_name: &str) -> Result<String, WriteError> {
         let key = {
             let st = self.lock_state_shared()?;
+            if key_of(&st.catalog, table_name).is_none() && st.catalog.view(table_name).is_some() {
+                return Err(WriteError::NotSupported(format!("cannot UPDATE or DELETE view {table_name}: views are read-only (not supported): write into the table it reads")));
+            }
             if let Some(table) = key_of(&st.catalog, table_name).and_then(|k| st.catalog.tables.get(&k)).filter(|t| t.is_column_store()) {
                 return Err(WriteError::NotSupported(format!(
                     "UPDATE and DELETE of table {}: a column store ({}) takes neither yet; rebuild it as a heap first (`flashscan rebuild {} {} --compression none`)",

@@ -598,6 +598,9 @@ impl WritePath {
         if !valid_table_name(&name) {
             return Err(WriteError::InvalidArgument(format!("table name {:?}: use letters, digits and _", new.name)));
         }
+        if st.catalog.view(&name).is_some() {
+            return Err(StorageError::RelationExists { name, kind: "view", hint: "" }.into());
+        }
         if let Some(key) = key_of(&st.catalog, &name) {
             if new.if_not_exists {
                 return Ok(st.catalog.tables[&key].clone());
@@ -666,11 +669,16 @@ impl WritePath {
         Self::require_writer(&st)?;
         self.refuse_cluster_host(&st, "DROP TABLE")?;
         let Some(key) = key_of(&st.catalog, name) else {
+            if st.catalog.view(name).is_some() {
+                let name = name.to_ascii_lowercase();
+                return Err(StorageError::WrongObjectType { name, wanted: "table", actual: "view", actual_upper: "VIEW" }.into());
+            }
             if if_exists {
                 return Ok(false);
             }
             return Err(Self::unknown_table(&st, name));
         };
+        st.catalog.refuse_drop_read_by_views("table", &key, &[])?;
         let mut next = st.catalog.clone();
         if next.remove_table(&key).is_none() {
             return Ok(false);
@@ -683,6 +691,38 @@ impl WritePath {
         st.deltas.remove(&key);
         Self::commit_then_sweep(&mut st, next, &self.db_dir);
         Ok(true)
+    }
+
+    /// CREATE [OR REPLACE] VIEW: the view into the catalog, one atomic commit
+    /// (`Catalog::put_view` says what is refused). The caller planned its query.
+    pub fn create_view(&self, view: flashscan_storage::ViewEntry, or_replace: bool) -> Result<(), WriteError> {
+        let mut st = self.lock_state()?;
+        Self::require_writer(&st)?;
+        if !valid_table_name(&view.name.to_ascii_lowercase()) {
+            return Err(WriteError::InvalidArgument(format!("view name {:?}: use letters, digits and _", view.name)));
+        }
+        let mut next = st.catalog.clone();
+        next.put_view(view, or_replace)?;
+        next.generation += 1;
+        next.write_atomic(&self.db_dir)?;
+        st.catalog = next;
+        Ok(())
+    }
+
+    /// DROP VIEW [IF EXISTS] a, b, …: all of them in one atomic commit, or none
+    /// (`Catalog::remove_views`). Returns the names dropped.
+    pub fn drop_views(&self, names: &[String], if_exists: bool) -> Result<Vec<String>, WriteError> {
+        let mut st = self.lock_state()?;
+        Self::require_writer(&st)?;
+        let mut next = st.catalog.clone();
+        let dropped = next.remove_views(names, if_exists)?;
+        if dropped.is_empty() {
+            return Ok(dropped);
+        }
+        next.generation += 1;
+        next.write_atomic(&self.db_dir)?;
+        st.catalog = next;
+        Ok(dropped)
     }
 
     /// `next` is committed (written): it becomes the state's catalog, then the files it
