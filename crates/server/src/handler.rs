@@ -894,6 +894,8 @@ impl QueryHandler {
                     set_flashscan(backend, key, value)?;
                 } else if name.starts_with("datafusion.") {
                     return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("SET {name}: DataFusion settings are the server's, not a session's")));
+                } else if name == "synchronous_commit" {
+                    refuse_asynchronous_commit(value)?;
                 }
                 // Other client settings (client_encoding, DateStyle, application_name,
                 // extra_float_digits, search_path...) are accepted: the server's answers
@@ -1014,6 +1016,22 @@ impl QueryHandler {
                 self.query_response(backend, plan, format).await
             }
         }
+    }
+}
+
+/// `SET synchronous_commit`: every commit is durable before it is acknowledged, which is
+/// what `on` (and `local`, `remote_write`, `remote_apply` on one server) asks; `off` asks
+/// for acknowledgement before the flush (delayed durability), which flashscan does not
+/// provide yet (issue 31), so it is refused rather than taken and ignored.
+fn refuse_asynchronous_commit(value: &str) -> PgWireResult<()> {
+    let v = value.trim().trim_matches('\'').to_ascii_lowercase();
+    match v.as_str() {
+        "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" | "default" => Ok(()),
+        "off" | "false" | "no" | "0" => Err(pg_error(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            "synchronous_commit = off is not supported yet: every commit is durable in the log before it is acknowledged; leave synchronous_commit on",
+        )),
+        _ => Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"synchronous_commit\": \"{value}\" (use on or off)"))),
     }
 }
 

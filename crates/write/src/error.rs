@@ -29,7 +29,7 @@ pub enum WriteError {
     NotSupported(String),
     #[error("database {db} is in use by another writer ({holder}; lock {lock}): wait for it to finish, or stop it")]
     Locked { db: PathBuf, holder: String, lock: PathBuf },
-    #[error("table {table} has {rows} committed rows that are still only in the write-ahead log, which {what} does not read: run `flashscan checkpoint {db}` first")]
+    #[error("table {table} has {rows} committed changes (rows inserted or deleted) that are still only in the write-ahead log, which {what} does not read: run `flashscan checkpoint {db}` first")]
     Unflushed { table: String, rows: u64, what: String, db: PathBuf },
     #[error("{path}: {source}")]
     File { path: PathBuf, source: std::io::Error },
