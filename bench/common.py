@@ -1,4 +1,4 @@
-"""What the peer benchmarks under bench/ share: running a command, CPU seconds of this
+"""What the peer benchmarks under bench/ share: loading another benchmark's script, running a command, CPU seconds of this
 process or its children, a DuckDB database loaded once from Parquet files, the flags every
 side-by-side run takes (scale factor, rounds, threads, work directory), the order of the
 runs in a round and the Markdown result table.
@@ -7,7 +7,15 @@ A script imports it with
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import common
 """
-import os, random, resource, subprocess, time
+import importlib.util, os, random, resource, subprocess, time
+
+
+def load_by_path(name, path):
+    """Another benchmark's script as a module (each is named run.py, so not by import)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def sh(cmd, **kw):

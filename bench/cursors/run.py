@@ -33,8 +33,6 @@ import sys
 import threading
 import time
 
-import importlib.util
-
 import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -42,15 +40,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
 
 
-def load_by_path(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # The latency benchmark's servers and loader (loaded by path: each script is run.py).
-latency = load_by_path("latency_run", os.path.join(HERE, "..", "latency", "run.py"))
+latency = common.load_by_path("latency_run", os.path.join(HERE, "..", "latency", "run.py"))
 # Ports of their own, so this runs beside bench/latency.
 PG_PORT = latency.PG_PORT = 55462
 FS_PORT = 55463

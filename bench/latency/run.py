@@ -41,8 +41,6 @@ import subprocess
 import sys
 import time
 
-import importlib.util
-
 import psycopg
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,15 +48,8 @@ sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
 
 
-def load_by_path(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 # bench/concurrency/run.py starts and stops both servers (loaded by path: this file is run.py too).
-servers = load_by_path("concurrency_run", os.path.join(HERE, "..", "concurrency", "run.py"))
+servers = common.load_by_path("concurrency_run", os.path.join(HERE, "..", "concurrency", "run.py"))
 
 PG_PORT = 55442
 FS_PORT = 55443

@@ -31,21 +31,12 @@ import subprocess
 import sys
 import time
 
-import importlib.util
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import common  # noqa: E402
 
 
-def load_by_path(name, path):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-servers = load_by_path("concurrency_run", os.path.join(HERE, "..", "concurrency", "run.py"))
+servers = common.load_by_path("concurrency_run", os.path.join(HERE, "..", "concurrency", "run.py"))
 
 FS_PORT = 55453
 FS_HTTP = 55491
