@@ -149,7 +149,7 @@ fn open(db: &Path) -> Result<(WritePath, bool, u64), BenchError> {
             t.row_count + wp.delta(TABLE_NAME).map(|d| d.row_count()).unwrap_or(0)
         }
         None => {
-            wp.create_table(NewTable { name: TABLE_NAME.into(), columns: columns(), partition_count: None, partition_by: Some("id".into()), if_not_exists: false })?;
+            wp.create_table(NewTable { name: TABLE_NAME.into(), columns: columns(), partition_count: None, partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new() })?;
             0
         }
     };

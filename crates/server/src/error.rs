@@ -58,6 +58,7 @@ pub mod sqlstate {
     pub const INVALID_PASSWORD: &str = "28P01";
     pub const READ_ONLY: &str = "25006";
     pub const NOT_NULL_VIOLATION: &str = "23502";
+    pub const UNIQUE_VIOLATION: &str = "23505";
     pub const IN_FAILED_TRANSACTION: &str = "25P02";
     pub const BAD_COPY_FORMAT: &str = "22P04";
     pub const UNDEFINED_COLUMN: &str = "42703";

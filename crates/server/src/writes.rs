@@ -141,6 +141,7 @@ impl WriteFailure {
         let code = match e {
             WriteError::NotSupported(_) => sqlstate::FEATURE_NOT_SUPPORTED,
             WriteError::Deadlock { .. } => sqlstate::DEADLOCK_DETECTED,
+            WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => sqlstate::UNIQUE_VIOLATION,
             WriteError::SerializationFailure { .. } => sqlstate::SERIALIZATION_FAILURE,
             WriteError::LockTimeout { .. } => sqlstate::LOCK_NOT_AVAILABLE,
             WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. } | flashscan_storage::StorageError::UnknownView { .. }) => sqlstate::UNDEFINED_TABLE,
@@ -360,8 +361,10 @@ impl Committer {
         if self.queued.load(Relaxed) != 0 || self.on_task.active() > self.on_task_max {
             return None;
         }
-        // Cheap (the state mutex): staging below must not block the runtime either.
-        if self.write.commit_would_block(0).unwrap_or(true) {
+        // Cheap (the state mutex): staging below must not block the runtime either. A
+        // table with a unique index may make staging wait for another transaction's
+        // change lock: the workers' threads take those.
+        if self.write.commit_would_block(0).unwrap_or(true) || self.write.has_unique_index(table) {
             return None;
         }
         let waited = std::time::Instant::now();
@@ -787,7 +790,7 @@ mod tests {
         init_database(&db, &InitOptions::default()).expect("init");
         let write = WritePath::open_writer(&db, "committer test").expect("writer");
         let id = ColumnDef { name: "id".into(), column_type: ColumnType::Int64, nullable: false };
-        write.create_table(NewTable { name: "t".into(), columns: vec![id], partition_count: Some(2), partition_by: None, if_not_exists: false }).expect("create");
+        write.create_table(NewTable { name: "t".into(), columns: vec![id], partition_count: Some(2), partition_by: None, if_not_exists: false, indexes: Vec::new() }).expect("create");
         Arc::new(write)
     }
 

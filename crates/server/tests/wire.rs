@@ -805,15 +805,12 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     assert_eq!(one("read_sql_table_chunks"), ["5", "3"], "{stdout}");
     // A tz-aware column's moments, in UTC (Berlin is UTC+1 in January, +2 in June).
     assert_eq!(one("moments"), ["2024-01-01T09:00:00", "2024-06-01T10:00:00"], "{stdout}");
-    // The index as a plain column named `index` works; pandas' own index asks for CREATE
-    // INDEX: refused, saying what to do. The table it created first stays (DDL is not
-    // transactional here; PostgreSQL would have rolled it back).
+    // The index as a plain column named `index` works; pandas' own index (index=True) is
+    // a CREATE INDEX, taken, and a lookup by it finds its row.
     assert_eq!(one("to_sql_reset_index"), ["-1"], "{stdout}");
     assert_eq!(one("index_column"), ["0:1", "1:2", "2:3", "3:4"], "{stdout}");
-    let refused = one("to_sql_index");
-    assert_eq!(refused[0], "FeatureNotSupported", "SQLSTATE 0A000: {stdout}");
-    assert!(refused[1].contains("CREATE INDEX") && refused[1].contains("index=False"), "{stdout}");
-    assert_eq!(one("after_refusal"), ["True"], "{stdout}");
+    assert_eq!(one("to_sql_index"), ["-1"], "{stdout}");
+    assert_eq!(one("indexed_lookup"), ["2:3"], "{stdout}");
     server.shutdown().await;
     // The rows on disk, as flashscan sql reads them after the server stopped.
     let on_disk = common::reopened(&db, "select id, name, score, ok, at from frames order by id, name").await;

@@ -553,3 +553,44 @@ async fn a_deadlock_fails_one_transaction_with_40p01() {
     assert_eq!(one(&client, "SELECT (SELECT count(*) FROM da) + (SELECT count(*) FROM db)").await, "0");
     server.shutdown().await;
 }
+
+/// A primary key over the wire: a repeated key fails with 23505 naming the constraint and
+/// the key, in every write path (INSERT, UPDATE of the key, COPY); two clients inserting
+/// the same key at once: the second waits for the first, then fails when it commits or
+/// goes on when it rolls back (PostgreSQL's behaviour).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_key_holds_for_every_writer() {
+    let Served { _guard, db: _, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE k (id bigint PRIMARY KEY, v text); INSERT INTO k VALUES (1, 'a'), (2, 'b')").await.expect("setup");
+    for sql in ["INSERT INTO k VALUES (1, 'again')", "INSERT INTO k VALUES (3, 'x'), (3, 'y')", "UPDATE k SET id = 2 WHERE id = 1"] {
+        let e = client.batch_execute(sql).await.expect_err(sql);
+        let text = common::error_of(&e);
+        assert!(text.starts_with("23505") && text.contains("k_pkey") && text.contains("(id)="), "{sql}: {text}");
+    }
+    assert_eq!(one(&client, "SELECT count(*) FROM k").await, "2", "nothing of a refused statement was written");
+    // An UPDATE that keeps the key passes the check (its old version does not collide).
+    assert_eq!(tag(&client, "UPDATE k SET v = 'c' WHERE id = 2").await, 1);
+
+    let (first, second) = (connect(&server).await, connect(&server).await);
+    first.batch_execute("BEGIN; INSERT INTO k VALUES (10, 'first')").await.expect("first inserts 10");
+    let waiter = tokio::spawn(async move {
+        let started = Instant::now();
+        let r = second.batch_execute("INSERT INTO k VALUES (10, 'second')").await.map_err(|e| common::error_of(&e));
+        (r, started.elapsed(), second)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.batch_execute("COMMIT").await.expect("first commits");
+    let (r, waited, second) = waiter.await.expect("second");
+    let e = r.expect_err("the second insert of 10 fails once the first commits");
+    assert!(e.starts_with("23505"), "{e}");
+    assert!(waited >= Duration::from_millis(250), "the second waited for the first: {waited:?}");
+
+    first.batch_execute("BEGIN; INSERT INTO k VALUES (11, 'first')").await.expect("first inserts 11");
+    let waiter = tokio::spawn(async move { second.batch_execute("INSERT INTO k VALUES (11, 'second')").await.map_err(|e| common::error_of(&e)) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    first.batch_execute("ROLLBACK").await.expect("first rolls back");
+    waiter.await.expect("second").expect("the second insert of 11 goes on once the first rolls back");
+    assert_eq!(one(&client, "SELECT v FROM k WHERE id = 11").await, "second");
+    assert_eq!(one(&client, "SELECT count(*) FROM k").await, "4");
+    server.shutdown().await;
+}

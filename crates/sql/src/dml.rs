@@ -124,7 +124,7 @@ pub fn refuse_unsupported_create(ct: &CreateTable) -> Result<(), SqlError> {
         return no("CREATE EXTERNAL/TEMPORARY TABLE", "CREATE TABLE makes a flashscan table");
     }
     if !ct.constraints.is_empty() {
-        return no("table constraints (PRIMARY KEY, UNIQUE, FOREIGN KEY, CHECK)", "declare columns NOT NULL; indexes come from `flashscan index create`");
+        return no("table constraints other than PRIMARY KEY and UNIQUE (FOREIGN KEY, CHECK)", "drop them; flashscan would not enforce them");
     }
     if ct.like.is_some() || ct.clone.is_some() {
         return no("CREATE TABLE … LIKE/CLONE", "list the columns");
@@ -145,14 +145,8 @@ fn refuse_column_option(column: &str, option: &ColumnOption) -> Result<(), SqlEr
     let refuse = |what: &str, instead: &str| Err(SqlError::Plan(format!("column {column}: {what} is not supported yet: {instead}")));
     match option {
         ColumnOption::Null | ColumnOption::NotNull | ColumnOption::Default(_) => Ok(()),
-        ColumnOption::PrimaryKey(_) => refuse(
-            "PRIMARY KEY (not enforced yet, and flashscan refuses a key it would not enforce)",
-            "declare the column NOT NULL without the key; a B+tree index comes from `flashscan index create`",
-        ),
-        ColumnOption::Unique(_) => refuse(
-            "UNIQUE (not enforced yet, and flashscan refuses a constraint it would not enforce)",
-            "drop UNIQUE from the column; a B+tree index comes from `flashscan index create`",
-        ),
+        // Taken out before this check (`index_ddl::take_key_constraints`) and enforced.
+        ColumnOption::PrimaryKey(_) | ColumnOption::Unique(_) => Ok(()),
         ColumnOption::ForeignKey(_) => refuse("REFERENCES (foreign keys are not enforced)", "drop REFERENCES from the column"),
         ColumnOption::Check(_) => refuse("CHECK (not enforced)", "drop the CHECK and validate the rows before INSERT"),
         ColumnOption::Identity(_) | ColumnOption::Generated { .. } => {
@@ -163,7 +157,7 @@ fn refuse_column_option(column: &str, option: &ColumnOption) -> Result<(), SqlEr
 }
 
 pub fn new_table(name: String, columns: Vec<flashscan_storage::ColumnDef>, partitions: Option<u32>, partition_by: Option<String>, if_not_exists: bool) -> NewTable {
-    NewTable { name, columns, partition_count: partitions, partition_by, if_not_exists }
+    NewTable { name, columns, partition_count: partitions, partition_by, if_not_exists, indexes: Vec::new() }
 }
 
 /// The columns an INSERT fills, in the order of its VALUES (or SELECT) list — the listed

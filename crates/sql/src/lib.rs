@@ -29,6 +29,8 @@ pub mod dml;
 pub mod error;
 pub mod exec_plan;
 pub mod format;
+pub mod index_ddl;
+pub mod index_scan;
 pub mod like;
 pub mod metrics;
 pub mod output_names;

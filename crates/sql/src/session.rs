@@ -341,15 +341,47 @@ impl FlashscanSession {
                     self.register_tables(&w.catalog()?)?;
                     return status_output(text, format!("dropped {}", if dropped.is_empty() { "nothing".into() } else { dropped.join(", ") }), started);
                 }
-                SqlStatement::CreateIndex(_) => {
-                    return Err(SqlError::Plan(
-                        "CREATE INDEX is not supported yet (INSERT would not maintain it): build a B+tree with `flashscan index create DB TABLE --name NAME --columns COL` (docs/indexes.md); pandas: to_sql(..., index=False)".into(),
-                    ));
+                SqlStatement::CreateIndex(ci) => {
+                    let started = Instant::now();
+                    let (table, def) = crate::index_ddl::create_index(ci)?;
+                    let name = def.name.clone();
+                    let w = self.ensure_writer()?;
+                    let created = w.create_index(&table, def, ci.if_not_exists)?;
+                    self.register_tables(&w.catalog()?)?;
+                    return status_output(text, if created { format!("index {name} on {table}") } else { format!("index {name} exists") }, started);
                 }
-                SqlStatement::AlterTable(_) => {
-                    return Err(SqlError::Plan(
-                        "ALTER TABLE is not supported yet (constraints, added or renamed columns): create a new table and INSERT INTO it … SELECT".into(),
-                    ));
+                SqlStatement::Drop { object_type: ObjectType::Index, if_exists, names, .. } => {
+                    let started = Instant::now();
+                    let w = self.ensure_writer()?;
+                    let mut dropped = Vec::new();
+                    for n in names {
+                        let name = crate::index_ddl::bare_name(n);
+                        if w.drop_index(None, &name, false, *if_exists)? {
+                            dropped.push(name);
+                        }
+                    }
+                    self.register_tables(&w.catalog()?)?;
+                    return status_output(text, format!("dropped {}", if dropped.is_empty() { "nothing".into() } else { dropped.join(", ") }), started);
+                }
+                SqlStatement::AlterTable(at) => {
+                    let started = Instant::now();
+                    let w = self.ensure_writer()?;
+                    let message = match crate::index_ddl::alter_table(at)? {
+                        crate::index_ddl::AlterKey::Add { table, def } => {
+                            let name = def.name.clone();
+                            w.create_index(&table, def, false)?;
+                            format!("constraint {name} on {table}")
+                        }
+                        crate::index_ddl::AlterKey::DropConstraint { table, name, if_exists } => {
+                            if w.drop_index(Some(&table), &name, true, if_exists)? {
+                                format!("dropped constraint {name}")
+                            } else {
+                                format!("constraint {name} does not exist")
+                            }
+                        }
+                    };
+                    self.register_tables(&w.catalog()?)?;
+                    return status_output(text, message, started);
                 }
                 SqlStatement::Truncate(truncate) => return self.truncate(truncate, text).await,
                 SqlStatement::Update(_) | SqlStatement::Delete(_) | SqlStatement::Merge(_) => {
@@ -451,6 +483,7 @@ impl FlashscanSession {
     /// plans them, one catalog commit in the write path.
     async fn create_table(&self, mut ct: datafusion::sql::sqlparser::ast::CreateTable, text: String) -> Result<QueryOutput, SqlError> {
         let started = Instant::now();
+        let keys = crate::index_ddl::take_key_constraints(&mut ct)?;
         crate::dml::refuse_unsupported_create(&ct)?;
         let (partitions, partition_by) = crate::dml::table_options(&mut ct)?;
         let if_not_exists = ct.if_not_exists;
@@ -470,7 +503,9 @@ impl FlashscanSession {
             .map(|f| Ok(ColumnDef { name: f.name().clone(), column_type: ColumnType::from_arrow(f.name(), f.data_type())?, nullable: f.is_nullable() }))
             .collect::<Result<Vec<_>, SqlError>>()?;
         let w = self.ensure_writer()?;
-        let table = w.create_table(crate::dml::new_table(name, columns, partitions, partition_by, if_not_exists))?;
+        let mut new = crate::dml::new_table(name, columns, partitions, partition_by, if_not_exists);
+        new.indexes = keys;
+        let table = w.create_table(new)?;
         self.register_tables(&w.catalog()?)?;
         status_output(text, format!("table {} ({} partitions, hashed on {})", table.name, table.partitions.len(), table.partition_by), started)
     }

@@ -46,6 +46,8 @@ config_namespace! {
         pub build_on_fewer_rows: bool, transform = switch_text, default = true
         /// Small-domain partial aggregates over column store scans are answered in the scan by flashscan's kernel.
         pub aggregate_pushdown: bool, transform = switch_text, default = true
+        /// Scans whose filters fix the leading columns of one of the table's SQL indexes read only the rows the index names (off: every scan reads the whole table; the answers are the same).
+        pub index_lookups: bool, transform = switch_text, default = true
     }
 }
 

@@ -127,6 +127,53 @@ impl FlashscanTable {
         }
     }
 
+    /// The rows one of the table's SQL indexes finds for `predicates` under the
+    /// statement's snapshot (index_scan.rs), as a plan; `None` when no index fits, or the
+    /// index does not cover the snapshot (the scan reads the table then). An index not
+    /// built yet is built first (once per process: a scan of its key columns).
+    async fn index_lookup(
+        &self,
+        state: &dyn Session,
+        table: &TableMeta,
+        snapshot: Option<&SnapshotTable>,
+        predicates: &[ColumnPredicate],
+        projection: &[usize],
+        row_ids: bool,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let (Some(snapshot), Some(write)) = (snapshot, self.write.as_ref()) else { return Ok(None) };
+        if predicates.is_empty() || table.is_column_store() || !self.scan_settings(state).index_lookups {
+            return Ok(None);
+        }
+        let names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        let indexes = snapshot.indexes();
+        let Some(choice) = crate::index_scan::choose(&indexes, predicates, &names) else { return Ok(None) };
+        if !choice.index.is_built() {
+            let write = write.clone();
+            let name = table.name.clone();
+            let built = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| write.built_indexes(&name)),
+                _ => write.built_indexes(&name),
+            };
+            built.map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        }
+        let found = snapshot.rows_by_index(&choice.index, &choice.keys, choice.prefix, projection, &self.db_dir).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        let Some((batch, ids)) = found else { return Ok(None) };
+        let mut fields: Vec<_> = projection.iter().map(|&c| Arc::new(self.schema.field(c).clone())).collect();
+        let mut columns: Vec<arrow::array::ArrayRef> = batch
+            .columns()
+            .iter()
+            .zip(&fields)
+            .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
+            .collect::<std::result::Result<_, _>>()?;
+        if row_ids {
+            fields.push(Arc::new(row_id_field()));
+            columns.push(Arc::new(arrow::array::UInt64Array::from(ids)));
+        }
+        let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+        let batch = arrow::record_batch::RecordBatch::try_new_with_options(schema, columns, &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())))?;
+        Ok(Some(Arc::new(crate::index_scan::IndexLookupExec::new(&table.name, &choice, batch))))
+    }
+
     /// Committed rows only in the delta now.
     fn delta_rows(&self) -> u64 {
         self.view(None).1.map(|d| d.delta_row_count()).unwrap_or(0)
@@ -167,7 +214,12 @@ impl FlashscanTable {
             !self.partition_ranges.is_empty() && self.partition_ranges.iter().all(|p| p.get(c).is_some_and(|r| r.is_some()))
         };
         let column_store_skips = self.table.is_column_store() && !scan_filter_of(&predicates, &self.schema).ranges.is_empty();
-        (column_store_skips || predicates.iter().any(|p| has_ranges(p.column()) || self.hash_partitions(p).is_some())).then_some(predicates)
+        // `=` or IN on the first column of one of the table's indexes: an index lookup.
+        let index_lookup = |p: &ColumnPredicate| {
+            matches!(p, ColumnPredicate::Compare { op: datafusion::logical_expr::Operator::Eq, .. } | ColumnPredicate::InList { .. })
+                && self.table.indexes.iter().any(|i| i.columns.first().is_some_and(|c| self.column_index(c) == Some(p.column())))
+        };
+        (column_store_skips || predicates.iter().any(|p| has_ranges(p.column()) || self.hash_partitions(p).is_some() || index_lookup(p))).then_some(predicates)
     }
 
     /// The partitions (indexes) that can hold rows passing `p`, when `p` pins the
@@ -397,6 +449,9 @@ impl TableProvider for FlashscanTable {
                 predicates.extend(p);
                 pruning_filters.push(f.to_string());
             }
+        }
+        if let Some(lookup) = self.index_lookup(state, &table, delta.as_ref(), &predicates, &projection, row_ids).await? {
+            return Ok(lookup);
         }
         let kept_positions: Vec<usize> = (0..table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates)).collect();
         let kept: Vec<&PartitionMeta> = kept_positions.iter().map(|&i| &table.partitions[i]).collect();

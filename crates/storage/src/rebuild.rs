@@ -99,6 +99,16 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         }
     }
     let target_name = options.into_table.as_deref().map_or_else(|| old.name.clone(), str::to_ascii_lowercase);
+    // SQL indexes (kept in memory, read rows straight from uncompressed heap pages) go with
+    // the table only where they can follow it: the same name, the plain heap.
+    if !old.indexes.is_empty() && (target_name != old.name || target.catalog_name() != "heap") {
+        let names: Vec<&str> = old.indexes.iter().map(|i| i.name.as_str()).collect();
+        return Err(StorageError::InvalidArgument(format!(
+            "table {} has SQL indexes ({}), which cover uncompressed heap tables under their own name: rebuild it as heap in place, or drop them first (DROP INDEX / ALTER TABLE … DROP CONSTRAINT)",
+            old.name,
+            names.join(", ")
+        )));
+    }
     if !crate::load::valid_table_name(&target_name) {
         return Err(StorageError::InvalidArgument(format!("table name {target_name:?}: use letters, digits and _")));
     }

@@ -100,6 +100,28 @@ pub struct TableMeta {
     /// (`deleted_rows`); scans skip them. None: no row was ever deleted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted_rows: Option<crate::deleted_rows::DeletedRowsMeta>,
+    /// The table's SQL indexes (CREATE INDEX, PRIMARY KEY, UNIQUE): part of the table's
+    /// definition, so TRUNCATE and a checkpoint keep them and DROP TABLE removes them in
+    /// the same commit. Their entries are kept in memory by the write path
+    /// (crates/write `key_index.rs`), built from the table when first used.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub indexes: Vec<KeyIndexDef>,
+}
+
+/// One SQL index of a table: its name (unique in the database, as PostgreSQL's index
+/// names are in a schema), its key columns in order, and whether it enforces uniqueness.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyIndexDef {
+    pub name: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    /// The table's PRIMARY KEY (unique, and its columns NOT NULL).
+    #[serde(default)]
+    pub primary: bool,
+    /// Made by a PRIMARY KEY or UNIQUE constraint (CREATE TABLE, ALTER TABLE … ADD), not by
+    /// CREATE INDEX: dropped with ALTER TABLE … DROP CONSTRAINT, not DROP INDEX.
+    #[serde(default)]
+    pub constraint: bool,
 }
 
 impl TableMeta {
@@ -135,6 +157,7 @@ impl TableMeta {
             source: String::new(),
             load_lsn: 1,
             deleted_rows: None,
+            indexes: Vec::new(),
         }
     }
 

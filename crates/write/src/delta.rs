@@ -17,6 +17,7 @@ use flashscan_storage::heap::heap_page::{slot_offset, HeapPageBuilder};
 use flashscan_storage::{HeapDecoder, Lsn, PageId, StorageError, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::deleted::DeletedRows;
+use crate::key_index::TableIndexes;
 use crate::error::WriteError;
 use crate::row_id::RowId;
 
@@ -35,11 +36,13 @@ struct PartitionDelta {
     lsns: Vec<u64>,
     /// Rows on each closed page, in order (the open page holds `open_rows.len()`).
     closed_rows: Vec<u32>,
+    /// Insert LSN → the row's position in `lsns` (what an index lookup finds rows by).
+    by_lsn: HashMap<u64, u32>,
 }
 
 impl PartitionDelta {
     fn new(column_count: u16) -> PartitionDelta {
-        PartitionDelta { closed: Vec::new(), open_rows: Vec::new(), open: HeapPageBuilder::new(column_count), row_count: 0, lsns: Vec::new(), closed_rows: Vec::new() }
+        PartitionDelta { closed: Vec::new(), open_rows: Vec::new(), open: HeapPageBuilder::new(column_count), row_count: 0, lsns: Vec::new(), closed_rows: Vec::new(), by_lsn: HashMap::new() }
     }
 
     fn append(&mut self, row: &[u8], lsn: u64) -> bool {
@@ -59,15 +62,39 @@ impl PartitionDelta {
         }
         self.open_rows.push(row.to_vec());
         self.row_count += 1;
+        self.by_lsn.insert(lsn, self.lsns.len() as u32);
         self.lsns.push(lsn);
         true
+    }
+
+    /// The row at `ordinal` (delta order), in the page row encoding.
+    fn row(&self, ordinal: usize) -> Option<&[u8]> {
+        let mut first = 0usize;
+        for (page, rows) in self.closed.iter().zip(&self.closed_rows) {
+            let n = *rows as usize;
+            if ordinal < first + n {
+                return rows_of_page(page).get(ordinal - first).copied();
+            }
+            first += n;
+        }
+        self.open_rows.get(ordinal - first).map(|r| r.as_slice())
+    }
+
+    /// Every row in delta order, in the page row encoding.
+    fn rows(&self) -> Vec<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.lsns.len());
+        for page in &self.closed {
+            out.extend(rows_of_page(page).into_iter().map(|r| r.to_vec()));
+        }
+        out.extend(self.open_rows.iter().cloned());
+        out
     }
 
     /// Memory the partition holds: its closed pages, the open page and its rows' copies.
     fn memory_bytes(&self) -> u64 {
         let open_rows: usize = self.open_rows.iter().map(|r| r.len()).sum();
         let open_page = if self.open_rows.is_empty() { 0 } else { PAGE_SIZE_BYTES };
-        (self.closed.len() * PAGE_SIZE_BYTES + open_page + open_rows + self.lsns.len() * 8) as u64
+        (self.closed.len() * PAGE_SIZE_BYTES + open_page + open_rows + self.lsns.len() * 8 + self.by_lsn.len() * 16) as u64
     }
 
     /// The closed pages and a sealed copy of the open one.
@@ -110,6 +137,8 @@ pub struct TableDelta {
     id: u64,
     /// The id of the delta the checkpoint that began this one wrote (`moved` names its rows).
     follows: Option<u64>,
+    /// The table's SQL indexes, handed on from delta to delta (key_index.rs).
+    indexes: Arc<TableIndexes>,
 }
 
 /// Hands out `TableDelta::id`s.
@@ -124,7 +153,7 @@ impl std::fmt::Debug for TableDelta {
 impl TableDelta {
     /// The delta of a table that has no deleted rows (a new or emptied table).
     pub fn new(table: &TableMeta) -> TableDelta {
-        TableDelta::with_deleted(table, DeletedRows::default(), HashMap::new(), None)
+        TableDelta::with_deleted(table, DeletedRows::default(), HashMap::new(), None, Arc::new(TableIndexes::of(table)))
     }
 
     /// The delta of `table` as committed in `db_dir`: its deleted rows file read (and
@@ -134,16 +163,20 @@ impl TableDelta {
             Some(meta) => DeletedRows::from_durable(&flashscan_storage::deleted_rows::read_deleted_rows(db_dir, meta)?),
             None => DeletedRows::default(),
         };
-        Ok(TableDelta::with_deleted(table, deleted, HashMap::new(), None))
+        Ok(TableDelta::with_deleted(table, deleted, HashMap::new(), None, Arc::new(TableIndexes::of(table))))
     }
 
     /// The delta that follows `previous` after a checkpoint wrote it into `table`'s pages.
     pub(crate) fn after_checkpoint(table: &TableMeta, previous: &TableDelta, moved: HashMap<u64, u64>) -> TableDelta {
         let deleted = previous.deleted.translated(&moved);
-        TableDelta::with_deleted(table, deleted, moved, Some(previous.id))
+        let next = TableDelta::with_deleted(table, deleted, moved, Some(previous.id), previous.indexes.clone());
+        for index in next.indexes.all() {
+            index.after_checkpoint(&next.moved, previous.id, next.id);
+        }
+        next
     }
 
-    fn with_deleted(table: &TableMeta, deleted: DeletedRows, moved: HashMap<u64, u64>, follows: Option<u64>) -> TableDelta {
+    fn with_deleted(table: &TableMeta, deleted: DeletedRows, moved: HashMap<u64, u64>, follows: Option<u64>, indexes: Arc<TableIndexes>) -> TableDelta {
         let column_count = table.columns.len() as u16;
         TableDelta {
             table: table.name.clone(),
@@ -155,6 +188,32 @@ impl TableDelta {
             moved,
             id: NEXT_DELTA_ID.fetch_add(1, Ordering::Relaxed),
             follows,
+            indexes,
+        }
+    }
+
+    /// The table's SQL indexes.
+    pub fn indexes(&self) -> &Arc<TableIndexes> {
+        &self.indexes
+    }
+
+    /// Where the row inserted at `lsn` is: (partition, position in delta order).
+    pub(crate) fn position(&self, lsn: u64) -> Option<(usize, usize)> {
+        let parts = self.partitions.lock().ok()?;
+        parts.iter().enumerate().find_map(|(p, d)| d.by_lsn.get(&lsn).map(|o| (p, *o as usize)))
+    }
+
+    /// The row at `ordinal` of `partition`, in the page row encoding.
+    pub(crate) fn row(&self, partition: usize, ordinal: usize) -> Option<Vec<u8>> {
+        let parts = self.partitions.lock().ok()?;
+        parts.get(partition)?.row(ordinal).map(|r| r.to_vec())
+    }
+
+    /// Every row of `partition` and its insert LSN, in delta order.
+    pub(crate) fn rows_and_lsns(&self, partition: usize) -> (Vec<Vec<u8>>, Vec<u64>) {
+        match self.partitions.lock() {
+            Ok(parts) => parts.get(partition).map(|p| (p.rows(), p.lsns.clone())).unwrap_or_default(),
+            Err(_) => Default::default(),
         }
     }
 

@@ -42,6 +42,13 @@ pub enum WriteError {
     /// The rows a transaction changes were changed by another since it read them (SQLSTATE 40001).
     #[error("could not serialize access to table {table}: {why}; ROLLBACK and run the transaction again")]
     SerializationFailure { table: String, why: String },
+    /// A row would repeat the key of a unique index (SQLSTATE 23505); nothing of the
+    /// statement was written.
+    #[error("duplicate key value violates unique constraint \"{index}\" of table {table}: Key {key} already exists; nothing of the statement was written")]
+    UniqueViolation { index: String, table: String, key: String },
+    /// CREATE UNIQUE INDEX (or ADD PRIMARY KEY / UNIQUE) over rows that repeat a key (23505).
+    #[error("could not create unique index \"{index}\" on table {table}: Key {key} is duplicated; remove the duplicates (DELETE) first, or create the index without UNIQUE")]
+    DuplicateKeys { index: String, table: String, key: String },
     /// The log and the catalog disagree in a way no crash explains.
     #[error("the write-ahead log does not match the catalog at LSN {lsn}: {what}; nothing was replayed")]
     Corrupt { lsn: u64, what: String },
@@ -59,6 +66,7 @@ impl WriteError {
             WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::Unflushed { .. } => true,
             WriteError::DeltaFull { .. } => true,
             WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } => false,
+            WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,
             WriteError::File { .. } | WriteError::Corrupt { .. } | WriteError::Io(_) | WriteError::NoSpace { .. } => false,
         }
     }

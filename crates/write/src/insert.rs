@@ -48,18 +48,22 @@ use crate::write_path::{key_of, meta_of, State, WritePath};
 type PartitionRows = Vec<Vec<Vec<u8>>>;
 
 pub(crate) struct Staged {
-    key: String,
+    pub(crate) key: String,
     /// The id the table had when the rows were staged (`None`: a loaded table that never
     /// took an INSERT; it gets one at commit).
     table_id: Option<u32>,
-    table: TableMeta,
-    rows: PartitionRows,
+    pub(crate) table: TableMeta,
+    pub(crate) rows: PartitionRows,
     /// Per partition, per row: the LSN of its insert record (filled when it is logged).
-    lsns: Vec<Vec<u64>>,
+    pub(crate) lsns: Vec<Vec<u64>>,
     /// Rows this statement deletes (DELETE, and the old versions of UPDATE), named as the
     /// snapshot it read them from names them, and that snapshot's delta.
-    deletes: Vec<RowId>,
-    deletes_against: Option<Arc<TableDelta>>,
+    pub(crate) deletes: Vec<RowId>,
+    pub(crate) deletes_against: Option<Arc<TableDelta>>,
+    /// Per unique index the rows were checked against (index_write.rs): its name and the
+    /// rows' keys (NULL keys left out). A commit refuses rows not checked against every
+    /// unique index of their table (one created since they were staged).
+    pub(crate) unique_keys: Vec<(String, Vec<crate::key_index::Key>)>,
 }
 
 impl Staged {
@@ -202,7 +206,8 @@ impl WritePath {
         let mut rows: PartitionRows = vec![Vec::new(); table.partitions.len()];
         let n = encode_into(&mut new_encoder(&table)?, batches, &mut rows)?;
         if n > 0 {
-            txn.staged.push(Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None });
+            let unique_keys = self.check_unique(txn, &key, &table, &rows)?;
+            txn.staged.push(Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys });
         }
         Ok(n)
     }
@@ -237,11 +242,17 @@ impl WritePath {
             }
             key
         };
+        self.take_change_lock(txn, &key)?;
+        Ok(key)
+    }
+
+    /// Takes the change lock of the table `key` for `txn` (waiting for its holder).
+    pub(crate) fn take_change_lock(&self, txn: &mut Transaction, key: &str) -> Result<(), WriteError> {
         if txn.locks.locks.is_none() {
             txn.locks = LockHolder { txn: NEXT_TXN.fetch_add(1, Ordering::Relaxed), locks: Some(self.table_locks.clone()) };
         }
-        self.table_locks.acquire(txn.locks.txn, &key)?;
-        Ok(key)
+        self.table_locks.acquire(txn.locks.txn, key)?;
+        Ok(())
     }
 
     /// Stages deletions of `row_ids` (as `snapshot` names the rows of `table_name`, read
@@ -269,7 +280,7 @@ impl WritePath {
             )));
         }
         let n = ids.len() as u64;
-        txn.staged.push(Staged { key, table_id, table, rows: Vec::new(), lsns: Vec::new(), deletes: ids, deletes_against: Some(snapshot.delta().clone()) });
+        txn.staged.push(Staged { key, table_id, table, rows: Vec::new(), lsns: Vec::new(), deletes: ids, deletes_against: Some(snapshot.delta().clone()), unique_keys: Vec::new() });
         Ok(n)
     }
 
@@ -359,6 +370,9 @@ impl WritePath {
                         d
                     }
                 };
+                if !s.rows.is_empty() {
+                    crate::index_write::refuse_unchecked(s, &delta)?;
+                }
                 if let Some(against) = &s.deletes_against {
                     s.deletes = deletes_now(&s.key, against, &delta, std::mem::take(&mut s.deletes))?;
                     s.deletes_against = Some(delta.clone());
@@ -435,7 +449,7 @@ impl WritePath {
         };
         let encoder = new_encoder(&table)?;
         let rows = vec![Vec::new(); table.partitions.len()];
-        Ok(PreparedInsert { write: self, encoder, staged: vec![Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None }] })
+        Ok(PreparedInsert { write: self, encoder, staged: vec![Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys: Vec::new() }] })
     }
 }
 
@@ -452,6 +466,11 @@ struct Logged {
 /// A commit's rows into its tables' deltas, all of them before any snapshot can see one
 /// (snapshot.rs).
 fn append_to_deltas(visibility: &Visibility, staged: &[Staged], targets: &[Target]) -> Result<(), WriteError> {
+    // Index entries first: a reader checks every id against its snapshot, so entries of
+    // rows not yet visible are harmless, and a row visible without its entry never is.
+    for (s, t) in staged.iter().zip(targets) {
+        crate::index_write::enter_rows(s, &t.delta)?;
+    }
     let publishing = visibility.publish();
     let mut seq = None;
     for (s, t) in staged.iter().zip(targets) {
@@ -471,7 +490,7 @@ fn append_to_deltas(visibility: &Visibility, staged: &[Staged], targets: &[Targe
 /// `ids`, read from the delta `against`, as the table's delta `now` names them: the same
 /// when no checkpoint came between; the delta rows that checkpoint moved into pages under
 /// their page ids; older than that, the transaction must run again.
-fn deletes_now(key: &str, against: &Arc<TableDelta>, now: &Arc<TableDelta>, ids: Vec<RowId>) -> Result<Vec<RowId>, WriteError> {
+pub(crate) fn deletes_now(key: &str, against: &Arc<TableDelta>, now: &Arc<TableDelta>, ids: Vec<RowId>) -> Result<Vec<RowId>, WriteError> {
     if Arc::ptr_eq(against, now) {
         return Ok(ids);
     }

@@ -9,6 +9,8 @@
 //! - [`insert`]: the one commit protocol of SQL INSERT, UPDATE and DELETE, prepared
 //!   inserts (the embedded API) and `BEGIN … COMMIT` transactions, waited for on a thread
 //!   or awaited by an async caller ([`PendingCommit`]);
+//! - [`key_index`]: SQL indexes (CREATE INDEX, PRIMARY KEY, UNIQUE): keys → row ids in
+//!   memory, maintained by every commit, checked for uniqueness when rows are staged;
 //! - [`row_id`]: how DELETE and UPDATE name a row (page and slot, or the LSN of a delta
 //!   row's insert); [`deleted`]: a table's deleted rows with the commit that deleted each,
 //!   which scans skip as their snapshot sees them; `table_lock`: the change lock an
@@ -34,8 +36,10 @@ pub mod deleted;
 pub mod delta;
 pub mod error;
 mod gate;
+mod index_write;
 pub mod init;
 pub mod insert;
+pub mod key_index;
 pub mod limits;
 pub mod lock;
 pub mod row_id;

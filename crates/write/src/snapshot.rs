@@ -21,6 +21,20 @@ use arrow::record_batch::RecordBatch;
 use flashscan_storage::{StorageError, TableMeta};
 
 use crate::delta::TableDelta;
+use crate::error::WriteError;
+use crate::key_index::{decode_rows, Key, KeyIndex};
+use crate::row_id::RowId;
+use flashscan_storage::heap::heap_page::HeapPageRows;
+use flashscan_storage::{verify_page, PageId, PAGE_SIZE_BYTES};
+use std::path::{Path, PathBuf};
+
+/// The file (catalog path) and offset of page `page` of `table`, if one of its runs holds it.
+fn locate(table: &TableMeta, page: PageId) -> Option<(&str, u64)> {
+    table.partitions.iter().flat_map(|p| &p.runs).find_map(|run| {
+        let first = run.first_page_id;
+        (page.0 >= first && page.0 < first + run.page_count as u64).then(|| (run.file.as_str(), run.offset_bytes + (page.0 - first) * PAGE_SIZE_BYTES as u64))
+    })
+}
 
 /// Orders commits' visibility against snapshots (see the module comment). Held for the
 /// time it takes to append one commit's rows to its deltas, or to count a snapshot's rows:
@@ -126,6 +140,79 @@ impl SnapshotTable {
     /// (`Transaction::stage_delete`).
     pub(crate) fn delta(&self) -> &Arc<TableDelta> {
         &self.delta
+    }
+
+    /// The id of the delta this snapshot read (an index is used only for a delta it
+    /// covers: `KeyIndex::covers`).
+    pub fn delta_id(&self) -> u64 {
+        self.delta.id()
+    }
+
+    /// The table's SQL indexes.
+    pub fn indexes(&self) -> Vec<Arc<KeyIndex>> {
+        self.delta.indexes().all()
+    }
+
+    /// The rows the snapshot sees among those `index` enters under `keys` (full keys, or
+    /// key prefixes with `prefix`), decoded (projected), each with its row id; `None` when
+    /// the index is not built or does not cover this snapshot's delta (scan instead).
+    /// Rows come out in no particular order; the caller evaluates its predicate again.
+    pub fn rows_by_index(&self, index: &KeyIndex, keys: &[Key], prefix: bool, projection: &[usize], db_dir: &Path) -> Result<Option<(RecordBatch, Vec<u64>)>, WriteError> {
+        if !index.covers(self.delta.id()) {
+            return Ok(None);
+        }
+        let mut ids = index.candidates(keys, prefix);
+        ids.sort_unstable();
+        ids.dedup();
+        let mut rows: Vec<Vec<u8>> = Vec::new();
+        let mut found: Vec<u64> = Vec::new();
+        // Page rows grouped by page (ids sort by page, then slot).
+        let mut pages: Vec<(PageId, Vec<(u16, u64)>)> = Vec::new();
+        for id in ids {
+            let row = RowId(id);
+            if let Some(lsn) = row.delta_lsn() {
+                let Some((partition, ordinal)) = self.delta.position(lsn) else { continue };
+                if ordinal as u64 >= self.delta_rows.get(partition).copied().unwrap_or(0) {
+                    continue;
+                }
+                if self.delta.deleted().delta_deleted_at(&[lsn], self.seq)[0] {
+                    continue;
+                }
+                if let Some(bytes) = self.delta.row(partition, ordinal) {
+                    rows.push(bytes);
+                    found.push(id);
+                }
+            } else if let (Some(page), Some(slot)) = (row.page(), row.slot()) {
+                match pages.last_mut() {
+                    Some((p, slots)) if *p == page => slots.push((slot, id)),
+                    _ => pages.push((page, vec![(slot, id)])),
+                }
+            }
+        }
+        if !pages.is_empty() {
+            let table = self.table();
+            let located: Vec<(PageId, PathBuf, u64, Vec<(u16, u64)>)> = pages.into_iter().filter_map(|(page, slots)| locate(table, page).map(|(file, offset)| (page, db_dir.join(file), offset, slots))).collect();
+            let paths = located.iter().map(|(_, path, _, _)| path.clone());
+            if let Some(mut reader) = flashscan_storage::page_path::FileReader::open_distinct(paths)? {
+                let mut deleted_slots = Vec::new();
+                for (page, path, offset, slots) in &located {
+                    let file_index = reader.file_index(path)?;
+                    let bytes = reader.read(file_index, *offset, PAGE_SIZE_BYTES as u64)?;
+                    verify_page(&bytes, *page, path, *offset)?;
+                    let page_rows = HeapPageRows::new(&bytes, *page, path, *offset)?;
+                    let any_deleted = self.delta.deleted().page_slots_at(page.0, self.seq, &mut deleted_slots);
+                    for (slot, id) in slots {
+                        if any_deleted && deleted_slots.contains(slot) {
+                            continue;
+                        }
+                        rows.push(page_rows.row(*slot)?.to_vec());
+                        found.push(*id);
+                    }
+                }
+            }
+        }
+        let batch = decode_rows(self.table(), projection, rows.iter().map(|r| r.as_slice()))?;
+        Ok(Some((batch, found)))
     }
 
     /// The delta rows of one partition the snapshot sees, less those it sees deleted,

@@ -43,6 +43,9 @@ pub struct NewTable {
     /// The column rows are hashed on; the first column when `None`.
     pub partition_by: Option<String>,
     pub if_not_exists: bool,
+    /// Its PRIMARY KEY and UNIQUE constraints, as indexes (checked here against the
+    /// columns; a primary key's columns must be NOT NULL).
+    pub indexes: Vec<flashscan_storage::KeyIndexDef>,
 }
 
 /// What replaying the log did (on open and for `flashscan recover`).
@@ -477,8 +480,10 @@ impl WritePath {
         #[cfg(debug_assertions)]
         for (name, delta) in &st.deltas {
             // The pairing the snapshot relies on: a table's pages change only together
-            // with a fresh delta (checkpoint, CREATE TABLE).
-            debug_assert!(st.catalog.tables.get(name) == Some(delta.table_meta().as_ref()), "table {name}: the catalog and its delta's pages differ");
+            // with a fresh delta (checkpoint, CREATE TABLE). Its index definitions change
+            // alone (CREATE/DROP INDEX keep the delta and its `TableIndexes` up to date).
+            let without_indexes = |t: &TableMeta| TableMeta { indexes: Vec::new(), ..t.clone() };
+            debug_assert!(st.catalog.tables.get(name).map(without_indexes) == Some(without_indexes(delta.table_meta())), "table {name}: the catalog and its delta's pages differ");
         }
         Ok(ReadSnapshot::new(&st.deltas, self.visibility.seq(&no_commit_publishes)))
     }
@@ -647,7 +652,27 @@ impl WritePath {
             source: "CREATE TABLE".into(),
             load_lsn: next.next_lsn,
             deleted_rows: None,
+            indexes: Vec::new(),
         };
+        let mut table = table;
+        for def in &new.indexes {
+            let def = flashscan_storage::KeyIndexDef { name: def.name.to_ascii_lowercase(), ..def.clone() };
+            let taken = next.tables.values().chain(std::iter::once(&table)).any(|t| t.indexes.iter().any(|i| i.name == def.name)) || next.tables.contains_key(&def.name) || def.name == name;
+            if taken || next.view(&def.name).is_some() {
+                return Err(StorageError::RelationExists { name: def.name, kind: "relation", hint: "" }.into());
+            }
+            if def.primary && table.indexes.iter().any(|i| i.primary) {
+                return Err(WriteError::InvalidArgument(format!("multiple primary keys for table {name} are not allowed")));
+            }
+            crate::key_index::KeyIndex::new(&table, def.clone())?;
+            if def.primary {
+                for c in &def.columns {
+                    let i = table.column_index(c)?;
+                    table.columns[i].nullable = false;
+                }
+            }
+            table.indexes.push(def);
+        }
         let id = meta.next_table_id;
         meta.next_table_id = id.checked_add(1).ok_or_else(|| WriteError::InvalidArgument("the database has used all 2^32 table ids".into()))?;
         meta.table_ids.insert(name.clone(), id);

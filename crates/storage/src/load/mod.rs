@@ -401,6 +401,7 @@ fn load_locked(
         source: source.description,
         load_lsn: lsn.0,
         deleted_rows: None,
+        indexes: Vec::new(),
     };
     let report = LoadReport {
         table: name.clone(),

@@ -1,0 +1,293 @@
+//! How the write path keeps a table's SQL indexes (key_index.rs): built when first needed,
+//! created and dropped by DDL, entered by every commit, and checked for uniqueness when
+//! rows are staged.
+//!
+//! Uniqueness is checked under the table's change lock (table_lock.rs), which a writer of
+//! a table with a unique index takes at its first INSERT, UPDATE or DELETE of it and keeps
+//! until its transaction ends. So while it checks, no other transaction has uncommitted
+//! rows in the table: the committed rows (the delta and the pages, less deleted ones), the
+//! transaction's own earlier rows and the statement's own rows are everything a key can
+//! collide with. A second inserter of the same key waits for the first to commit (then
+//! fails) or roll back (then goes on): PostgreSQL's behaviour, at table grain.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use flashscan_storage::load::valid_table_name;
+use flashscan_storage::{KeyIndexDef, StorageError, TableFormat, TableMeta};
+
+use crate::delta::TableDelta;
+use crate::error::WriteError;
+use crate::insert::{deletes_now, Staged, Transaction};
+use crate::key_index::{first_repeat, key_text, Key, KeyIndex};
+use crate::row_id::RowId;
+use crate::write_path::{key_of, State, WritePath};
+
+/// Rows per partition, each in the page's row encoding.
+type PartitionRows = Vec<Vec<Vec<u8>>>;
+
+impl TableDelta {
+    /// Whether the row `id` is committed and not deleted now (not as of a snapshot): what
+    /// a uniqueness check collides with. A page row of this table is live unless deleted;
+    /// a delta row must be in this delta (an older delta's id is entered under its page
+    /// id too, which answers for it).
+    pub(crate) fn is_live(&self, id: RowId) -> bool {
+        if self.deleted().contains(id) {
+            return false;
+        }
+        match id.delta_lsn() {
+            Some(lsn) => self.position(lsn).is_some(),
+            None => true,
+        }
+    }
+}
+
+impl WritePath {
+    /// The delta of table `key`, made now on top of its committed pages if it has none yet.
+    pub(crate) fn delta_of(st: &mut State, key: &str, table: &TableMeta) -> Arc<TableDelta> {
+        match st.deltas.get(key) {
+            Some(d) => d.clone(),
+            None => {
+                let d = Arc::new(TableDelta::new(st.catalog.tables.get(key).unwrap_or(table)));
+                st.deltas.insert(key.to_string(), d.clone());
+                d
+            }
+        }
+    }
+
+    /// Whether `table_name` has a unique index: its writers take the table's change lock
+    /// and may wait (callers that must not block hand such inserts to a thread).
+    pub fn has_unique_index(&self, table_name: &str) -> bool {
+        let Ok(st) = self.lock_state_shared() else { return false };
+        key_of(&st.catalog, table_name).and_then(|k| st.catalog.tables.get(&k)).is_some_and(|t| t.indexes.iter().any(|i| i.unique))
+    }
+
+    /// The SQL indexes of `table_name`, every one built (a build holds off commits and
+    /// checkpoints while it reads the table: one scan of the key columns).
+    pub fn built_indexes(&self, table_name: &str) -> Result<Vec<Arc<KeyIndex>>, WriteError> {
+        let delta = {
+            let mut st = self.lock_state_shared()?;
+            let Some(key) = key_of(&st.catalog, table_name) else { return Ok(Vec::new()) };
+            let table = st.catalog.tables[&key].clone();
+            Self::delta_of(&mut st, &key, &table)
+        };
+        delta.indexes().refuse_broken()?;
+        let indexes = delta.indexes().all();
+        if indexes.iter().all(|i| i.is_built()) {
+            return Ok(indexes);
+        }
+        let st = self.lock_state()?;
+        // The delta now (a checkpoint may have begun another one meanwhile).
+        let Some(delta) = st.deltas.get(&key_of(&st.catalog, table_name).unwrap_or_default()).cloned() else { return Ok(Vec::new()) };
+        let indexes = delta.indexes().all();
+        for index in &indexes {
+            if !index.is_built() {
+                index.build(delta.table_meta(), self.db_dir(), &delta)?;
+            }
+        }
+        Ok(indexes)
+    }
+
+    /// Checks staged rows of table `key` against its unique indexes (see the module
+    /// comment), taking the table's change lock first. Returns each unique index's keys of
+    /// the rows, which the commit re-checks were taken against every unique index.
+    pub(crate) fn check_unique(&self, txn: &mut Transaction, key: &str, table: &TableMeta, rows: &PartitionRows) -> Result<Vec<(String, Vec<Key>)>, WriteError> {
+        let delta = {
+            let mut st = self.lock_state_shared()?;
+            Self::delta_of(&mut st, key, table)
+        };
+        delta.indexes().refuse_broken()?;
+        if !delta.indexes().has_unique() {
+            return Ok(Vec::new());
+        }
+        self.take_change_lock(txn, key)?;
+        let indexes = self.built_indexes(key)?;
+        // The delta as it is once the lock is held (commits before it are in it).
+        let delta = {
+            let mut st = self.lock_state_shared()?;
+            Self::delta_of(&mut st, key, table)
+        };
+        // Rows this transaction deletes (UPDATE's old versions) do not collide.
+        let mut deleting: HashSet<u64> = HashSet::new();
+        for s in txn.staged.iter().filter(|s| s.key == key) {
+            if let Some(against) = &s.deletes_against {
+                deleting.extend(deletes_now(key, against, &delta, s.deletes.clone())?.into_iter().map(|r| r.0));
+            }
+        }
+        let all_rows: Vec<&[u8]> = rows.iter().flatten().map(|r| r.as_slice()).collect();
+        let mut out = Vec::new();
+        for index in indexes.iter().filter(|i| i.is_unique()) {
+            let (_, batch) = index.keys_of_rows(table, all_rows.iter().copied())?;
+            let keys = index.unique_keys_of(batch.columns())?;
+            let violation = |i: usize| WriteError::UniqueViolation { index: index.name().to_string(), table: key.to_string(), key: key_text(index, batch.columns(), i) };
+            if let Some(i) = first_repeat(&keys) {
+                return Err(violation(i));
+            }
+            let earlier: HashSet<&[u8]> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.unique_keys.iter()).filter(|(name, _)| name == index.name()).flat_map(|(_, ks)| ks.iter().map(|k| &k[..])).collect();
+            for (i, k) in keys.iter().enumerate() {
+                let Some(k) = k else { continue };
+                if earlier.contains(&k[..]) {
+                    return Err(violation(i));
+                }
+                if index.ids_of(k).into_iter().any(|id| !deleting.contains(&id) && delta.is_live(RowId(id))) {
+                    return Err(violation(i));
+                }
+            }
+            out.push((index.name().to_string(), keys.into_iter().flatten().collect()));
+        }
+        Ok(out)
+    }
+
+    /// CREATE [UNIQUE] INDEX, and the index of a PRIMARY KEY or UNIQUE constraint added
+    /// to a table: checked, built from the table (a unique one refused if the table repeats
+    /// a key), then one catalog commit. It waits for transactions that are changing the
+    /// table (its change lock) and holds off commits while it builds. Returns false when
+    /// `if_not_exists` found the name taken.
+    pub fn create_index(&self, table_name: &str, def: KeyIndexDef, if_not_exists: bool) -> Result<bool, WriteError> {
+        let name = def.name.to_ascii_lowercase();
+        if !valid_table_name(&name) {
+            return Err(WriteError::InvalidArgument(format!("index name {:?}: use letters, digits and _", def.name)));
+        }
+        let def = KeyIndexDef { name: name.clone(), ..def };
+        let key = {
+            let st = self.lock_state_shared()?;
+            Self::require_writer(&st)?;
+            match key_of(&st.catalog, table_name) {
+                Some(k) => k,
+                None if st.catalog.view(table_name).is_some() => return Err(WriteError::NotSupported(format!("cannot index view {table_name}: index the table it reads"))),
+                None => return Err(StorageError::UnknownTable { name: table_name.to_string(), known: st.catalog.tables.keys().cloned().collect::<Vec<_>>().join(", ") }.into()),
+            }
+        };
+        // Transactions changing the table end first (their rows were not checked against
+        // the new index); new ones wait until the index is in.
+        let mut lock = Transaction::new();
+        self.take_change_lock(&mut lock, &key)?;
+        let mut st = self.lock_state()?;
+        self.refuse_cluster_host(&st, "CREATE INDEX")?;
+        let Some(table) = st.catalog.tables.get(&key).cloned() else { return Err(WriteError::InvalidArgument(format!("table {key} was dropped meanwhile"))) };
+        if table.table_format()? != TableFormat::Heap(flashscan_storage::heap::page_encoder::HeapFormat::Plain) {
+            return Err(WriteError::NotSupported(format!(
+                "table {key} is stored as {}: SQL indexes cover uncompressed heap tables only; rebuild it first (`flashscan rebuild DB {key} --compression none`)",
+                table.format
+            )));
+        }
+        if def.primary {
+            if let Some(pk) = table.indexes.iter().find(|i| i.primary) {
+                return Err(WriteError::InvalidArgument(format!("multiple primary keys for table {key} are not allowed (it has {})", pk.name)));
+            }
+        }
+        let taken = st.catalog.tables.values().any(|t| t.indexes.iter().any(|i| i.name == name)) || st.catalog.tables.contains_key(&name) || st.catalog.view(&name).is_some();
+        if taken {
+            if if_not_exists {
+                return Ok(false);
+            }
+            return Err(StorageError::RelationExists { name, kind: "relation", hint: "" }.into());
+        }
+        if def.primary {
+            for c in &def.columns {
+                let column = &table.columns[table.column_index(c)?];
+                if column.nullable {
+                    return Err(WriteError::NotSupported(format!(
+                        "PRIMARY KEY on column {} of table {key}: the column allows NULL, and changing a column to NOT NULL is not supported yet; declare the key in CREATE TABLE, or create a UNIQUE index instead",
+                        column.name
+                    )));
+                }
+            }
+        }
+        let index = KeyIndex::new(&table, def.clone())?;
+        let delta = Self::delta_of(&mut st, &key, &table);
+        index.build(delta.table_meta(), self.db_dir(), &delta)?;
+        if index.is_unique() {
+            refuse_repeated_keys(&index, &key, &delta)?;
+        }
+        let mut next = st.catalog.clone();
+        if let Some(t) = next.tables.get_mut(&key) {
+            t.indexes.push(def);
+        }
+        next.generation += 1;
+        next.write_atomic(self.db_dir())?;
+        st.catalog = next;
+        delta.indexes().add(Arc::new(index));
+        Ok(true)
+    }
+
+    /// DROP INDEX (`constraint`: false) or ALTER TABLE … DROP CONSTRAINT (true): one
+    /// catalog commit. An index that backs a constraint is dropped only as a constraint,
+    /// as PostgreSQL does. Returns false when `if_exists` found no such index.
+    pub fn drop_index(&self, table_name: Option<&str>, name: &str, constraint: bool, if_exists: bool) -> Result<bool, WriteError> {
+        let mut st = self.lock_state()?;
+        Self::require_writer(&st)?;
+        let name = name.to_ascii_lowercase();
+        let found = st.catalog.tables.iter().find(|(k, t)| table_name.is_none_or(|n| k.eq_ignore_ascii_case(n)) && t.indexes.iter().any(|i| i.name == name)).map(|(k, t)| (k.clone(), t.indexes.iter().find(|i| i.name == name).cloned()));
+        let Some((key, Some(def))) = found else {
+            if if_exists {
+                return Ok(false);
+            }
+            return Err(WriteError::InvalidArgument(match (constraint, table_name) {
+                (true, Some(t)) => format!("constraint \"{name}\" of relation \"{t}\" does not exist"),
+                _ => format!("index \"{name}\" does not exist"),
+            }));
+        };
+        if def.constraint && !constraint {
+            return Err(WriteError::NotSupported(format!("cannot drop index {name} because constraint {name} on table {key} requires it: ALTER TABLE {key} DROP CONSTRAINT {name}")));
+        }
+        if !def.constraint && constraint {
+            return Err(WriteError::InvalidArgument(format!("constraint \"{name}\" of relation \"{key}\" does not exist (it is an index: DROP INDEX {name})")));
+        }
+        let mut next = st.catalog.clone();
+        if let Some(t) = next.tables.get_mut(&key) {
+            t.indexes.retain(|i| i.name != name);
+        }
+        next.generation += 1;
+        next.write_atomic(self.db_dir())?;
+        st.catalog = next;
+        if let Some(d) = st.deltas.get(&key) {
+            d.indexes().remove(&name);
+        }
+        Ok(true)
+    }
+}
+
+/// A unique index over rows that repeat a key is refused, naming the key.
+fn refuse_repeated_keys(index: &KeyIndex, table: &str, delta: &TableDelta) -> Result<(), WriteError> {
+    let repeated = index.first_key_with(|key, ids| ids.iter().filter(|id| delta.is_live(RowId(**id))).count() > 1 && !index.key_has_null(key));
+    if let Some(key) = repeated {
+        return Err(WriteError::DuplicateKeys { index: index.name().to_string(), table: table.to_string(), key: index.key_text_of(&key) });
+    }
+    Ok(())
+}
+
+/// Refuses to commit rows of `s` that were not checked against a unique index of their
+/// table: one created after they were staged, or a path that stages without checking (a
+/// prepared insert).
+pub(crate) fn refuse_unchecked(s: &Staged, delta: &TableDelta) -> Result<(), WriteError> {
+    for index in delta.indexes().all().iter().filter(|i| i.is_unique()) {
+        if !s.unique_keys.iter().any(|(name, _)| name == index.name()) {
+            return Err(WriteError::SerializationFailure {
+                table: s.key.clone(),
+                why: format!("its rows were not checked against unique index {} (created since they were staged, or written by a prepared insert, which does not check keys yet: insert through SQL)", index.name()),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Enters a commit's rows into every built index of their table (the caller holds the
+/// commit gate, so no build or checkpoint runs meanwhile).
+pub(crate) fn enter_rows(s: &Staged, delta: &TableDelta) -> Result<(), WriteError> {
+    if s.rows.iter().all(|p| p.is_empty()) {
+        return Ok(());
+    }
+    let indexes = delta.indexes().all();
+    if indexes.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<u64> = s.lsns.iter().flatten().map(|l| RowId::in_delta(*l).0).collect();
+    let rows: Vec<&[u8]> = s.rows.iter().flatten().map(|r| r.as_slice()).collect();
+    debug_assert_eq!(ids.len(), rows.len(), "one insert LSN per row");
+    for index in indexes.iter().filter(|i| i.is_built()) {
+        let (keys, _) = index.keys_of_rows(&s.table, rows.iter().copied())?;
+        index.insert_all(keys.into_iter().zip(ids.iter().copied()));
+    }
+    Ok(())
+}
