@@ -170,7 +170,7 @@ mod tests {
     fn every_switch_is_on_without_the_environment() {
         let s = from_map(&[]).unwrap();
         let entries = ExtensionOptions::entries(&s);
-        assert_eq!(entries.len(), 8);
+        assert_eq!(entries.len(), 9);
         assert!(entries.iter().all(|e| e.key.starts_with("flashscan.") && e.value.as_deref() == Some("true")), "{entries:?}");
     }
 
@@ -205,7 +205,7 @@ mod tests {
         assert!(config.set("flashscan.no_such_switch", "false").is_err());
         assert!(config.set("flashscan.runtime_filters", "maybe").is_err());
         let shown: Vec<_> = config.entries().into_iter().filter(|e| e.key.starts_with("flashscan.")).collect();
-        assert_eq!(shown.len(), 8);
+        assert_eq!(shown.len(), 9);
         assert!(shown.iter().any(|e| e.key == "flashscan.column_bytes" && e.value.as_deref() == Some("false")), "{shown:?}");
     }
 }
