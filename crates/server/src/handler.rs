@@ -1418,6 +1418,124 @@ impl ExtendedQueryHandler for QueryHandler {
         Ok(())
     }
 
+    /// Execute as pgwire's default (`_on_execute`) does, except that a query's last message
+    /// (CommandComplete or PortalSuspended) is queued (`feed`), not flushed on its own: it
+    /// leaves with Sync's ReadyForQuery in one socket write, as PostgreSQL sends them (the
+    /// protocol flushes at Sync or Flush). pgwire's `send` made every prepared query two
+    /// writes — strace of a prepared `SELECT 1`: 65 bytes (BindComplete to CommandComplete),
+    /// then ReadyForQuery's 6 — and so two wakeups of the client.
+    async fn on_execute<C>(&self, client: &mut C, message: pgwire::messages::extendedquery::Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        use pgwire::api::portal::PortalExecutionState;
+        use pgwire::api::store::Entry;
+        use pgwire::api::PgWireConnectionState;
+        use pgwire::messages::extendedquery::PortalSuspended;
+        use pgwire::messages::response::EmptyQueryResponse;
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let mut transaction_status = client.transaction_status();
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let portal_name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        let max_rows = message.max_rows as usize;
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Ok(());
+            }
+            None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
+        };
+        let initial = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
+        let needs_fetch = if initial {
+            let cancel = match client.session_extensions().get::<Arc<pgwire::api::ConnectionHandle>>() {
+                Some(handle) => Some(handle.start_query().await),
+                None => None,
+            };
+            let response = match cancel {
+                Some(cancel) => match futures::future::select(ExtendedQueryHandler::do_query(self, client, portal.as_ref(), max_rows), cancel).await {
+                    futures::future::Either::Left((result, _)) => result,
+                    futures::future::Either::Right(_) => Err(PgWireError::QueryCanceled),
+                },
+                None => ExtendedQueryHandler::do_query(self, client, portal.as_ref(), max_rows).await,
+            }?;
+            match response {
+                Response::Query(results) => {
+                    portal.start(results).await;
+                    true
+                }
+                Response::EmptyQuery => {
+                    client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+                    false
+                }
+                Response::Execution(tag) => {
+                    pgwire::api::query::send_execution_response(client, tag).await?;
+                    false
+                }
+                Response::TransactionStart(tag) => {
+                    pgwire::api::query::send_execution_response(client, tag).await?;
+                    transaction_status = transaction_status.to_in_transaction_state();
+                    false
+                }
+                Response::TransactionEnd(tag) => {
+                    pgwire::api::query::send_execution_response(client, tag).await?;
+                    transaction_status = transaction_status.to_idle_state();
+                    client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+                    false
+                }
+                Response::Error(err) => {
+                    client.send(PgWireBackendMessage::ErrorResponse((*err).into())).await?;
+                    transaction_status = transaction_status.to_error_state();
+                    false
+                }
+                Response::CopyIn(result) => {
+                    client.set_state(PgWireConnectionState::CopyInProgress(true));
+                    pgwire::api::copy::send_copy_in_response(client, result).await?;
+                    false
+                }
+                Response::CopyOut(result) => {
+                    pgwire::api::copy::send_copy_out_response(client, result).await?;
+                    false
+                }
+                Response::CopyBoth(result) => {
+                    client.set_state(PgWireConnectionState::CopyInProgress(true));
+                    pgwire::api::copy::send_copy_both_response(client, result).await?;
+                    false
+                }
+            }
+        } else {
+            // Suspended or finished: the rows left.
+            true
+        };
+        if needs_fetch {
+            let fetched = portal.fetch(max_rows).await?;
+            let mut response = fetched.response;
+            let command_tag = response.command_tag().to_owned();
+            let mut rows = 0;
+            while let Some(row) = response.data_rows().next().await {
+                client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                rows += 1;
+            }
+            if fetched.suspended {
+                client.feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new())).await?;
+            } else {
+                client.feed(PgWireBackendMessage::CommandComplete(Tag::new(&command_tag).with_rows(rows).into())).await?;
+            }
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(transaction_status);
+        }
+        Ok(())
+    }
+
     async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<Statement>) -> PgWireResult<DescribeStatementResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
