@@ -503,7 +503,7 @@ impl QueryHandler {
         };
         let planned = match to_run {
             // Planned before, for the same settings and generation (`plan_reuse.rs`).
-            ToRun::Kept(kept) => Ok((kept.physical, kept.task_ctx, true)),
+            ToRun::Kept(kept) => kept.for_execution().map(|p| (p, kept.task_ctx, true)).map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
             ToRun::Plan { plan, keep_as } => {
                 // Planning here (short; its errors come before any row), execution on the
                 // query runtime (query_runtime.rs).

@@ -27,6 +27,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
+use datafusion::error::DataFusionError;
 use datafusion::execution::TaskContext;
 use datafusion::logical_expr::{Expr, LogicalPlan, Volatility};
 use datafusion::physical_plan::ExecutionPlan;
@@ -45,6 +46,15 @@ pub struct KeptPlan {
     pub schema: SchemaRef,
     /// What it runs with: no table, so no snapshot; a memory pool of its own.
     pub task_ctx: Arc<TaskContext>,
+}
+
+impl KeptPlan {
+    /// The plan for one more execution: each operator made again with its metrics empty
+    /// (DataFusion's `reset_plan_states`). Executing the kept nodes themselves would add
+    /// each execution's metrics to theirs, for as long as the connection lives.
+    pub fn for_execution(&self) -> Result<Arc<dyn ExecutionPlan>, DataFusionError> {
+        datafusion::physical_plan::execution_plan::reset_plan_states(self.physical.clone())
+    }
 }
 
 impl std::fmt::Debug for KeptPlan {
@@ -183,6 +193,31 @@ mod tests {
         ] {
             assert!(!is_constant(&plan_of(&ctx, sql).await), "{sql} is not constant");
         }
+    }
+
+    /// Running a kept plan again leaves the kept operators as they were: executing them
+    /// directly would add metrics to them at every execution.
+    #[tokio::test]
+    async fn executions_of_a_kept_plan_leave_it_unchanged() {
+        use futures::StreamExt;
+        let ctx = SessionContext::new();
+        let plan = plan_of(&ctx, "SELECT 1 AS one, 2 + 3 AS five").await;
+        assert!(is_constant(&plan));
+        let physical = ctx.state().create_physical_plan(&plan).await.expect("physical");
+        let kept = KeptPlan { physical: physical.clone(), schema: plan.schema().inner().clone(), task_ctx: ctx.task_ctx() };
+        let metrics_count = |p: &Arc<dyn ExecutionPlan>| p.metrics().map(|m| m.iter().count()).unwrap_or(0);
+        let before = metrics_count(&physical);
+        for _ in 0..3 {
+            let run = kept.for_execution().expect("for execution");
+            assert!(!Arc::ptr_eq(&run, &physical), "a fresh plan each time");
+            let mut batches = datafusion::physical_plan::execute_stream(run, kept.task_ctx.clone()).expect("execute");
+            let batch = batches.next().await.expect("a batch").expect("no error");
+            assert_eq!((batch.num_rows(), batch.num_columns()), (1, 2));
+        }
+        assert_eq!(metrics_count(&physical), before, "the kept plan's metrics did not grow");
+        // What the fresh copy avoids: executing the kept node itself registers metrics.
+        let _ = datafusion::physical_plan::execute_stream(physical.clone(), kept.task_ctx.clone()).expect("execute");
+        assert!(metrics_count(&physical) > before, "executing a node directly adds metrics to it");
     }
 
     #[test]
