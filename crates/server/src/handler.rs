@@ -43,6 +43,7 @@ use crate::hangup;
 use crate::query_runtime::QueryStream;
 use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
+use crate::plan_reuse::KeptPlan;
 use crate::shared::Shared;
 use crate::startup::{Backend, DurationSetting};
 use crate::cursors::{cursor_sqlstate, Cursor, HELD_CURSOR_BYTES_MAX};
@@ -62,6 +63,25 @@ pub struct Prepared {
     /// For `INSERT … VALUES` of parameters and literals: the rows' recipe, so Execute
     /// commits without DataFusion (`fast_insert.rs`).
     pub fast: Option<FastInsert>,
+    /// `Shared::catalog_generation` before `plan` was made. The plan holds the tables it
+    /// read as they were then: after CREATE/DROP TABLE or VIEW it is planned again from
+    /// the text before it runs (`Replanned`).
+    pub generation: u64,
+    /// The plan made again after DDL, and its generation; replaced after the next DDL.
+    pub replanned: std::sync::Mutex<Option<Replanned>>,
+}
+
+/// A prepared statement's plan made again from its text in a later catalog generation.
+#[derive(Debug, Clone)]
+pub struct Replanned {
+    pub generation: u64,
+    pub plan: LogicalPlan,
+    pub fast: Option<FastInsert>,
+}
+
+/// PostgreSQL's answer when a prepared statement's table changed its columns under it.
+fn result_type_changed() -> PgWireError {
+    pg_error(sqlstate::FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
 }
 
 pub type Statement = Arc<Prepared>;
@@ -72,6 +92,27 @@ pub type Statement = Arc<Prepared>;
 pub enum Protocol {
     Simple,
     Extended,
+}
+
+/// Whether a statement's plan may be kept and looked up by its text (`plan_reuse.rs`):
+/// the simple protocol's statements and prepared ones without parameters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Reuse {
+    ByText,
+    No,
+}
+
+/// What a query runs: a logical plan to plan now (kept afterwards under the text and
+/// catalog generation given, if it is a constant row), or a plan kept before.
+pub(crate) enum ToRun<'a> {
+    Plan { plan: LogicalPlan, keep_as: Option<(&'a str, u64)> },
+    Kept(KeptPlan),
+}
+
+impl ToRun<'_> {
+    fn plan(plan: LogicalPlan) -> ToRun<'static> {
+        ToRun::Plan { plan, keep_as: None }
+    }
 }
 
 pub struct QueryHandler {
@@ -371,8 +412,44 @@ pub(crate) fn is_cancel_error(e: &PgWireError) -> bool {
 }
 
 impl QueryHandler {
-    /// Admits, plans physically and starts a query; rows come later from the stream.
-    async fn start(&self, backend: &Backend, plan: LogicalPlan) -> PgWireResult<Running> {
+    /// A prepared statement's plan made again for this execution, if the catalog changed
+    /// since Parse (once per catalog generation; `None`: the Parse's plan holds). A plan
+    /// whose parameters or result columns changed is refused, as PostgreSQL refuses it; a
+    /// table gone is its planning error.
+    async fn replanned_if_stale(&self, backend: &Backend, prepared: &Prepared) -> PgWireResult<Option<Replanned>> {
+        let generation = self.shared.catalog_generation();
+        if prepared.plan.is_none() || generation == prepared.generation {
+            return Ok(None);
+        }
+        if let Some(r) = prepared.replanned.lock().unwrap_or_else(|p| p.into_inner()).as_ref().filter(|r| r.generation == generation) {
+            return Ok(Some(r.clone()));
+        }
+        let text = match &prepared.command {
+            Command::Sql(text) => text.as_str(),
+            Command::Declare(declare) => declare.query.as_str(),
+            _ => return Ok(None),
+        };
+        let again = plan_sql(&self.shared, backend, text).await?;
+        if param_types_of(&again)? != prepared.param_types {
+            return Err(result_type_changed());
+        }
+        if let (Some(described), false) = (&prepared.schema, is_insert(&again)) {
+            let now = again.schema();
+            let same = described.fields().len() == now.fields().len()
+                && described.fields().iter().zip(now.fields()).all(|(a, b)| a.name() == b.name() && a.data_type() == b.data_type());
+            if !same {
+                return Err(result_type_changed());
+            }
+        }
+        let fast = if is_insert(&again) && self.shared.fast_insert { FastInsert::from_plan(&again) } else { None };
+        let replanned = Replanned { generation, plan: again, fast };
+        *prepared.replanned.lock().unwrap_or_else(|p| p.into_inner()) = Some(replanned.clone());
+        Ok(Some(replanned))
+    }
+
+    /// Admits, plans physically (or takes a kept plan) and starts a query; rows come later
+    /// from the stream.
+    async fn start(&self, backend: &Backend, to_run: ToRun<'_>) -> PgWireResult<Running> {
         let cancel = backend.cancel.start_query();
         let timeout = backend.statement_timeout();
         let client_check_interval = backend.duration(DurationSetting::ClientConnectionCheckInterval);
@@ -424,28 +501,50 @@ impl QueryHandler {
             started,
             hung_up,
         };
-        // Planning here (short; its errors come before any row), execution on the query
-        // runtime (query_runtime.rs).
-        let plan = async {
-            let planning = backend.planning.lease(&shared, &settings, backend_pid);
-            let physical = planning.create_physical_plan(&plan).await?;
-            Ok::<_, DataFusionError>((physical, planning.task_context(shared.query_memory_bytes)?))
-        };
-        let timer = async move {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d).await,
-                None => futures::future::pending::<()>().await,
+        let planned = match to_run {
+            // Planned before, for the same settings and generation (`plan_reuse.rs`).
+            ToRun::Kept(kept) => kept.for_execution().map(|p| (p, kept.task_ctx, true)).map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
+            ToRun::Plan { plan, keep_as } => {
+                // Planning here (short; its errors come before any row), execution on the
+                // query runtime (query_runtime.rs).
+                let keep_as = keep_as.filter(|_| crate::plan_reuse::is_constant(&plan));
+                let plan = async {
+                    let planning = backend.planning.lease(&shared, &settings, backend_pid);
+                    let physical = planning.create_physical_plan(&plan).await?;
+                    if let Some((text, generation)) = keep_as {
+                        if crate::query_runtime::runs_inline(&physical) {
+                            let kept = KeptPlan { physical: physical.clone(), schema: plan.schema().inner().clone(), task_ctx: planning.kept_task_context(shared.query_memory_bytes)? };
+                            backend.planning.keep_plan(&settings, generation, text, kept);
+                        }
+                    }
+                    // A constant row, or a lookup over a small table: on this task.
+                    let (physical, inline, read_inline) = if crate::query_runtime::runs_inline(&physical) {
+                        (physical, true, false)
+                    } else if let Some(small) = crate::query_runtime::small_scan_plan(&physical) {
+                        (small, true, true)
+                    } else {
+                        (physical, false, false)
+                    };
+                    Ok::<_, DataFusionError>((physical, planning.task_context(shared.query_memory_bytes, read_inline)?, inline))
+                };
+                let timer = async move {
+                    match deadline {
+                        Some(d) => tokio::time::sleep_until(d).await,
+                        None => futures::future::pending::<()>().await,
+                    }
+                };
+                tokio::select! {
+                    r = plan => r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
+                    _ = cancel.canceled() => Err(canceled_error()),
+                    _ = timer => Err(timeout_error(timeout)),
+                }
             }
         };
-        let planned = tokio::select! {
-            r = plan => r.map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e))),
-            _ = cancel.canceled() => Err(canceled_error()),
-            _ = timer => Err(timeout_error(timeout)),
-        };
         match planned {
-            Ok((physical, task_ctx)) => {
-                // A constant row is computed here: no hop to the query runtime and back.
-                running.batches = Some(if crate::query_runtime::runs_inline(&physical) {
+            Ok((physical, task_ctx, inline)) => {
+                // A constant row or a small lookup is computed here: no hop to the query
+                // runtime and back.
+                running.batches = Some(if inline {
                     QueryStream::inline(physical, task_ctx)
                 } else {
                     shared.queries.start(move || datafusion::physical_plan::execute_stream(physical, task_ctx))
@@ -459,10 +558,13 @@ impl QueryHandler {
         }
     }
 
-    async fn query_response(&self, backend: &Backend, plan: LogicalPlan, format: &Format) -> PgWireResult<Response> {
-        let schema = plan.schema().inner().clone();
+    async fn query_response(&self, backend: &Backend, to_run: ToRun<'_>, format: &Format) -> PgWireResult<Response> {
+        let schema = match &to_run {
+            ToRun::Plan { plan, .. } => plan.schema().inner().clone(),
+            ToRun::Kept(kept) => kept.schema.clone(),
+        };
         let fields = fields_of(&schema, format)?;
-        let running = self.start(backend, plan).await?;
+        let running = self.start(backend, to_run).await?;
         let encode_fields = fields.clone();
         let mut encoder = DataRowEncoder::new(encode_fields.clone());
         let rows = encoded_stream(running, move |batch| encode_rows(&mut encoder, batch, &encode_fields));
@@ -499,7 +601,7 @@ impl QueryHandler {
         let schema = plan.schema().inner().clone();
         let fields = fields_of(&schema, &Format::UnifiedText)?;
         let columns = fields.len();
-        let running = self.start(backend, plan).await?;
+        let running = self.start(backend, ToRun::plan(plan)).await?;
         let mut encoder = if csv {
             let mut o = CopyCsvOptions::default();
             if let Some(d) = &delimiter {
@@ -537,7 +639,7 @@ impl QueryHandler {
         let names = value_column_names(&dml.input);
         let input = std::sync::Arc::unwrap_or_clone(dml.input);
         let not_null = |e: PgWireError| not_null_error(e, &table, &names);
-        let mut running = self.start(backend, input).await.map_err(not_null)?;
+        let mut running = self.start(backend, ToRun::plan(input)).await.map_err(not_null)?;
         let mut batches = Vec::new();
         loop {
             match running.next_batch().await {
@@ -739,7 +841,7 @@ impl QueryHandler {
             return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, "DECLARE CURSOR FOR INSERT is not supported: a cursor takes a query (SELECT, VALUES, …)"));
         }
         let schema = plan.schema().inner().clone();
-        let running = self.start(backend, plan).await?;
+        let running = self.start(backend, ToRun::plan(plan)).await?;
         let mut cursor = Box::new(Cursor::streaming(schema, declare.statement.clone(), running, declare.binary, declare.hold, in_block));
         if !in_block {
             let free = HELD_CURSOR_BYTES_MAX.saturating_sub(backend.cursors().held_bytes());
@@ -858,8 +960,8 @@ impl QueryHandler {
 
     /// Runs a statement inside the connection's transaction rules: after a failure in
     /// BEGIN … COMMIT, everything but COMMIT/ROLLBACK is refused (as PostgreSQL does).
-    async fn run_in_transaction(&self, backend: &Arc<Backend>, command: &Command, plan: Option<LogicalPlan>, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
-        self.guarded(backend, command, self.run_command(backend, command, plan, format, protocol)).await
+    async fn run_in_transaction(&self, backend: &Arc<Backend>, command: &Command, plan: Option<LogicalPlan>, reuse: Reuse, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
+        self.guarded(backend, command, self.run_command(backend, command, plan, reuse, format, protocol)).await
     }
 
     /// The transaction rules around any way of running `command` (`run`).
@@ -880,7 +982,7 @@ impl QueryHandler {
     }
 
     /// Runs one classified statement. `plan` and `params` come from the extended protocol.
-    async fn run_command(&self, backend: &Arc<Backend>, command: &Command, plan: Option<LogicalPlan>, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
+    async fn run_command(&self, backend: &Arc<Backend>, command: &Command, plan: Option<LogicalPlan>, reuse: Reuse, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
         match command {
             Command::Empty => Ok(Response::EmptyQuery),
             Command::Set { name, value } => {
@@ -994,6 +1096,15 @@ impl QueryHandler {
             Command::CopyTo { query, csv, header, delimiter } => self.copy_response(backend, query, *csv, *header, delimiter.clone()).await,
             Command::Unsupported(why) => Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, why.clone())),
             Command::Sql(sql) => {
+                let keep_as = (reuse == Reuse::ByText).then_some(sql.as_str());
+                if let Some(text) = keep_as {
+                    let kept = backend.planning.kept_plan(&self.shared, &backend.settings(), text);
+                    if let Some(kept) = kept {
+                        return self.query_response(backend, ToRun::Kept(kept), format).await;
+                    }
+                }
+                // Read before planning: a DDL meanwhile leaves a kept plan unused.
+                let generation = self.shared.catalog_generation();
                 let plan = match plan {
                     Some(p) => p,
                     None => {
@@ -1013,7 +1124,7 @@ impl QueryHandler {
                 if let Some(kind) = flashscan_sql::change::change_kind(&plan) {
                     return self.run_change(backend, plan, kind).await;
                 }
-                self.query_response(backend, plan, format).await
+                self.query_response(backend, ToRun::Plan { plan, keep_as: keep_as.map(|text| (text, generation)) }, format).await
             }
         }
     }
@@ -1119,7 +1230,7 @@ impl SimpleQueryHandler for QueryHandler {
         let mut responses = Vec::with_capacity(statements.len());
         for text in statements {
             let command = classify(&text);
-            let result = match self.run_in_transaction(&backend, &command, None, &Format::UnifiedText, Protocol::Simple).await {
+            let result = match self.run_in_transaction(&backend, &command, None, Reuse::ByText, &Format::UnifiedText, Protocol::Simple).await {
                 Ok(r) if many => materialize(r).await,
                 other => other,
             };
@@ -1149,6 +1260,7 @@ impl QueryParser for Parser {
     {
         let command = classify(sql);
         let mut fast = None;
+        let generation = self.shared.catalog_generation();
         let (plan, param_types, schema) = match &command {
             Command::Sql(text) => {
                 let backend = backend_of(client)?;
@@ -1178,7 +1290,7 @@ impl QueryParser for Parser {
             }
             _ => (None, vec![], None),
         };
-        Ok(Some(Arc::new(Prepared { command, plan, param_types, schema, fast })))
+        Ok(Some(Arc::new(Prepared { command, plan, param_types, schema, fast, generation, replanned: Default::default() })))
     }
 
     fn get_parameter_types(&self, stmt: &Statement) -> PgWireResult<Vec<Type>> {
@@ -1306,6 +1418,124 @@ impl ExtendedQueryHandler for QueryHandler {
         Ok(())
     }
 
+    /// Execute as pgwire's default (`_on_execute`) does, except that a query's last message
+    /// (CommandComplete or PortalSuspended) is queued (`feed`), not flushed on its own: it
+    /// leaves with Sync's ReadyForQuery in one socket write, as PostgreSQL sends them (the
+    /// protocol flushes at Sync or Flush). pgwire's `send` made every prepared query two
+    /// writes — strace of a prepared `SELECT 1`: 65 bytes (BindComplete to CommandComplete),
+    /// then ReadyForQuery's 6 — and so two wakeups of the client.
+    async fn on_execute<C>(&self, client: &mut C, message: pgwire::messages::extendedquery::Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use futures::SinkExt;
+        use pgwire::api::portal::PortalExecutionState;
+        use pgwire::api::store::Entry;
+        use pgwire::api::PgWireConnectionState;
+        use pgwire::messages::extendedquery::PortalSuspended;
+        use pgwire::messages::response::EmptyQueryResponse;
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        let mut transaction_status = client.transaction_status();
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        let portal_name = message.name.as_deref().unwrap_or(pgwire::api::DEFAULT_NAME);
+        let max_rows = message.max_rows as usize;
+        let portal = match client.portal_store().get_portal(portal_name) {
+            Some(Entry::Value(portal)) => portal,
+            Some(Entry::Empty) => {
+                client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+                client.set_state(PgWireConnectionState::ReadyForQuery);
+                return Ok(());
+            }
+            None => return Err(PgWireError::PortalNotFound(portal_name.to_owned())),
+        };
+        let initial = matches!(*portal.state().lock().await, PortalExecutionState::Initial);
+        let needs_fetch = if initial {
+            let cancel = match client.session_extensions().get::<Arc<pgwire::api::ConnectionHandle>>() {
+                Some(handle) => Some(handle.start_query().await),
+                None => None,
+            };
+            let response = match cancel {
+                Some(cancel) => match futures::future::select(ExtendedQueryHandler::do_query(self, client, portal.as_ref(), max_rows), cancel).await {
+                    futures::future::Either::Left((result, _)) => result,
+                    futures::future::Either::Right(_) => Err(PgWireError::QueryCanceled),
+                },
+                None => ExtendedQueryHandler::do_query(self, client, portal.as_ref(), max_rows).await,
+            }?;
+            match response {
+                Response::Query(results) => {
+                    portal.start(results).await;
+                    true
+                }
+                Response::EmptyQuery => {
+                    client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
+                    false
+                }
+                Response::Execution(tag) => {
+                    pgwire::api::query::send_execution_response(client, tag).await?;
+                    false
+                }
+                Response::TransactionStart(tag) => {
+                    pgwire::api::query::send_execution_response(client, tag).await?;
+                    transaction_status = transaction_status.to_in_transaction_state();
+                    false
+                }
+                Response::TransactionEnd(tag) => {
+                    pgwire::api::query::send_execution_response(client, tag).await?;
+                    transaction_status = transaction_status.to_idle_state();
+                    client.portal_store().rm_portal(pgwire::api::DEFAULT_NAME);
+                    false
+                }
+                Response::Error(err) => {
+                    client.send(PgWireBackendMessage::ErrorResponse((*err).into())).await?;
+                    transaction_status = transaction_status.to_error_state();
+                    false
+                }
+                Response::CopyIn(result) => {
+                    client.set_state(PgWireConnectionState::CopyInProgress(true));
+                    pgwire::api::copy::send_copy_in_response(client, result).await?;
+                    false
+                }
+                Response::CopyOut(result) => {
+                    pgwire::api::copy::send_copy_out_response(client, result).await?;
+                    false
+                }
+                Response::CopyBoth(result) => {
+                    client.set_state(PgWireConnectionState::CopyInProgress(true));
+                    pgwire::api::copy::send_copy_both_response(client, result).await?;
+                    false
+                }
+            }
+        } else {
+            // Suspended or finished: the rows left.
+            true
+        };
+        if needs_fetch {
+            let fetched = portal.fetch(max_rows).await?;
+            let mut response = fetched.response;
+            let command_tag = response.command_tag().to_owned();
+            let mut rows = 0;
+            while let Some(row) = response.data_rows().next().await {
+                client.feed(PgWireBackendMessage::DataRow(row?)).await?;
+                rows += 1;
+            }
+            if fetched.suspended {
+                client.feed(PgWireBackendMessage::PortalSuspended(PortalSuspended::new())).await?;
+            } else {
+                client.feed(PgWireBackendMessage::CommandComplete(Tag::new(&command_tag).with_rows(rows).into())).await?;
+            }
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(transaction_status);
+        }
+        Ok(())
+    }
+
     async fn do_describe_statement<C>(&self, _client: &mut C, target: &StoredStatement<Statement>) -> PgWireResult<DescribeStatementResponse>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -1342,7 +1572,14 @@ impl ExtendedQueryHandler for QueryHandler {
         let backend = backend_of(client)?;
         let stored = &portal.statement;
         let prepared = &stored.statement;
-        let plan = match &prepared.plan {
+        let replanned = self.replanned_if_stale(&backend, prepared).await?;
+        let (plan, fast) = match &replanned {
+            Some(r) => (Some(&r.plan), r.fast.as_ref()),
+            None => (prepared.plan.as_ref(), prepared.fast.as_ref()),
+        };
+        // Kept by its text only without parameters (the text does not say their values).
+        let mut reuse = if prepared.param_types.is_empty() && portal.parameter_len() == 0 { Reuse::ByText } else { Reuse::No };
+        let plan = match plan {
             Some(plan) => {
                 let server = self.parser.get_parameter_types(prepared)?;
                 let required = server.len().max(stored.parameter_types.len());
@@ -1356,12 +1593,13 @@ impl ExtendedQueryHandler for QueryHandler {
                 let types: Vec<Type> =
                     (0..n).map(|i| stored.parameter_types.get(i).cloned().flatten().or_else(|| server.get(i).cloned()).unwrap_or(Type::TEXT)).collect();
                 let values = decode_params(portal, &types, &prepared.param_types)?;
-                if let Some((table, batch)) = self.fast_rows(prepared.fast.as_ref(), &values) {
+                if let Some((table, batch)) = self.fast_rows(fast, &values) {
                     return self.guarded(&backend, &prepared.command, self.commit_rows(&backend, &table, vec![batch])).await;
                 }
                 let plan = if values.is_empty() {
                     plan.clone()
                 } else {
+                    reuse = Reuse::No;
                     plan.clone()
                         .with_param_values(ParamValues::from(values))
                         .map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?
@@ -1374,7 +1612,7 @@ impl ExtendedQueryHandler for QueryHandler {
         // its size is its largest state's — a query's (planning, streaming) would otherwise
         // be allocated and copied for every prepared INSERT on the fast path above too
         // (4.5 % of the server's CPU at 64 clients in memcpy alone: docs/benchmarks.md, server7).
-        Box::pin(self.run_in_transaction(&backend, &prepared.command, plan, &portal.result_column_format, Protocol::Extended)).await
+        Box::pin(self.run_in_transaction(&backend, &prepared.command, plan, reuse, &portal.result_column_format, Protocol::Extended)).await
     }
 }
 

@@ -33,6 +33,7 @@ pub mod ownership;
 pub mod params;
 pub mod pg_catalog;
 pub mod pg_syntax;
+pub mod plan_reuse;
 pub mod planning;
 pub mod psql_catalog;
 pub mod query_runtime;

@@ -24,6 +24,7 @@ use datafusion::execution::session_state::SessionState;
 use datafusion::execution::TaskContext;
 use flashscan_sql::FlashscanSettings;
 
+use crate::plan_reuse::{KeptPlan, KeptPlans};
 use crate::shared::Shared;
 
 /// A planning state and what it was made from.
@@ -38,6 +39,16 @@ struct Kept {
 #[derive(Default)]
 pub struct ConnectionPlanning {
     kept: Mutex<Option<Kept>>,
+    /// Constant rows' physical plans by statement text (`plan_reuse.rs`), valid for
+    /// `kept_plans_of`'s settings and generation.
+    kept_plans: Mutex<KeptPlansOf>,
+}
+
+#[derive(Default)]
+struct KeptPlansOf {
+    plans: KeptPlans,
+    settings: Option<FlashscanSettings>,
+    generation: u64,
 }
 
 impl std::fmt::Debug for ConnectionPlanning {
@@ -47,6 +58,27 @@ impl std::fmt::Debug for ConnectionPlanning {
 }
 
 impl ConnectionPlanning {
+    /// The plan kept for `text`, if it was planned with these settings in this generation.
+    pub fn kept_plan(&self, shared: &Shared, settings: &FlashscanSettings, text: &str) -> Option<KeptPlan> {
+        let kept = self.kept_plans.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.generation != shared.catalog_generation() || kept.settings.as_ref() != Some(settings) {
+            return None;
+        }
+        kept.plans.get(text).cloned()
+    }
+
+    /// Keeps `plan` for `text`, planned with `settings` in `generation` (read before
+    /// planning began: a DDL meanwhile only makes the plan unused).
+    pub fn keep_plan(&self, settings: &FlashscanSettings, generation: u64, text: &str, plan: KeptPlan) {
+        let mut kept = self.kept_plans.lock().unwrap_or_else(|p| p.into_inner());
+        if kept.generation != generation || kept.settings.as_ref() != Some(settings) {
+            kept.plans.clear();
+            kept.generation = generation;
+            kept.settings = Some(settings.clone());
+        }
+        kept.plans.keep(text, plan);
+    }
+
     /// The connection's state for one statement, with `settings` (the connection's now) and
     /// the statement's start time (DataFusion's `now()`); given back when the lease drops.
     pub fn lease(&self, shared: &Shared, settings: &FlashscanSettings, backend_pid: i32) -> PlanningLease<'_> {
@@ -99,8 +131,29 @@ impl PlanningLease<'_> {
     /// What a query's plan runs with: the state's configuration and functions, and a memory
     /// pool of `query_memory_bytes` of its own, so one query over budget fails (or spills)
     /// alone.
-    pub fn task_context(&self, query_memory_bytes: usize) -> Result<Arc<TaskContext>, DataFusionError> {
+    /// With `read_inline`, its scans read small units on the caller's task
+    /// (`query_runtime::small_scan_plan`).
+    pub fn task_context(&self, query_memory_bytes: usize, read_inline: bool) -> Result<Arc<TaskContext>, DataFusionError> {
         let runtime = RuntimeEnvBuilder::new().with_memory_limit(query_memory_bytes, 1.0).build_arc()?;
-        Ok(Arc::new(TaskContext::from(&**self).with_runtime(runtime)))
+        let context = TaskContext::from(&**self).with_runtime(runtime);
+        if !read_inline {
+            return Ok(Arc::new(context));
+        }
+        let config = context.session_config().clone().with_extension(Arc::new(flashscan_sql::exec_plan::ReadSmallUnitsInline));
+        Ok(Arc::new(context.with_session_config(config)))
+    }
+}
+
+impl PlanningLease<'_> {
+    /// What a kept constant row runs with, each time (`plan_reuse.rs`): the state's
+    /// configuration without the statement's snapshot (it reads no table, and a kept
+    /// snapshot would keep old deltas alive), no function registries (its functions are in
+    /// its physical expressions already), a memory pool of `query_memory_bytes`.
+    pub fn kept_task_context(&self, query_memory_bytes: usize) -> Result<Arc<TaskContext>, DataFusionError> {
+        let runtime = RuntimeEnvBuilder::new().with_memory_limit(query_memory_bytes, 1.0).build_arc()?;
+        let mut config = self.config().clone();
+        config.set_extension(Arc::new(flashscan_write::ReadSnapshot::default()));
+        let id = self.session_id().to_string();
+        Ok(Arc::new(TaskContext::new(None, id, config, Default::default(), Default::default(), Default::default(), Default::default(), runtime)))
     }
 }

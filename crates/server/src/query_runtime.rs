@@ -35,7 +35,14 @@ use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{PhysicalExpr, ScalarFunctionExpr};
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::coalesce_partitions::CoalescePartitionsExec;
+use datafusion::physical_plan::filter::FilterExec;
+use datafusion::physical_plan::limit::{GlobalLimitExec, LocalLimitExec};
 use datafusion::physical_plan::projection::ProjectionExec;
+use datafusion::physical_plan::repartition::RepartitionExec;
+use datafusion::physical_plan::execution_plan::{ChildrenPropertiesMode, ReplaceChildrenOptions};
+use datafusion::physical_plan::{ExecutionPlanProperties, Partitioning};
+use flashscan_sql::exec_plan::{FlashscanExec, INLINE_UNIT_PAGES_MAX};
 use datafusion::physical_plan::ExecutionPlan;
 use futures::{FutureExt, StreamExt};
 use tokio::sync::mpsc;
@@ -112,6 +119,57 @@ pub fn runs_inline(plan: &Arc<dyn ExecutionPlan>) -> bool {
     projection.expr().iter().all(|p| bounded_expression(&p.expr)) && plan.children().iter().all(|c| runs_inline(c))
 }
 
+/// A key lookup over a small table (`SELECT * FROM t WHERE id = $1` with no index: a
+/// filter over one scan unit of at most `INLINE_UNIT_PAGES_MAX` pages), made to run on the
+/// connection's task as [`runs_inline`]'s constant rows do: the round-robin repartition and
+/// the merge of partitions the physical optimizer put around the filter are taken out (one
+/// unit gives one partition), and the scan reads its unit at the first poll (the task
+/// context's `ReadSmallUnitsInline`). Before, such a lookup crossed four threads and back —
+/// connection, query runtime, the repartition's task, a blocking thread for the scan —
+/// and the hand-offs (thread park/unpark, futex, scheduling) were a third of its server
+/// CPU (docs/server.md, "The fixed cost of a statement"). Its work is bounded by the unit's
+/// pages, as a constant row's is by its expressions; everything else goes to the runtime.
+pub fn small_scan_plan(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+    let small = one_partition(plan)?;
+    (small.output_partitioning().partition_count() == 1).then_some(small)
+}
+
+fn one_partition(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
+    if let Some(scan) = plan.downcast_ref::<FlashscanExec>() {
+        return (scan.unit_count() <= 1 && scan.page_count() <= INLINE_UNIT_PAGES_MAX).then(|| plan.clone());
+    }
+    if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
+        return match r.partitioning() {
+            Partitioning::RoundRobinBatch(_) => one_partition(r.input()),
+            _ => None,
+        };
+    }
+    if let Some(c) = plan.downcast_ref::<CoalescePartitionsExec>() {
+        // Its fetch (a LIMIT pushed into it) would be lost with it.
+        return if c.fetch().is_none() { one_partition(c.input()) } else { None };
+    }
+    let kept = plan.downcast_ref::<FilterExec>().is_some()
+        || plan.downcast_ref::<ProjectionExec>().is_some()
+        || plan.downcast_ref::<GlobalLimitExec>().is_some()
+        || plan.downcast_ref::<LocalLimitExec>().is_some();
+    if !kept {
+        return None;
+    }
+    if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
+        if !p.expr().iter().all(|e| bounded_expression(&e.expr)) {
+            return None;
+        }
+    }
+    let children = plan.children();
+    let [child] = children.as_slice() else { return None };
+    let new_child = one_partition(child)?;
+    if Arc::ptr_eq(&new_child, child) {
+        return Some(plan.clone());
+    }
+    // The child's partitioning changed: the node's properties are computed again.
+    plan.clone().replace_children(vec![new_child], ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute)).ok()
+}
+
 fn bounded_expression(expr: &Arc<dyn PhysicalExpr>) -> bool {
     if let Some(f) = expr.downcast_ref::<ScalarFunctionExpr>() {
         if FUNCTIONS_SIZED_BY_ARGUMENT.contains(&f.name()) {
@@ -125,7 +183,7 @@ impl QueryStream {
     /// Runs a plan [`runs_inline`] accepts on the caller's task: its one partition is polled
     /// by `next`, a panic in it is an error (as on the runtime), not the connection's end.
     pub fn inline(plan: Arc<dyn ExecutionPlan>, task_ctx: Arc<TaskContext>) -> QueryStream {
-        debug_assert!(runs_inline(&plan));
+        debug_assert!(runs_inline(&plan) || small_scan_plan(&plan).is_some_and(|p| Arc::ptr_eq(&p, &plan)));
         let schema = plan.schema();
         let started = std::panic::catch_unwind(AssertUnwindSafe(|| datafusion::physical_plan::execute_stream(plan, task_ctx)));
         let stream = match started {

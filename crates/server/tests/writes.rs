@@ -592,5 +592,99 @@ async fn a_primary_key_holds_for_every_writer() {
     waiter.await.expect("second").expect("the second insert of 11 goes on once the first rolls back");
     assert_eq!(one(&client, "SELECT v FROM k WHERE id = 11").await, "second");
     assert_eq!(one(&client, "SELECT count(*) FROM k").await, "4");
+
+/// A prepared statement's plan is made at Parse, but every execution reads the rows
+/// committed before it began (its own snapshot), not those of the Parse: here rows
+/// inserted after PREPARE, by this connection and by another, and rows deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_select_sees_rows_committed_after_prepare() {
+    let Served { _guard, db: _, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE p (id bigint NOT NULL, v bigint) WITH (partitions = 2)").await.expect("create");
+    let count = client.prepare("SELECT count(*) FROM p").await.expect("prepare count");
+    let by_key = client.prepare("SELECT v FROM p WHERE id = $1").await.expect("prepare by key");
+    let n = |rows: Vec<tokio_postgres::Row>| rows[0].get::<_, i64>(0);
+    assert_eq!(n(client.query(&count, &[]).await.expect("count")), 0);
+    assert!(client.query(&by_key, &[&7i64]).await.expect("by key").is_empty());
+    client.batch_execute("INSERT INTO p SELECT value, value * 10 FROM generate_series(1, 100)").await.expect("insert");
+    assert_eq!(n(client.query(&count, &[]).await.expect("count")), 100);
+    assert_eq!(n(client.query(&by_key, &[&7i64]).await.expect("by key")), 70);
+    let other = connect(&server).await;
+    other.batch_execute("INSERT INTO p VALUES (1000, 5); DELETE FROM p WHERE id = 7").await.expect("other writes");
+    assert_eq!(n(client.query(&count, &[]).await.expect("count")), 100);
+    assert!(client.query(&by_key, &[&7i64]).await.expect("by key").is_empty(), "a deleted row is not read by a prepared plan");
+    assert_eq!(n(client.query(&by_key, &[&1000i64]).await.expect("by key")), 5);
+    server.shutdown().await;
+}
+
+/// A prepared statement whose table was dropped and made again is planned again: the new
+/// table's rows when its columns are the same, PostgreSQL's "cached plan must not change
+/// result type" (0A000) when they are not, and the planner's error when it is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_statement_is_planned_again_after_drop_and_create() {
+    let Served { _guard, db: _, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE r (id bigint NOT NULL, v bigint); INSERT INTO r VALUES (1, 10), (2, 20)").await.expect("create");
+    let by_key = client.prepare("SELECT v FROM r WHERE id = $1").await.expect("prepare");
+    let all = client.prepare("SELECT * FROM r").await.expect("prepare all");
+    let insert = client.prepare("INSERT INTO r VALUES ($1, $2)").await.expect("prepare insert");
+    assert_eq!(client.query(&by_key, &[&2i64]).await.expect("by key")[0].get::<_, i64>(0), 20);
+
+    client.batch_execute("DROP TABLE r; CREATE TABLE r (id bigint NOT NULL, v bigint); INSERT INTO r VALUES (2, 200)").await.expect("again");
+    assert_eq!(client.query(&by_key, &[&2i64]).await.expect("by key after drop and create")[0].get::<_, i64>(0), 200);
+    client.execute(&insert, &[&3i64, &300i64]).await.expect("prepared insert into the new table");
+    assert_eq!(client.query(&by_key, &[&3i64]).await.expect("by key")[0].get::<_, i64>(0), 300);
+    assert_eq!(client.query(&all, &[]).await.expect("all").len(), 2);
+
+    // Another column type: the plan would change its result's type.
+    client.batch_execute("DROP TABLE r; CREATE TABLE r (id bigint NOT NULL, v text); INSERT INTO r VALUES (2, 'two')").await.expect("text column");
+    let e = client.query(&by_key, &[&2i64]).await.expect_err("result type changed");
+    assert_eq!(code_of(&e), "0A000", "{}", message_of(&e));
+    assert!(message_of(&e).contains("cached plan must not change result type"), "{}", message_of(&e));
+    // The same text prepared now plans against the table as it is.
+    let fresh = client.prepare("SELECT v FROM r WHERE id = $1").await.expect("prepare again");
+    assert_eq!(client.query(&fresh, &[&2i64]).await.expect("fresh")[0].get::<_, String>(0), "two");
+
+    client.batch_execute("DROP TABLE r").await.expect("drop");
+    let e = client.query(&fresh, &[&2i64]).await.expect_err("table gone");
+    assert!(message_of(&e).contains('r'), "{}", message_of(&e));
+    assert!(client.query(&all, &[]).await.is_err(), "a statement over a dropped table fails");
+    server.shutdown().await;
+}
+
+/// A constant row's plan is kept between executions (plan_reuse.rs), but only where running
+/// it again answers what planning it again would: `now()` moves on (the planner folds it
+/// into a literal), `random()` differs, and the answers of kept plans are the statements'.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_constant_plans_answer_like_fresh_ones() {
+    let Served { _guard, db: _, server, client } = serve(new_db()).await;
+    for _ in 0..3 {
+        assert_eq!(one(&client, "SELECT 1").await, "1");
+        assert_eq!(one(&client, "SELECT 2 + 3").await, "5");
+        assert_eq!(one(&client, "SELECT 'a' || 'b'").await, "ab");
+    }
+    let prepared = client.prepare("SELECT 40 + 2").await.expect("prepare");
+    for _ in 0..3 {
+        assert_eq!(client.query(&prepared, &[]).await.expect("prepared")[0].get::<_, i64>(0), 42);
+    }
+    let with_param = client.prepare("SELECT $1::text || '!'").await.expect("prepare with a parameter");
+    for k in ["a", "b", "c"] {
+        assert_eq!(client.query(&with_param, &[&k]).await.expect("with a parameter")[0].get::<_, String>(0), format!("{k}!"));
+    }
+    for sql in ["SELECT now()::text", "SELECT random()::text"] {
+        let first = one(&client, sql).await;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let second = one(&client, sql).await;
+        assert_ne!(first, second, "{sql} answered the same twice: a kept plan froze it");
+        let p = client.prepare(sql).await.expect("prepare");
+        let a: String = client.query(&p, &[]).await.expect("a")[0].get(0);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let b: String = client.query(&p, &[]).await.expect("b")[0].get(0);
+        assert_ne!(a, b, "{sql} prepared answered the same twice");
+    }
+    // A table's rows are never kept: the count follows the inserts.
+    client.batch_execute("CREATE TABLE c (id bigint NOT NULL)").await.expect("create");
+    for n in 1..=3 {
+        client.batch_execute(&format!("INSERT INTO c VALUES ({n})")).await.expect("insert");
+        assert_eq!(one(&client, "SELECT count(*) FROM c").await, n.to_string());
+    }
     server.shutdown().await;
 }

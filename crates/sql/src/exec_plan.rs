@@ -407,6 +407,27 @@ impl ExecutionPlan for FlashscanExec {
         let scan_log = self.scan_log.clone();
         let statement = scan_log.statement();
         let running = UnitRunning::start(&self.units_running);
+        let unit_run = UnitRun { spec, unit, runtime_filters, filter_metrics, output_rows, unit_metrics, scan_log, statement, batch_rows };
+        if context.session_config().get_extension::<ReadSmallUnitsInline>().is_some() && unit_run.unit.page_count <= INLINE_UNIT_PAGES_MAX {
+            // On the caller's task, at the first poll: no hop to a blocking thread and back.
+            let read = async move {
+                let _running = running;
+                let batches = std::sync::Mutex::new(Vec::new());
+                let mut unit_run = unit_run;
+                // A few pages: pread, not an io_uring made and torn down for two reads.
+                unit_run.spec.read_options.engine_kind = flashscan_io::EngineKind::Psync;
+                let result = unit_run.run(&|item| {
+                    batches.lock().unwrap_or_else(|p| p.into_inner()).push(item);
+                    true
+                });
+                let mut batches = batches.into_inner().unwrap_or_else(|p| p.into_inner());
+                if let Err(e) = result {
+                    batches.push(Err(e));
+                }
+                futures::stream::iter(batches)
+            };
+            return Ok(Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), futures::stream::once(read).flatten())));
+        }
         // The unit starts reading when its stream is first polled, not here: a hash join
         // polls its probe side only once its build side is done, so the join's runtime
         // filter is complete before the first row is read (started here, a unit filled
@@ -415,42 +436,8 @@ impl ExecutionPlan for FlashscanExec {
             let tx = builder.tx();
             builder.spawn_blocking(move || {
                 let _running = running;
-                let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
-                // Called on this thread only; a mutex makes the closure Sync (never contended).
-                let runtime_filters = std::sync::Mutex::new(runtime_filters.into_iter().map(RuntimeFilter::new).collect::<Vec<_>>());
-                let deliver = |batch: RecordBatch| -> Flow {
-                    let filtered = match runtime_filters.lock() {
-                        Ok(mut filters) => apply_runtime_filters(&mut filters, batch, filter_metrics.as_ref()),
-                        Err(_) => Err(datafusion::error::DataFusionError::Internal("runtime filter state poisoned".into())),
-                    };
-                    let batch = match filtered {
-                        Ok(b) => b,
-                        Err(e) => {
-                            // The stream ends with the error; the scan stops.
-                            let _ = tx.blocking_send(Err(e));
-                            return Flow::Stop;
-                        }
-                    };
-                    let mut offset = 0;
-                    while offset < batch.num_rows() {
-                        let left = rows_left.load(Ordering::Relaxed);
-                        let rows = (batch.num_rows() - offset).min(batch_rows).min(left);
-                        rows_left.store(left - rows, Ordering::Relaxed);
-                        output_rows.add(rows);
-                        // A send fails only when the stream was dropped: nobody wants more rows.
-                        if tx.blocking_send(Ok(batch.slice(offset, rows))).is_err() || left - rows == 0 {
-                            return Flow::Stop;
-                        }
-                        offset += rows;
-                    }
-                    Flow::Continue
-                };
-                let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone(), settings: spec.settings.clone(), deleted: spec.deleted.clone(), row_ids: spec.row_ids };
-                let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &slices, &spec.read_options, &deliver)
-                    .map_err(exec_to_datafusion)?;
-                unit_metrics.record(&figures);
-                scan_log.record_unit(statement, &spec.table.name, &figures);
-                Ok(())
+                // A send fails only when the stream was dropped: nobody wants more rows.
+                unit_run.run(&|item| tx.blocking_send(item).is_ok())
             });
             builder.build()
         };
@@ -511,6 +498,84 @@ impl ExecutionPlan for FlashscanExec {
         let mut exec = FlashscanExec::new(spec, self.scan_log.clone()).ok()?;
         exec.runtime_filters = self.runtime_filters.clone();
         Some(Arc::new(exec) as Arc<dyn ExecutionPlan>)
+    }
+}
+
+/// Pages a scan unit may have to be read on the caller's task when the query's context
+/// carries [`ReadSmallUnitsInline`]: 1 MiB, a few hundred microseconds of decoding.
+pub const INLINE_UNIT_PAGES_MAX: u64 = 128;
+
+/// A `TaskContext` extension: the query runs on its caller's task (the server runs a key
+/// lookup over a small table on the connection's task, `flashscan_server::query_runtime`),
+/// so units of at most [`INLINE_UNIT_PAGES_MAX`] pages are read at the stream's first poll,
+/// there, with pread, and not on a blocking thread that hands the batches back.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReadSmallUnitsInline;
+
+impl FlashscanExec {
+    /// Pages the scan reads at most (all its units; deltas are not pages).
+    pub fn page_count(&self) -> u64 {
+        self.spec.units.iter().map(|u| u.page_count).sum()
+    }
+
+    /// Units (partitions of the scan).
+    pub fn unit_count(&self) -> usize {
+        self.spec.units.len()
+    }
+}
+
+/// One unit of a scan, read and handed on batch by batch through `send`.
+struct UnitRun {
+    spec: ScanSpec,
+    unit: ScanUnit,
+    runtime_filters: Vec<Arc<dyn PhysicalExpr>>,
+    filter_metrics: Option<RuntimeFilterMetrics>,
+    output_rows: datafusion::physical_plan::metrics::Count,
+    unit_metrics: UnitMetrics,
+    scan_log: Arc<ScanLog>,
+    statement: u64,
+    batch_rows: usize,
+}
+
+impl UnitRun {
+    /// Reads the unit; `send` takes each batch (or a runtime filter's error) and says false
+    /// when nobody wants more.
+    fn run(self, send: &(dyn Fn(Result<RecordBatch>) -> bool + Sync)) -> Result<()> {
+        let UnitRun { spec, unit, runtime_filters, filter_metrics, output_rows, unit_metrics, scan_log, statement, batch_rows } = self;
+        let rows_left = AtomicUsize::new(spec.limit.unwrap_or(usize::MAX));
+        // Called on this thread only; a mutex makes the closure Sync (never contended).
+        let runtime_filters = std::sync::Mutex::new(runtime_filters.into_iter().map(RuntimeFilter::new).collect::<Vec<_>>());
+        let deliver = |batch: RecordBatch| -> Flow {
+            let filtered = match runtime_filters.lock() {
+                Ok(mut filters) => apply_runtime_filters(&mut filters, batch, filter_metrics.as_ref()),
+                Err(_) => Err(datafusion::error::DataFusionError::Internal("runtime filter state poisoned".into())),
+            };
+            let batch = match filtered {
+                Ok(b) => b,
+                Err(e) => {
+                    // The stream ends with the error; the scan stops.
+                    let _ = send(Err(e));
+                    return Flow::Stop;
+                }
+            };
+            let mut offset = 0;
+            while offset < batch.num_rows() {
+                let left = rows_left.load(Ordering::Relaxed);
+                let rows = (batch.num_rows() - offset).min(batch_rows).min(left);
+                rows_left.store(left - rows, Ordering::Relaxed);
+                output_rows.add(rows);
+                if !send(Ok(batch.slice(offset, rows))) || left - rows == 0 {
+                    return Flow::Stop;
+                }
+                offset += rows;
+            }
+            Flow::Continue
+        };
+        let slices = SliceOptions { batch_rows, row_filter: spec.row_filter.clone(), settings: spec.settings.clone(), deleted: spec.deleted.clone(), row_ids: spec.row_ids };
+        let figures = read_unit(&spec.table, &spec.db_dir, &unit, &spec.projection, &spec.scan_filter, &slices, &spec.read_options, &deliver).map_err(exec_to_datafusion)?;
+        unit_metrics.record(&figures);
+        scan_log.record_unit(statement, &spec.table.name, &figures);
+        Ok(())
     }
 }
 
