@@ -70,6 +70,11 @@ fn synthesized(c: &mut Cursor) -> Catalog {
             source: "fuzz".into(),
             load_lsn: c.u64(),
             deleted_rows: (c.u8() % 2 == 0).then(|| flashscan_storage::deleted_rows::DeletedRowsMeta { path: "d.g1.del".into(), row_count: c.u64() }),
+            // SQL index definitions: names and columns, valid or not (a catalog that names
+            // a missing column is read; writes of that table are refused).
+            indexes: (0..c.u8() % 3)
+                .map(|i| flashscan_storage::KeyIndexDef { name: format!("i{i}"), columns: vec![["c0", "c1", "nope"][c.u8() as usize % 3].into()], unique: c.u8() % 2 == 0, primary: c.u8() % 2 == 0, constraint: c.u8() % 2 == 0 })
+                .collect(),
         };
         tables.insert(name, meta);
     }
