@@ -35,7 +35,7 @@ pub enum ClusterCommand {
 
 #[cfg(not(feature = "cluster"))]
 fn not_built() -> anyhow::Error {
-    crate::exit::bad_input("this flashscan was built without the cluster: rebuild with `cargo build --release --features cluster`")
+    crate::exit::bad_input("this flashscan was built without the cluster (--no-default-features): rebuild with `cargo build --release -p flashscan-cli`, which includes it")
 }
 
 #[cfg(not(feature = "cluster"))]

@@ -239,6 +239,7 @@ fn param_types_of(plan: &LogicalPlan) -> PgWireResult<Vec<Option<DataType>>> {
             out[i - 1] = t;
         }
     }
+    crate::params::type_by_casts(plan, &mut out);
     Ok(out)
 }
 

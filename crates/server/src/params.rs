@@ -3,18 +3,67 @@
 //! then cast to the type the plan expects.
 
 use arrow::datatypes::DataType;
+use datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use datafusion::common::ScalarValue;
+use datafusion::logical_expr::expr::{Cast, Placeholder, TryCast};
+use datafusion::logical_expr::{Expr, LogicalPlan};
 use pgwire::api::portal::Portal;
 use pgwire::api::Type;
 use pgwire::error::{PgWireError, PgWireResult};
 
 use crate::error::{pg_error, sqlstate};
 
-/// The PostgreSQL type to announce for a placeholder DataFusion typed as `t`.
+/// The PostgreSQL type to announce for a placeholder DataFusion typed as `t`. A
+/// parameter cast to `oid` / `oid[]` is typed UInt32 (`pg_syntax.rs`): announced as oid,
+/// the type clients encode for it (asyncpg's introspection sends `$1::oid[]` as oid[]).
 pub fn pg_type_for_param(t: Option<&DataType>) -> Type {
     match t {
+        Some(DataType::UInt32) => Type::OID,
+        Some(DataType::List(f)) if f.data_type() == &DataType::UInt32 => Type::OID_ARRAY,
         Some(t) => arrow_pg::datatypes::into_pg_type(t).unwrap_or(Type::TEXT),
         None => Type::TEXT,
+    }
+}
+
+/// The types of the placeholders the plan casts (`$1::int`, `$2::oid[]`), by number (1 for
+/// `$1`): PostgreSQL types a parameter by its cast, and clients encode it by the type the
+/// server describes (DataFusion infers placeholder types from comparisons, not casts).
+pub fn placeholder_cast_types(plan: &LogicalPlan) -> Vec<(usize, DataType)> {
+    let mut out = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        node.apply_expressions(|e| {
+            e.apply(|e| {
+                if let Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) = e {
+                    if let Expr::Placeholder(Placeholder { id, field: None }) = expr.as_ref() {
+                        if let Some(n) = id.trim_start_matches('$').parse::<usize>().ok().filter(|n| *n >= 1) {
+                            out.push((n, field.data_type().clone()));
+                        }
+                    }
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    });
+    out
+}
+
+/// Fills the parameters DataFusion left untyped with the type of their cast, if any.
+pub fn type_by_casts(plan: &LogicalPlan, types: &mut Vec<Option<DataType>>) {
+    for (n, t) in placeholder_cast_types(plan) {
+        if types.len() < n {
+            types.resize(n, None);
+        }
+        if types[n - 1].is_none() {
+            types[n - 1] = Some(t);
+        }
+    }
+}
+
+/// A list parameter (binary or text array) as a DataFusion list of `element`.
+fn list_param(values: Option<Vec<ScalarValue>>, element: &DataType) -> ScalarValue {
+    match values {
+        Some(v) => ScalarValue::List(ScalarValue::new_list_nullable(&v, element)),
+        None => ScalarValue::try_from(DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new_list_field(element.clone(), true)))).unwrap_or(ScalarValue::Null),
     }
 }
 
@@ -31,6 +80,11 @@ pub fn decode_param<S: Clone>(portal: &Portal<S>, i: usize, pg_type: &Type) -> P
         Type::INT8 => ScalarValue::Int64(portal.parameter::<i64>(i, pg_type)?),
         Type::FLOAT4 => ScalarValue::Float32(portal.parameter::<f32>(i, pg_type)?),
         Type::FLOAT8 => ScalarValue::Float64(portal.parameter::<f64>(i, pg_type)?),
+        Type::OID => ScalarValue::UInt32(portal.parameter::<u32>(i, pg_type)?),
+        Type::OID_ARRAY => list_param(portal.parameter::<Vec<Option<u32>>>(i, pg_type)?.map(|v| v.into_iter().map(ScalarValue::UInt32).collect()), &DataType::UInt32),
+        Type::INT4_ARRAY => list_param(portal.parameter::<Vec<Option<i32>>>(i, pg_type)?.map(|v| v.into_iter().map(ScalarValue::Int32).collect()), &DataType::Int32),
+        Type::INT8_ARRAY => list_param(portal.parameter::<Vec<Option<i64>>>(i, pg_type)?.map(|v| v.into_iter().map(ScalarValue::Int64).collect()), &DataType::Int64),
+        Type::TEXT_ARRAY => list_param(portal.parameter::<Vec<Option<String>>>(i, pg_type)?.map(|v| v.into_iter().map(ScalarValue::Utf8).collect()), &DataType::Utf8),
         Type::NUMERIC => match portal.parameter::<rust_decimal::Decimal>(i, pg_type)? {
             Some(d) => ScalarValue::Decimal128(Some(d.mantissa()), 38, d.scale() as i8),
             None => ScalarValue::Decimal128(None, 38, 0),

@@ -13,8 +13,11 @@
 //! flashscan has nothing to put in. psql's `\dt` and every step of `\d t` run on these
 //! tables, their PostgreSQL spellings rewritten first (`pg_syntax.rs`); the tables of
 //! what flashscan does not have (defaults, inheritance, policies, extended statistics,
-//! publications, indexes, constraints, comments, sequences, enums, tablespaces) exist with
-//! their columns and no rows.
+//! publications, indexes, constraints, comments, sequences, enums, tablespaces, ranges) exist
+//! with their columns and no rows. Beside this file: `pg_settings.rs` (settings,
+//! `set_config`), `pg_proc.rs` (the session's functions), `pg_keys.rs` (indexes and keys:
+//! `pg_index`, `pg_constraint` and their information_schema views from one list) and
+//! `information_schema.rs` (the PostgreSQL-shaped information_schema tables).
 
 use std::sync::Arc;
 
@@ -29,6 +32,7 @@ use datafusion::prelude::SessionContext;
 use pgwire::api::Type;
 
 use crate::psql_catalog::{pg_type_name, CatalogTable, OWNER_NAME, SCHEMA_NAME};
+pub use crate::pg_settings::fixed_setting;
 
 /// The schema the tables live in.
 pub const PG_CATALOG: &str = "pg_catalog";
@@ -125,6 +129,9 @@ fn array_type_oid(t: &Type) -> i64 {
 /// The name `regtype` prints for a type (PostgreSQL's `format_type` without a modifier):
 /// the SQL standard's names where PostgreSQL uses them.
 fn regtype_name_of(t: &Type) -> String {
+    if let Some(e) = element_of(t) {
+        return format!("{}[]", regtype_name_of(&e));
+    }
     match *t {
         Type::BOOL => "boolean".into(),
         Type::CHAR => "\"char\"".into(),
@@ -149,7 +156,10 @@ fn type_of_name(name: &str) -> Option<Type> {
     let n = name.trim().trim_matches('"').to_ascii_lowercase();
     let n = n.strip_prefix("pg_catalog.").unwrap_or(&n).trim_matches('"').split_whitespace().collect::<Vec<_>>().join(" ");
     if let Ok(oid) = n.parse::<u32>() {
-        return TYPES.iter().find(|t| t.oid() == oid).cloned();
+        return catalog_types().into_iter().find(|t| t.oid() == oid);
+    }
+    if let Some(element) = n.strip_suffix("[]") {
+        return type_of_name(element).and_then(|e| Type::from_oid(array_type_oid(&e) as u32));
     }
     let alias = match n.as_str() {
         "int" | "integer" => "int4",
@@ -165,7 +175,7 @@ fn type_of_name(name: &str) -> Option<Type> {
         "timestamp with time zone" => "timestamptz",
         other => other,
     };
-    TYPES.iter().find(|t| t.name() == alias).cloned()
+    catalog_types().into_iter().find(|t| t.name() == alias)
 }
 
 fn text(name: &str) -> Field {
@@ -314,15 +324,23 @@ fn views(tables: &[CatalogTable]) -> Result<RecordBatch> {
 /// `pg_get_viewdef(oid [, pretty])`: a view's query (psql's `\d+ view`); NULL for any other
 /// oid, as PostgreSQL answers for a relation that is not a view.
 fn viewdef_udf(definitions: Vec<(i64, String)>) -> ScalarUDF {
+    definition_udf("pg_get_viewdef", definitions)
+}
+
+/// A function from an oid (its first argument; any others, such as `pretty`, change
+/// nothing here) to the definition `definitions` holds for it, NULL for any other oid:
+/// `pg_get_viewdef`, `pg_get_indexdef`, `pg_get_constraintdef`.
+fn definition_udf(name: &'static str, definitions: Vec<(i64, String)>) -> ScalarUDF {
     #[derive(Debug, PartialEq, Eq, Hash)]
     struct ViewDef {
+        name: &'static str,
         aliases: Vec<String>,
         signature: datafusion::logical_expr::Signature,
         definitions: Vec<(i64, String)>,
     }
     impl datafusion::logical_expr::ScalarUDFImpl for ViewDef {
         fn name(&self) -> &str {
-            "pg_get_viewdef"
+            self.name
         }
         fn aliases(&self) -> &[String] {
             &self.aliases
@@ -338,15 +356,16 @@ fn viewdef_udf(definitions: Vec<(i64, String)>) -> ScalarUDF {
                 ColumnarValue::Array(a) => Some(a.len()),
                 ColumnarValue::Scalar(_) => None,
             });
-            let oids = args.args.first().ok_or_else(|| DataFusionError::Plan("pg_get_viewdef takes an oid".into()))?.to_array(rows.unwrap_or(1))?;
+            let oids = args.args.first().ok_or_else(|| DataFusionError::Plan(format!("{} takes an oid", self.name)))?.to_array(rows.unwrap_or(1))?;
             let oids = arrow::compute::cast(&oids, &DataType::Int64)?;
-            let oids = oids.as_any().downcast_ref::<Int64Array>().ok_or_else(|| DataFusionError::Execution("pg_get_viewdef: an oid expected".into()))?;
+            let oids = oids.as_any().downcast_ref::<Int64Array>().ok_or_else(|| DataFusionError::Execution(format!("{}: an oid expected", self.name)))?;
             let out: StringArray = oids.iter().map(|oid| oid.and_then(|o| self.definitions.iter().find(|(v, _)| *v == o)).map(|(_, d)| d.as_str())).collect();
             columnar(rows, Arc::new(out))
         }
     }
     ScalarUDF::new_from_impl(ViewDef {
-        aliases: vec![format!("{PG_CATALOG}.pg_get_viewdef")],
+        name,
+        aliases: vec![format!("{PG_CATALOG}.{name}")],
         signature: datafusion::logical_expr::Signature::variadic_any(Volatility::Stable),
         definitions,
     })
@@ -399,8 +418,39 @@ fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
     )
 }
 
+/// `pg_type.typtype` of every row `types` makes: base types only ('b'; arrays are base
+/// types too). No domains ('d'), composite row types ('c'), enums ('e'), ranges ('r'),
+/// multiranges ('m') or pseudo-types ('p'): `pg_syntax.rs` drops a `CASE WHEN
+/// t.typtype = 'd' THEN …` arm over `pg_type` as one that never matches.
+pub const TYPE_KINDS: [&str; 1] = ["b"];
+
+/// The element type of an array type (`_int8` → int8), None for any other type.
+fn element_of(t: &Type) -> Option<Type> {
+    TYPES.iter().find(|e| array_type_oid(e) == i64::from(t.oid())).cloned()
+}
+
+/// The types `pg_type` lists: `TYPES` and their array types (asyncpg asks for `_int8` and
+/// kin by oid before it decodes an array column, psycopg registers them by `typarray`).
+fn catalog_types() -> Vec<Type> {
+    let arrays = TYPES.iter().filter_map(|t| Type::from_oid(array_type_oid(t) as u32));
+    TYPES.iter().cloned().chain(arrays).collect()
+}
+
+/// `typcategory`: PostgreSQL's letter for a base type's category ('A' for arrays is set
+/// by the caller).
+fn type_category(t: &Type) -> &'static str {
+    match *t {
+        Type::BOOL => "B",
+        Type::INT2 | Type::INT4 | Type::INT8 | Type::OID | Type::FLOAT4 | Type::FLOAT8 | Type::NUMERIC => "N",
+        Type::DATE | Type::TIME | Type::TIMESTAMP | Type::TIMESTAMPTZ => "D",
+        Type::TEXT | Type::VARCHAR | Type::NAME | Type::CHAR => "S",
+        _ => "U",
+    }
+}
+
 fn types() -> Result<RecordBatch> {
-    let n = TYPES.len();
+    let all = catalog_types();
+    let n = all.len();
     batch(
         vec![
             int64("oid"),
@@ -417,22 +467,24 @@ fn types() -> Result<RecordBatch> {
             text("typdelim"),
             int64("typcollation"),
             int64("typarray"),
+            text("typcategory"),
         ],
         vec![
-            Arc::new(Int64Array::from_iter_values(TYPES.iter().map(|t| i64::from(t.oid())))),
-            strings(TYPES.iter().map(|t| t.name())),
+            Arc::new(Int64Array::from_iter_values(all.iter().map(|t| i64::from(t.oid())))),
+            strings(all.iter().map(|t| t.name())),
             Arc::new(Int64Array::from(vec![PG_CATALOG_OID; n])),
             Arc::new(Int64Array::from(vec![OWNER_OID; n])),
-            Arc::new(Int32Array::from_iter_values(TYPES.iter().map(typlen_of))),
-            strings(std::iter::repeat_n("b", n)),
+            Arc::new(Int32Array::from_iter_values(all.iter().map(typlen_of))),
+            strings(std::iter::repeat_n(TYPE_KINDS[0], n)),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int32Array::from(vec![-1; n])),
             Arc::new(BooleanArray::from(vec![false; n])),
             Arc::new(Int64Array::from(vec![0; n])),
-            Arc::new(Int64Array::from(vec![0; n])),
+            Arc::new(Int64Array::from_iter_values(all.iter().map(|t| element_of(t).map_or(0, |e| i64::from(e.oid()))))),
             strings(std::iter::repeat_n(",", n)),
             Arc::new(Int64Array::from(vec![NO_COLLATION_OID; n])),
-            Arc::new(Int64Array::from_iter_values(TYPES.iter().map(array_type_oid))),
+            Arc::new(Int64Array::from_iter_values(all.iter().map(array_type_oid))),
+            strings(all.iter().map(|t| if element_of(t).is_some() { "A" } else { type_category(t) })),
         ],
     )
 }
@@ -497,50 +549,11 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
         ("pg_publication", vec![i("oid"), t("pubname"), i("pubowner"), b("puballtables"), b("pubinsert"), b("pubupdate"), b("pubdelete"), b("pubtruncate"), b("pubviaroot")]),
         ("pg_publication_rel", vec![i("oid"), i("prpubid"), i("prrelid"), t("prqual"), Field::new("prattrs", list_of(DataType::Int16), true)]),
         ("pg_publication_namespace", vec![i("oid"), i("pnpubid"), i("pnnspid")]),
-        (
-            "pg_index",
-            vec![
-                i("indexrelid"),
-                i("indrelid"),
-                Field::new("indnatts", DataType::Int16, true),
-                Field::new("indnkeyatts", DataType::Int16, true),
-                b("indisunique"),
-                b("indnullsnotdistinct"),
-                b("indisprimary"),
-                b("indisexclusion"),
-                b("indimmediate"),
-                b("indisclustered"),
-                b("indisvalid"),
-                b("indisreplident"),
-                // int2vector / oidvector in PostgreSQL: arrays here.
-                Field::new("indkey", list_of(DataType::Int16), true),
-                Field::new("indclass", list_of(DataType::Int64), true),
-                Field::new("indoption", list_of(DataType::Int16), true),
-                t("indpred"),
-                t("indexprs"),
-            ],
-        ),
-        (
-            "pg_constraint",
-            vec![
-                i("oid"),
-                t("conname"),
-                i("connamespace"),
-                t("contype"),
-                b("condeferrable"),
-                b("condeferred"),
-                b("convalidated"),
-                i("conrelid"),
-                i("conindid"),
-                i("confrelid"),
-                Field::new("conkey", list_of(DataType::Int16), true),
-                Field::new("confkey", list_of(DataType::Int16), true),
-                t("confupdtype"),
-                t("confdeltype"),
-                t("confmatchtype"),
-                t("conbin"),
-            ],
-        ),
+        // Indexes and keys: their rows come from `pg_keys::key_rows` (none today).
+        ("pg_index", crate::pg_keys::index_fields()),
+        ("pg_constraint", crate::pg_keys::constraint_fields()),
+        // Range types (none here): asyncpg's type introspection joins it.
+        ("pg_range", vec![i("rngtypid"), i("rngsubtype"), i("rngmultitypid"), i("rngcollation"), i("rngsubopc"), t("rngcanonical"), t("rngsubdiff")]),
         // Comments (COMMENT ON): SQLAlchemy's reflection joins it for every column and table.
         ("pg_description", vec![i("objoid"), i("classoid"), i32f("objsubid"), t("description")]),
         // Operator classes of index columns (no indexes here) and enum labels (no enum
@@ -560,7 +573,7 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
 /// and kin), for `'pg_catalog.pg_constraint'::regclass`: clients join `pg_description` on
 /// `classoid = 'pg_catalog.pg_class'::regclass`. `pg_roles` is a view whose oid varies
 /// between PostgreSQL builds: it takes the one of the table behind it, `pg_authid`.
-const CATALOG_RELATION_OIDS: [(&str, i64); 25] = [
+const CATALOG_RELATION_OIDS: [(&str, i64); 28] = [
     ("pg_type", 1247),
     ("pg_attribute", 1249),
     ("pg_class", 1259),
@@ -587,6 +600,9 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 25] = [
     ("pg_publication_namespace", 6237),
     // A system view: its oid is given at initdb, not fixed; PostgreSQL 15.18's.
     ("pg_views", 12028),
+    ("pg_settings", 12104),
+    ("pg_proc", 1255),
+    ("pg_range", 3541),
 ];
 
 /// The names of the catalog tables flashscan keeps empty (`empty_tables`).
@@ -651,6 +667,21 @@ impl SchemaProvider for SearchPath {
 /// (Re)registers the `pg_catalog` tables for `tables`, and (once) puts them on the
 /// default schema's search path. Plans already made keep the tables they were made with.
 pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
+    let keys = crate::pg_keys::key_rows(tables, &crate::pg_keys::sql_keys(tables), DATABASE_NAME)?;
+    // A statement over a table in `empty_tables` may be answered as no rows.
+    debug_assert!(keys.pg_index.num_rows() == 0 && keys.pg_constraint.num_rows() == 0, "pg_index/pg_constraint have rows: take them out of empty_tables");
+    crate::information_schema::register(ctx, tables, &keys, DATABASE_NAME)?;
+    // The functions first: `pg_proc` lists them.
+    // `regclass` looks names up among the tables of the moment.
+    let relations: Vec<(i64, String)> = tables.iter().map(|t| (t.oid, t.name.clone())).collect();
+    ctx.register_udf(viewdef_udf(tables.iter().filter_map(|t| t.view_definition.clone().map(|d| (t.oid, d))).collect()));
+    // `pg_get_indexdef(oid [, column, pretty])`, `pg_get_constraintdef(oid [, pretty])`: the
+    // definition of an index or key `pg_keys` lists; NULL for any other oid.
+    ctx.register_udf(definition_udf("pg_get_indexdef", keys.index_definitions.clone()));
+    ctx.register_udf(definition_udf("pg_get_constraintdef", keys.constraint_definitions.clone()));
+    ctx.register_udf(oid_alias_udf("regclass_oid", OidLookup::Classes(relations.clone()), true));
+    ctx.register_udf(oid_alias_udf("regclass_name", OidLookup::Classes(relations.clone()), false));
+    ctx.register_udf(to_reg_udf("to_regclass", "pg_catalog.to_regclass", OidLookup::Classes(relations)));
     let catalog = ctx.catalog("datafusion").ok_or_else(|| DataFusionError::Plan("no default catalog".into()))?;
     if catalog.schema(PG_CATALOG).is_none() {
         catalog.register_schema(PG_CATALOG, Arc::new(MemorySchemaProvider::new()))?;
@@ -670,20 +701,17 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
         ("pg_am", access_method_rows(tables)?),
         ("pg_roles", roles()?),
         ("pg_views", views(tables)?),
+        ("pg_settings", crate::pg_settings::settings()?),
+        ("pg_proc", crate::pg_proc::functions(&ctx.state())?),
     ]
     .into_iter()
     .chain(empty_tables().into_iter().map(|(name, fields)| (name, RecordBatch::new_empty(Arc::new(Schema::new(fields))))))
+    .chain([("pg_index", keys.pg_index.clone()), ("pg_constraint", keys.pg_constraint.clone())])
     {
         let reference = TableReference::partial(PG_CATALOG, name);
         ctx.deregister_table(reference.clone())?;
         ctx.register_table(reference, Arc::new(MemTable::try_new(b.schema(), vec![vec![b]])?))?;
     }
-    // `regclass` looks names up among the tables of the moment.
-    let relations: Vec<(i64, String)> = tables.iter().map(|t| (t.oid, t.name.clone())).collect();
-    ctx.register_udf(viewdef_udf(tables.iter().filter_map(|t| t.view_definition.clone().map(|d| (t.oid, d))).collect()));
-    ctx.register_udf(oid_alias_udf("regclass_oid", OidLookup::Classes(relations.clone()), true));
-    ctx.register_udf(oid_alias_udf("regclass_name", OidLookup::Classes(relations.clone()), false));
-    ctx.register_udf(to_reg_udf("to_regclass", "pg_catalog.to_regclass", OidLookup::Classes(relations)));
     Ok(())
 }
 
@@ -788,6 +816,11 @@ fn oid_alias_udf(name: &'static str, lookup: OidLookup, to_oid: bool) -> ScalarU
                     Some((oid, n)) => {
                         oids.push(Some(oid));
                         names.push(Some(n));
+                    }
+                    // Oid 0 (none: `typelem` of a type that is no array) prints as `-`.
+                    None if !to_oid && t.trim() == "0" => {
+                        oids.push(None);
+                        names.push(Some("-".to_string()));
                     }
                     // An oid of nothing prints as its number, as PostgreSQL does.
                     None if !to_oid && t.trim().parse::<i64>().is_ok() => {
@@ -940,7 +973,8 @@ fn format_type_udf() -> ScalarUDF {
         });
         let arrays: Vec<ArrayRef> = args.iter().map(|a| a.to_array(rows.unwrap_or(1))).collect::<Result<_>>()?;
         let oids = arrays[0].as_any().downcast_ref::<Int64Array>().ok_or_else(|| DataFusionError::Execution("format_type: oid must be an integer".into()))?;
-        let mods = arrays[1].as_any().downcast_ref::<Int32Array>().ok_or_else(|| DataFusionError::Execution("format_type: typmod must be an integer".into()))?;
+        let mods = arrow::compute::cast(&arrays[1], &DataType::Int32)?;
+        let mods = mods.as_any().downcast_ref::<Int32Array>().ok_or_else(|| DataFusionError::Execution("format_type: typmod must be an integer".into()))?;
         let names: StringArray = (0..oids.len())
             .map(|i| {
                 if oids.is_null(i) {
@@ -948,6 +982,9 @@ fn format_type_udf() -> ScalarUDF {
                 }
                 let t = Type::from_oid(oids.value(i) as u32)?;
                 let m = if mods.is_null(i) { -1 } else { mods.value(i) };
+                if let Some(e) = element_of(&t) {
+                    return Some(format!("{}[]", regtype_name_of(&e)));
+                }
                 Some(match t {
                     Type::NUMERIC if m >= 4 => format!("numeric({},{})", (m - 4) >> 16, (m - 4) & 0xffff),
                     Type::INT8 => pg_type_name(&DataType::Int64),
@@ -970,7 +1007,7 @@ fn format_type_udf() -> ScalarUDF {
             None => ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?),
         })
     });
-    create_udf("format_type", vec![DataType::Int64, DataType::Int32], DataType::Utf8, Volatility::Immutable, f).with_aliases(["pg_catalog.format_type"])
+    create_udf("format_type", vec![DataType::Int64, DataType::Int64], DataType::Utf8, Volatility::Immutable, f).with_aliases(["pg_catalog.format_type"])
 }
 
 /// `pg_catalog.array_to_string(text[], sep)` for `pg_database.datacl` (psql's `\l`): the
@@ -1029,7 +1066,8 @@ pub fn register_functions(ctx: &SessionContext) {
     ctx.register_udf(constant_udf("current_database", "pg_catalog.current_database", vec![], ScalarValue::from(DATABASE_NAME)));
     ctx.register_udf(backend_pid_udf());
     ctx.register_udf(like_escape_udf());
-    ctx.register_udf(current_setting_udf());
+    ctx.register_udf(crate::pg_settings::current_setting_udf());
+    ctx.register_udf(crate::pg_settings::set_config_udf());
     // One owner, and every connection acts as it (docs/server.md, "Authentication"): it
     // holds every privilege on every table and schema.
     for name in ["has_table_privilege", "has_schema_privilege", "has_database_privilege", "has_column_privilege"] {
@@ -1037,7 +1075,8 @@ pub fn register_functions(ctx: &SessionContext) {
     }
     // Nothing here has a comment (COMMENT ON is not taken), an index or constraint
     // definition, or a sequence: NULL, as PostgreSQL answers for an object without one.
-    for name in ["obj_description", "col_description", "shobj_description", "pg_get_indexdef", "pg_get_constraintdef", "pg_get_serial_sequence"] {
+    // (`pg_get_indexdef` / `pg_get_constraintdef` answer from `pg_keys`: `register`.)
+    for name in ["obj_description", "col_description", "shobj_description", "pg_get_serial_sequence"] {
         ctx.register_udf(null_answer_udf(name, ScalarValue::Utf8(None)));
     }
     // The one collation and every type are in pg_catalog, on the search path.
@@ -1112,44 +1151,6 @@ fn backend_pid_udf() -> ScalarUDF {
         aliases: vec![format!("{PG_CATALOG}.pg_backend_pid")],
         signature: datafusion::logical_expr::Signature::exact(vec![], Volatility::Volatile),
     })
-}
-
-/// The settings every connection has the same value of, as `SHOW name` and
-/// `current_setting('name')` answer them (the per-connection ones, `statement_timeout` and
-/// `flashscan.*`, only `SHOW` answers: handler.rs).
-pub fn fixed_setting(name: &str) -> Option<String> {
-    Some(match name {
-        "server_version" => crate::startup::SERVER_VERSION.to_string(),
-        "server_version_num" => "150000".to_string(),
-        "transaction_isolation" | "default_transaction_isolation" => "read committed".to_string(),
-        "transaction_read_only" | "default_transaction_read_only" => "on".to_string(),
-        "standard_conforming_strings" | "integer_datetimes" => "on".to_string(),
-        "client_encoding" | "server_encoding" => "UTF8".to_string(),
-        "datestyle" => "ISO, MDY".to_string(),
-        "timezone" => "UTC".to_string(),
-        "search_path" => SCHEMA_NAME.to_string(),
-        // SQLAlchemy names a table's access method only when it is not the default.
-        "default_table_access_method" => "heap".to_string(),
-        _ => return None,
-    })
-}
-
-/// `current_setting(name)`: `fixed_setting`; any other name is an error saying to ask SHOW.
-fn current_setting_udf() -> ScalarUDF {
-    let f = Arc::new(|args: &[ColumnarValue]| -> Result<ColumnarValue> {
-        let (rows, names) = text_argument(args)?;
-        let out: StringArray = names
-            .iter()
-            .map(|n| match n {
-                None => Ok(None),
-                Some(n) => fixed_setting(&n.to_ascii_lowercase())
-                    .map(Some)
-                    .ok_or_else(|| DataFusionError::Execution(format!("current_setting('{n}'): not a server-wide setting; SHOW {n} answers the connection's"))),
-            })
-            .collect::<Result<_>>()?;
-        columnar(rows, Arc::new(out))
-    });
-    create_udf("current_setting", vec![DataType::Utf8], DataType::Utf8, Volatility::Stable, f).with_aliases(["pg_catalog.current_setting"])
 }
 
 /// `version()`: PostgreSQL's shape ("PostgreSQL 15.0 (flashscan 0.1.0) on x86_64-linux,
@@ -1448,5 +1449,70 @@ mod tests {
         let plan = statement_to_plan(&state, bad).await.expect("plans");
         let err = ctx.execute_logical_plan(plan).await.expect("df").collect().await.expect_err("unknown type");
         assert!(err.to_string().contains("type \"no_such_type\" does not exist"), "{err}");
+    }
+
+    /// asyncpg 0.32's type introspection (its `INTRO_LOOKUP_TYPES`, verbatim in
+    /// testdata/) for `int8[]`, the parameter bound as asyncpg binds it (oid[]): the array
+    /// type at depth 0, its element at depth 1, names as PostgreSQL prints them.
+    #[tokio::test]
+    async fn asyncpg_type_introspection_runs_on_the_catalog() {
+        let ctx = SessionContext::new();
+        register_functions(&ctx);
+        register(&ctx, &tables()).expect("register");
+        let state = ctx.state();
+        let sql = include_str!("testdata/asyncpg_introspection.sql");
+        let statement = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).expect("parse");
+        let plan = statement_to_plan(&state, statement).await.expect("plans");
+        let mut types = Vec::new();
+        crate::params::type_by_casts(&plan, &mut types);
+        assert_eq!(crate::params::pg_type_for_param(types[0].as_ref()), Type::OID_ARRAY, "asyncpg encodes $1 as oid[]");
+        let oids = ScalarValue::List(ScalarValue::new_list_nullable(&[ScalarValue::UInt32(Some(1016))], &DataType::UInt32));
+        let plan = plan.with_param_values(datafusion::common::ParamValues::from(vec![oids])).expect("bind");
+        let batches = ctx.execute_logical_plan(plan).await.expect("df").collect().await.expect("runs");
+        let out = pretty_format_batches(&batches).expect("format").to_string();
+        let rows = rows_of(&out);
+        let header = out.lines().nth(1).unwrap_or_default().to_string();
+        let column = |name: &str| header.split('|').map(str::trim).filter(|c| !c.is_empty()).position(|c| c == name).unwrap_or_else(|| panic!("{name} in {header}"));
+        let pick = |r: &Vec<String>| ["oid", "ns", "name", "kind", "elemtype", "depth", "elemtype_name", "basetype"].map(|c| r[column(c)].clone());
+        let got: Vec<[String; 8]> = rows.iter().map(pick).collect();
+        let want = |v: [&str; 8]| v.map(str::to_string);
+        assert_eq!(got, vec![want(["20", "pg_catalog", "int8", "b", "0", "1", "-", ""]), want(["1016", "pg_catalog", "_int8", "b", "20", "0", "bigint", ""])], "{out}");
+    }
+
+    /// The catalog tables and functions issue 30 adds.
+    #[tokio::test]
+    async fn issue_30_catalog_tables_and_functions_answer() {
+        let ctx = SessionContext::new();
+        register_functions(&ctx);
+        let mut with_view = tables();
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
+        with_view.push(CatalogTable { oid: 16385, name: "v".into(), schema, format: "heap".into(), view_definition: Some("SELECT k FROM items".into()) });
+        register(&ctx, &with_view).expect("register");
+        let q = |sql: &'static str| {
+            let ctx = ctx.clone();
+            async move { rows_of(&run_normalized(&ctx, sql).await) }
+        };
+        assert_eq!(q("SELECT setting, context FROM pg_settings WHERE name = 'jit'").await, vec![vec!["off", "internal"]]);
+        assert_eq!(q("SELECT count(*) FROM pg_settings WHERE name = 'server_version_num' AND setting = '150000'").await, vec![vec!["1"]]);
+        assert_eq!(q("SELECT prokind, provolatile FROM pg_catalog.pg_proc WHERE proname = 'sum'").await, vec![vec!["a", "i"]]);
+        assert_eq!(q("SELECT count(*) FROM pg_proc WHERE proname IN ('version', 'pg_get_viewdef', 'set_config', 'row_number')").await, vec![vec!["4"]]);
+        // information_schema.views: PostgreSQL's columns, views only.
+        assert_eq!(
+            q("SELECT table_schema, table_name, view_definition, check_option, is_updatable FROM information_schema.views").await,
+            vec![vec!["public", "v", "SELECT k FROM items", "NONE", "NO"]]
+        );
+        assert_eq!(q("SELECT count(*) FROM information_schema.table_constraints WHERE constraint_type = 'PRIMARY KEY'").await, vec![vec!["0"]]);
+        assert_eq!(q("SELECT count(column_name), count(ordinal_position) FROM information_schema.key_column_usage").await, vec![vec!["0", "0"]]);
+        assert_eq!(q("SELECT count(*) FROM pg_index i JOIN pg_constraint c ON c.conindid = i.indexrelid").await, vec![vec!["0"]]);
+        assert_eq!(q("SELECT count(*) FROM pg_range").await, vec![vec!["0"]]);
+        // format_type with an integer literal typmod; arrays print as PostgreSQL prints them.
+        assert_eq!(q("SELECT format_type(23, -1), format_type(1016, NULL), 1016::regtype::text, 0::regtype::text").await, vec![vec!["integer", "bigint[]", "bigint[]", "-"]]);
+        assert_eq!(q("SELECT typname, typelem, typcategory FROM pg_type WHERE oid = 'int4[]'::regtype").await, vec![vec!["_int4", "23", "A"]]);
+        assert_eq!(q("SELECT pg_get_indexdef(1) IS NULL, pg_get_constraintdef(1, true) IS NULL").await, vec![vec!["true", "true"]]);
+        // A CASE arm over pg_type for a kind no row has (domains) is dropped, others kept.
+        assert_eq!(
+            q("SELECT count(*) FROM (SELECT CASE WHEN t.typtype = 'd' THEN (SELECT 1 FROM pg_type t2 WHERE t2.oid = t.oid LIMIT 1) WHEN t.typtype = 'b' THEN 2 END AS x FROM pg_type t) s WHERE x = 2").await,
+            vec![vec![(TYPES.len() * 2).to_string()]]
+        );
     }
 }

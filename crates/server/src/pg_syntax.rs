@@ -28,6 +28,16 @@
 //!   backslash escapes, the only ones DataFusion runs);
 //! - `polroles = '{0}'` (an array written as a string literal, compared with one of the
 //!   catalog's array columns, `ARRAY_COLUMNS`) → `polroles = ARRAY[0]`;
+//! - `information_schema.views`, `.table_constraints`, `.key_column_usage` →
+//!   the PostgreSQL-shaped tables of `information_schema.rs` (DataFusion answers every
+//!   `information_schema.X` itself, with its own columns);
+//! - a `CASE WHEN t.typtype = 'd' THEN … END` arm over `pg_type t` whose kind no row of
+//!   `pg_type` has (`pg_catalog::TYPE_KINDS`: no domains, composites, ranges …) is dropped:
+//!   it never matches (asyncpg's type introspection puts a recursive query over domains
+//!   there, which DataFusion cannot decorrelate); a CASE left without arms is its ELSE;
+//! - a parameter cast to `oid` or `oid[]` (`$1::oid[]`, asyncpg's introspection) → to
+//!   `INT UNSIGNED` (`[]`): the parameter is then described as PostgreSQL's `oid` (`oid[]`),
+//!   the type the client encodes it as (`params.rs`); other oids stay bigint here;
 //! - two unnamed result columns of the same spelling (psql's `NULL, NULL`) get distinct
 //!   names (`?column?2`, …): DataFusion refuses duplicate names, clients read by position.
 //!
@@ -284,6 +294,17 @@ impl VisitorMut for Rewriter<'_> {
 
     fn pre_visit_query(&mut self, q: &mut Query) -> ControlFlow<()> {
         name_oid_alias_results(q.body.as_mut());
+        drop_impossible_type_kind_arms(q.body.as_mut());
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_relation(&mut self, relation: &mut ObjectName) -> ControlFlow<()> {
+        let parts: Vec<String> = relation.0.iter().map(|p| p.to_string().trim_matches('"').to_ascii_lowercase()).collect();
+        if let [schema, table] = parts.as_slice() {
+            if schema == "information_schema" && crate::information_schema::TABLES.contains(&table.as_str()) {
+                *relation = ObjectName::from(vec![Ident::new(crate::information_schema::PG_INFORMATION_SCHEMA), Ident::new(table.clone())]);
+            }
+        }
         ControlFlow::Continue(())
     }
 
@@ -329,7 +350,10 @@ impl VisitorMut for Rewriter<'_> {
                 *e = inner;
             }
             Expr::Cast { kind: CastKind::DoubleColon | CastKind::Cast, expr, data_type, .. } => {
-                if let Some(alias) = oid_alias(data_type) {
+                let placeholder_oid = matches!(expr.as_ref(), Expr::Value(v) if matches!(v.value, Value::Placeholder(_))).then(|| oid_parameter_type(data_type)).flatten();
+                if let Some(t) = placeholder_oid {
+                    *data_type = t;
+                } else if let Some(alias) = oid_alias(data_type) {
                     if let Some(call) = parse_expr(&format!("{PG_CATALOG}.{alias}_oid(CAST({expr} AS TEXT))")) {
                         *e = call;
                     }
@@ -362,6 +386,76 @@ impl VisitorMut for Rewriter<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `oid` → `INT UNSIGNED`, `oid[]` → `INT UNSIGNED[]` (a parameter's cast), else None.
+fn oid_parameter_type(t: &SqlType) -> Option<SqlType> {
+    use datafusion::sql::sqlparser::ast::ArrayElemTypeDef;
+    match t {
+        SqlType::Custom(name, modifiers) if modifiers.is_empty() && catalog_name(name).as_deref() == Some("oid") => Some(SqlType::IntUnsigned(None)),
+        SqlType::Array(ArrayElemTypeDef::SquareBracket(inner, size)) => Some(SqlType::Array(ArrayElemTypeDef::SquareBracket(Box::new(oid_parameter_type(inner)?), *size))),
+        _ => None,
+    }
+}
+
+/// `CASE WHEN t.typtype = 'd' THEN … END` in a select item, `t` being `pg_type` in the
+/// select's FROM: the arms testing for a kind `pg_type` has no row of
+/// (`pg_catalog::TYPE_KINDS`) are dropped, a CASE left without arms becomes its ELSE (or
+/// NULL). Only the select's own items, not its subqueries (an alias there may name another
+/// table).
+fn drop_impossible_type_kind_arms(body: &mut SetExpr) {
+    match body {
+        SetExpr::Select(s) => {
+            let aliases: Vec<String> = relations(&s.from)
+                .iter()
+                .filter_map(|(t, _)| {
+                    let TableFactor::Table { name, alias, args: None, .. } = t else { return None };
+                    (catalog_name(name)?.as_str() == "pg_type").then(|| alias.as_ref().map_or_else(|| "pg_type".to_string(), |a| a.name.value.to_ascii_lowercase()))
+                })
+                .collect();
+            if aliases.is_empty() {
+                return;
+            }
+            for item in s.projection.iter_mut() {
+                if let SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } = item {
+                    drop_arms(e, &aliases);
+                }
+            }
+        }
+        SetExpr::SetOperation { left, right, .. } => {
+            drop_impossible_type_kind_arms(left);
+            drop_impossible_type_kind_arms(right);
+        }
+        _ => {}
+    }
+}
+
+fn drop_arms(e: &mut Expr, pg_type_aliases: &[String]) {
+    if let Expr::Nested(inner) = e {
+        return drop_arms(inner, pg_type_aliases);
+    }
+    let replacement = match e {
+        Expr::Case { operand: None, conditions, else_result, .. } => {
+            let before = conditions.len();
+            conditions.retain(|arm| !tests_for_a_missing_type_kind(&arm.condition, pg_type_aliases));
+            if !conditions.is_empty() || before == 0 {
+                return;
+            }
+            else_result.take().map(|b| *b)
+        }
+        _ => return,
+    };
+    if let Some(r) = replacement.or_else(|| parse_expr("NULL")) {
+        *e = r;
+    }
+}
+
+/// `alias.typtype = 'k'` (either side) with `alias` a `pg_type` and `k` a kind no row has.
+fn tests_for_a_missing_type_kind(condition: &Expr, pg_type_aliases: &[String]) -> bool {
+    let Expr::BinaryOp { op: BinaryOperator::Eq, left, right } = condition else { return false };
+    let kind_column = |e: &Expr| matches!(e, Expr::CompoundIdentifier(ids) if ids.len() == 2 && ids[1].value.eq_ignore_ascii_case("typtype") && pg_type_aliases.contains(&ids[0].value.to_ascii_lowercase()));
+    let missing_kind = |e: &Expr| matches!(e, Expr::Value(v) if matches!(&v.value, Value::SingleQuotedString(k) if !crate::pg_catalog::TYPE_KINDS.contains(&k.as_str())));
+    (kind_column(left) && missing_kind(right)) || (kind_column(right) && missing_kind(left))
 }
 
 /// A result column that is a cast to an object-identifier type (`'t'::regclass`,

@@ -281,7 +281,7 @@ pub fn classify(text: &str) -> Command {
                 .map(|m| m.as_str().split(',').map(|s| s.trim().trim_matches('"').to_string()).filter(|s| !s.is_empty()).collect())
                 .unwrap_or_default();
             if lower_options.contains("binary") {
-                return Command::Unsupported("COPY FROM STDIN takes the text and CSV formats, not binary".into());
+                return Command::Unsupported("COPY FROM STDIN takes the text and CSV formats, not binary: send CSV (asyncpg: copy_to_table(..., format='csv') or executemany)".into());
             }
             return Command::CopyFrom(CopyFromOptions {
                 table: c[1].trim_matches('"').to_string(),

@@ -1092,9 +1092,11 @@ async fn views_are_kept_listed_and_guard_their_tables() {
     let viewdef = c.query("SELECT pg_catalog.pg_get_viewdef(c.oid, true) FROM pg_catalog.pg_class c WHERE c.relname = 'v'").await;
     assert_eq!(viewdef[0], definition[0], "{viewdef:?}");
     assert_eq!(c.query("SELECT table_type FROM information_schema.tables WHERE table_name = 'v'").await, ["D:VIEW", "C:SELECT 1"]);
-    // DataFusion's information_schema.views lists every relation, a view with its query as
-    // `definition` (NULL for a table).
-    assert_eq!(c.query("SELECT table_name FROM information_schema.views WHERE definition IS NOT NULL ORDER BY table_name").await, ["D:v", "D:w", "C:SELECT 2"]);
+    // information_schema.views in PostgreSQL's shape (issue 30): the views only, each with
+    // its query as `view_definition`, read-only.
+    assert_eq!(c.query("SELECT table_name FROM information_schema.views ORDER BY table_name").await, ["D:v", "D:w", "C:SELECT 2"]);
+    assert_eq!(c.query("SELECT view_definition = pg_catalog.pg_get_viewdef(c.oid) FROM information_schema.views v JOIN pg_catalog.pg_class c ON c.relname = v.table_name WHERE v.table_name = 'v'").await, ["D:t", "C:SELECT 1"]);
+    assert_eq!(c.query("SELECT is_updatable FROM information_schema.views WHERE table_name = 'w'").await, ["D:NO", "C:SELECT 1"]);
     // psql's \dv and \d v, where psql is installed. (`\d+` of any relation stops at
     // `pg_catalog.unnest(…)` in its second query, which the catalog does not take yet.)
     if std::process::Command::new("psql").arg("--version").output().is_ok() {
