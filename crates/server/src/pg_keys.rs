@@ -3,13 +3,9 @@
 //! the definitions `pg_get_indexdef` / `pg_get_constraintdef` print — all made by
 //! `key_rows` from one list of `SqlKey`s.
 //!
-//! flashscan has no SQL-visible indexes or keys yet (PRIMARY KEY and UNIQUE are refused at
-//! CREATE TABLE; `flashscan index create` indexes are not SQL objects), so the list is
-//! empty today (`sql_keys`) and every table here has PostgreSQL's columns and no rows —
-//! the truth. When CREATE INDEX / PRIMARY KEY arrive, `sql_keys` returns them and every
-//! one of these tables and functions follows; nothing else needs to change, except that
-//! `pg_index` and `pg_constraint` must then leave `pg_catalog::empty_tables` (a statement
-//! over a table listed there may be answered as no rows: `pg_catalog::statement_to_plan`).
+//! The list is every table's SQL indexes and keys as the catalog keeps them (`sql_keys`:
+//! CREATE INDEX, PRIMARY KEY, UNIQUE; crates/write `key_index.rs`). `flashscan index
+//! create` B+tree files are not SQL objects and are not listed.
 
 use std::sync::Arc;
 
@@ -30,10 +26,15 @@ pub struct SqlKey {
     pub primary: bool,
 }
 
-/// The SQL-visible indexes and keys of the database: none yet (see the module doc). The one
-/// place to fill when the write/sql crates keep indexes and keys.
-pub fn sql_keys(_tables: &[CatalogTable]) -> Vec<SqlKey> {
-    Vec::new()
+/// The SQL-visible indexes and keys of the database: every table's `indexes` (CREATE INDEX,
+/// PRIMARY KEY, UNIQUE), in table then index order.
+pub fn sql_keys(tables: &[CatalogTable]) -> Vec<SqlKey> {
+    tables
+        .iter()
+        .flat_map(|t| {
+            t.indexes.iter().map(move |i| SqlKey { table: t.name.clone(), index_name: i.name.clone(), columns: i.columns.clone(), unique: i.unique, primary: i.primary })
+        })
+        .collect()
 }
 
 /// Index oids count from here, constraint oids from `CONSTRAINT_OID_FIRST`: above any table
@@ -294,7 +295,7 @@ mod tests {
 
     fn tables() -> Vec<CatalogTable> {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("Name", DataType::Utf8, true), Field::new("at", DataType::Date32, true)]));
-        vec![CatalogTable { oid: 16384, name: "t".into(), schema, format: "heap".into(), view_definition: None }]
+        vec![CatalogTable { oid: 16384, name: "t".into(), schema, format: "heap".into(), view_definition: None, indexes: Vec::new() }]
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct CatalogTable {
     /// For a view (`CREATE VIEW`): its query, as `pg_views.definition` and
     /// `pg_get_viewdef` show it; `None` for a table.
     pub view_definition: Option<String>,
+    /// Its SQL indexes and keys (CREATE INDEX, PRIMARY KEY, UNIQUE), as the catalog keeps them.
+    pub indexes: Vec<flashscan_storage::KeyIndexDef>,
 }
 
 impl CatalogTable {

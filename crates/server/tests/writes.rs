@@ -570,6 +570,9 @@ async fn a_primary_key_holds_for_every_writer() {
     assert_eq!(one(&client, "SELECT count(*) FROM k").await, "2", "nothing of a refused statement was written");
     // An UPDATE that keeps the key passes the check (its old version does not collide).
     assert_eq!(tag(&client, "UPDATE k SET v = 'c' WHERE id = 2").await, 1);
+    // The key in PostgreSQL's catalog, where psql's \d and SQLAlchemy look for it.
+    assert_eq!(one(&client, "SELECT conname || ':' || contype FROM pg_catalog.pg_constraint").await, "k_pkey:p");
+    assert_eq!(one(&client, "SELECT pg_get_indexdef(indexrelid) FROM pg_catalog.pg_index").await.contains("(id)"), true);
 
     let (first, second) = (connect(&server).await, connect(&server).await);
     first.batch_execute("BEGIN; INSERT INTO k VALUES (10, 'first')").await.expect("first inserts 10");
