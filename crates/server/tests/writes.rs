@@ -595,6 +595,8 @@ async fn a_primary_key_holds_for_every_writer() {
     waiter.await.expect("second").expect("the second insert of 11 goes on once the first rolls back");
     assert_eq!(one(&client, "SELECT v FROM k WHERE id = 11").await, "second");
     assert_eq!(one(&client, "SELECT count(*) FROM k").await, "4");
+    server.shutdown().await;
+}
 
 /// A prepared statement's plan is made at Parse, but every execution reads the rows
 /// committed before it began (its own snapshot), not those of the Parse: here rows
