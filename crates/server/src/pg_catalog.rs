@@ -603,9 +603,21 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 28] = [
     ("pg_range", 3541),
 ];
 
-/// The names of the catalog tables flashscan keeps empty (`empty_tables`).
+/// Whether the database has SQL indexes or keys (`register` sets it): until it does,
+/// `pg_index` and `pg_constraint` are empty too, and a client's statement over them that
+/// flashscan cannot plan (SQLAlchemy's key reflection calls `generate_subscripts`) is
+/// answered as no rows, as for the other empty tables. With keys present such a statement
+/// fails with its planning error: key reflection through those queries is not supported yet.
+static SQL_KEYS_PRESENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The names of the catalog tables flashscan keeps empty (`empty_tables`), and the key
+/// tables while there are no keys.
 pub fn empty_table_names() -> Vec<&'static str> {
-    empty_tables().into_iter().map(|(name, _)| name).collect()
+    let mut names: Vec<&'static str> = empty_tables().into_iter().map(|(name, _)| name).collect();
+    if !SQL_KEYS_PRESENT.load(std::sync::atomic::Ordering::Relaxed) {
+        names.extend(["pg_index", "pg_constraint"]);
+    }
+    names
 }
 
 /// `pg_roles`: the one owner every object here has.
@@ -666,6 +678,7 @@ impl SchemaProvider for SearchPath {
 /// default schema's search path. Plans already made keep the tables they were made with.
 pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
     let keys = crate::pg_keys::key_rows(tables, &crate::pg_keys::sql_keys(tables), DATABASE_NAME)?;
+    SQL_KEYS_PRESENT.store(keys.pg_index.num_rows() > 0, std::sync::atomic::Ordering::Relaxed);
     crate::information_schema::register(ctx, tables, &keys, DATABASE_NAME)?;
     // The functions first: `pg_proc` lists them.
     // `regclass` looks names up among the tables of the moment.
