@@ -603,18 +603,21 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 28] = [
     ("pg_range", 3541),
 ];
 
-/// Whether the database has SQL indexes or keys (`register` sets it): until it does,
-/// `pg_index` and `pg_constraint` are empty too, and a client's statement over them that
-/// flashscan cannot plan (SQLAlchemy's key reflection calls `generate_subscripts`) is
-/// answered as no rows, as for the other empty tables. With keys present such a statement
-/// fails with its planning error: key reflection through those queries is not supported yet.
-static SQL_KEYS_PRESENT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Whether the database has SQL indexes or keys, as `register` found them: kept in the
+/// session's config (so each server and session answers for its own database). Until it
+/// has some, `pg_index` and `pg_constraint` are empty too, and a client's statement over
+/// them that flashscan cannot plan (SQLAlchemy's key reflection calls
+/// `generate_subscripts`) is answered as no rows, as for the other empty tables. With keys
+/// such a statement fails with its planning error: key reflection through those queries is
+/// not supported yet.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeysPresent(pub bool);
 
 /// The names of the catalog tables flashscan keeps empty (`empty_tables`), and the key
 /// tables while there are no keys.
-pub fn empty_table_names() -> Vec<&'static str> {
+pub fn empty_table_names(keys_present: bool) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = empty_tables().into_iter().map(|(name, _)| name).collect();
-    if !SQL_KEYS_PRESENT.load(std::sync::atomic::Ordering::Relaxed) {
+    if !keys_present {
         names.extend(["pg_index", "pg_constraint"]);
     }
     names
@@ -678,7 +681,7 @@ impl SchemaProvider for SearchPath {
 /// default schema's search path. Plans already made keep the tables they were made with.
 pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
     let keys = crate::pg_keys::key_rows(tables, &crate::pg_keys::sql_keys(tables), DATABASE_NAME)?;
-    SQL_KEYS_PRESENT.store(keys.pg_index.num_rows() > 0, std::sync::atomic::Ordering::Relaxed);
+    ctx.state_ref().write().config_mut().set_extension(Arc::new(KeysPresent(keys.pg_index.num_rows() > 0)));
     crate::information_schema::register(ctx, tables, &keys, DATABASE_NAME)?;
     // The functions first: `pg_proc` lists them.
     // `regclass` looks names up among the tables of the moment.
@@ -1176,7 +1179,7 @@ fn version_text() -> String {
 /// with its columns' names (as text), and anything else keeps DataFusion's error. (A
 /// misspelt column or table is DataFusion's error, not this.)
 pub async fn statement_to_plan(state: &datafusion::execution::session_state::SessionState, mut statement: datafusion::sql::parser::Statement) -> Result<datafusion::logical_expr::LogicalPlan> {
-    let empty = empty_table_names();
+    let empty = empty_table_names(state.config().get_extension::<KeysPresent>().is_some_and(|k| k.0));
     crate::pg_syntax::normalize(&mut statement, &empty);
     let no_rows = crate::pg_syntax::empty_result_columns(&statement, &empty);
     let answer_no_rows = |names: Vec<String>| async move {
@@ -1297,7 +1300,7 @@ mod tests {
         // Another collation than the default is not dropped: the planner decides (refuses).
         let state = ctx.state();
         let mut other = state.sql_to_statement("SELECT relname FROM pg_class WHERE relname = 'x' COLLATE \"C\"", &datafusion::config::Dialect::PostgreSQL).expect("parse");
-        crate::pg_syntax::normalize(&mut other, &empty_table_names());
+        crate::pg_syntax::normalize(&mut other, &empty_table_names(false));
         assert!(other.to_string().contains("COLLATE"), "{other}");
     }
 
@@ -1366,7 +1369,7 @@ mod tests {
         for (i, sql) in PSQL_DESCRIBE.iter().enumerate() {
             // Which steps DataFusion plans itself, and which only as an empty relation.
             let mut direct = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).expect("parse");
-            crate::pg_syntax::normalize(&mut direct, &empty_table_names());
+            crate::pg_syntax::normalize(&mut direct, &empty_table_names(false));
             let planned = match state.statement_to_plan(direct).await {
                 Ok(plan) => state.create_physical_plan(&plan).await.map(|_| ()),
                 Err(e) => Err(e),
