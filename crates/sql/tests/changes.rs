@@ -5,38 +5,19 @@
 //! change nothing.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use arrow::array::AsArray;
 use arrow::datatypes::{DataType, Int64Type};
-use flashscan_sql::{FlashscanSession, SessionOptions};
-use flashscan_write::{init_database, CheckpointOptions, InitOptions};
+use flashscan_sql::FlashscanSession;
+use flashscan_write::CheckpointOptions;
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
-
-fn new_database(dir: &Path) -> PathBuf {
-    let db = dir.join("db");
-    init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
-    db
-}
-
-fn session(db: &Path) -> FlashscanSession {
-    FlashscanSession::open(db, SessionOptions::default()).unwrap_or_else(|e| panic!("open: {e}"))
-}
+mod common;
+use common::{fails, new_database, runtime, session, Rng};
 
 fn run(rt: &tokio::runtime::Runtime, s: &FlashscanSession, sql: &str) -> u64 {
     let out = rt.block_on(s.run_one(sql)).unwrap_or_else(|e| panic!("{sql}: {e}"));
     // DML answers one row: the rows it changed.
     out.batches.first().filter(|b| b.num_rows() == 1 && b.num_columns() == 1).and_then(|b| arrow::compute::cast(b.column(0), &DataType::Int64).ok()).map(|c| c.as_primitive::<Int64Type>().value(0) as u64).unwrap_or(0)
-}
-
-fn fails(rt: &tokio::runtime::Runtime, s: &FlashscanSession, sql: &str) -> String {
-    match rt.block_on(s.run_one(sql)) {
-        Ok(_) => panic!("{sql}: should have failed"),
-        Err(e) => e.to_string(),
-    }
 }
 
 /// The table as (id, v) pairs, and its count and sum asked separately (answered by
@@ -53,20 +34,6 @@ fn table(rt: &tokio::runtime::Runtime, s: &FlashscanSession) -> BTreeMap<i64, i6
     rows
 }
 
-/// xorshift64*: the test's own seeded sequence (no dependency, reproducible by seed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A WHERE clause over `id` and what it selects, for the model.
 fn predicate(rng: &mut Rng, max_id: i64) -> (String, Box<dyn Fn(i64) -> bool>) {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{fails, new_database, run, runtime, session, sorted};
+use common::{fails, new_database, run, runtime, session, sorted, Rng};
 use flashscan_write::CheckpointOptions;
 
 fn plan(rt: &tokio::runtime::Runtime, s: &flashscan_sql::FlashscanSession, sql: &str) -> String {
@@ -115,20 +115,6 @@ fn index_ddl_and_its_refusals() {
     assert!(fails(&rt, &s, "INSERT INTO a VALUES (1)").contains("a_pkey"));
 }
 
-/// xorshift64*: the test's own seeded sequence (reproducible by seed).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A query over `{t}` whose filter fixes leading columns of one of t's indexes.
 fn lookup_query(rng: &mut Rng, next_id: i64) -> String {

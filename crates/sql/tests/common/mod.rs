@@ -53,3 +53,19 @@ pub fn sorted(rt: &tokio::runtime::Runtime, s: &FlashscanSession, sql: &str) -> 
     rows.sort();
     rows
 }
+
+/// xorshift64*: the tests' own seeded sequence (no dependency, reproducible by seed).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
