@@ -2,38 +2,15 @@
 //! `flashscan init`: answers compared with the rows inserted (the oracle is the test's own
 //! list of rows), failed statements leave nothing, refusals are one clear line.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use arrow::array::{Array, AsArray};
 use arrow::datatypes::{DataType, Int64Type};
-use flashscan_sql::{FlashscanSession, QueryOutput, SessionOptions};
-use flashscan_write::{checkpoint, init_database, CheckpointOptions, InitOptions};
+use flashscan_sql::FlashscanSession;
+use flashscan_write::{checkpoint, CheckpointOptions};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
-}
-
-/// A new database `DIR/db` (made by `init`, 1 MB log segments).
-fn new_database(dir: &Path) -> PathBuf {
-    let db = dir.join("db");
-    init_database(&db, &InitOptions { segment_size_bytes: Some(1 << 20), ..Default::default() }).unwrap();
-    db
-}
-
-fn session(db: &Path) -> FlashscanSession {
-    FlashscanSession::open(db, SessionOptions::default()).unwrap_or_else(|e| panic!("open: {e}"))
-}
-
-fn run(rt: &tokio::runtime::Runtime, s: &FlashscanSession, sql: &str) -> QueryOutput {
-    rt.block_on(s.run_one(sql)).unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-fn fails(rt: &tokio::runtime::Runtime, s: &FlashscanSession, sql: &str) -> String {
-    match rt.block_on(s.run_one(sql)) {
-        Ok(_) => panic!("{sql}: should have failed"),
-        Err(e) => e.to_string(),
-    }
-}
+mod common;
+use common::{fails, new_database, run, runtime, session};
 
 /// A runtime, a new database, and a session on it in which table t (id, name, qty: the
 /// columns `rows`, `expected` and `values` read and write) was created `with` these
