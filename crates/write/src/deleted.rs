@@ -65,6 +65,22 @@ impl Inner {
     }
 }
 
+/// A read view of the rows deleted for every snapshot (`DeletedRows::dead_for_all`),
+/// held while an index is pruned.
+pub struct DeadForAll<'a>(RwLockReadGuard<'a, Inner>);
+
+impl DeadForAll<'_> {
+    pub fn contains(&self, id: u64) -> bool {
+        let id = RowId(id);
+        match (id.delta_lsn(), id.page(), id.slot()) {
+            (Some(lsn), _, _) => self.0.delta.get(&lsn) == Some(&SEQ_DURABLE),
+            (None, Some(page), Some(slot)) => self.0.pages.get(&page.0).is_some_and(|v| v.iter().any(|(s, seq)| *s == slot && *seq == SEQ_DURABLE)),
+            _ => false,
+        }
+    }
+
+}
+
 #[derive(Debug, Default)]
 pub struct DeletedRows {
     inner: RwLock<Inner>,
@@ -140,6 +156,13 @@ impl DeletedRows {
             out.extend(v.iter().filter(|(_, s)| *s <= seq).map(|(slot, _)| *slot));
         }
         !out.is_empty()
+    }
+
+    /// The rows deleted for every snapshot of this delta: loaded from the deleted rows
+    /// file, carried over a checkpoint, or replayed at recovery (`SEQ_DURABLE`). An index
+    /// need not hold them: no reader it serves can see them.
+    pub fn dead_for_all(&self) -> DeadForAll<'_> {
+        DeadForAll(self.read())
     }
 
     /// Whether any page row is deleted at all (a scan with none skips every lookup).

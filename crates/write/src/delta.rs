@@ -170,9 +170,11 @@ impl TableDelta {
     pub(crate) fn after_checkpoint(table: &TableMeta, previous: &TableDelta, moved: HashMap<u64, u64>) -> TableDelta {
         let deleted = previous.deleted.translated(&moved);
         let next = TableDelta::with_deleted(table, deleted, moved, Some(previous.id), previous.indexes.clone());
+        let dead = previous.deleted.dead_for_all();
         for index in next.indexes.all() {
-            index.after_checkpoint(&next.moved, previous.id, next.id);
+            index.after_checkpoint(&next.moved, previous.id, next.id, &dead);
         }
+        drop(dead);
         next
     }
 
