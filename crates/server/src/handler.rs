@@ -511,7 +511,12 @@ impl QueryHandler {
                 let keep_as = keep_as.filter(|_| crate::plan_reuse::is_constant(&plan));
                 let plan = async {
                     let planning = backend.planning.lease(&shared, &settings, backend_pid);
-                    let physical = planning.create_physical_plan(&plan).await?;
+                    // A point statement an index answers is planned without the optimizers
+                    // (flashscan_sql::point_plan); everything else by DataFusion.
+                    let physical = match flashscan_sql::point_plan::plan(&planning, &plan).await {
+                        Some(point) => point,
+                        None => planning.create_physical_plan(&plan).await?,
+                    };
                     if let Some((text, generation)) = keep_as {
                         if crate::query_runtime::runs_inline(&physical) {
                             let kept = KeptPlan { physical: physical.clone(), schema: plan.schema().inner().clone(), task_ctx: planning.kept_task_context(shared.query_memory_bytes)? };

@@ -119,6 +119,10 @@ pub fn runs_inline(plan: &Arc<dyn ExecutionPlan>) -> bool {
     projection.expr().iter().all(|p| bounded_expression(&p.expr)) && plan.children().iter().all(|c| runs_inline(c))
 }
 
+/// Rows of an index lookup run on the connection's task at most: about what a unit of
+/// `INLINE_UNIT_PAGES_MAX` heap pages holds of 100-byte rows.
+const INLINE_LOOKUP_ROWS_MAX: usize = INLINE_UNIT_PAGES_MAX as usize * 80;
+
 /// A key lookup over a small table (`SELECT * FROM t WHERE id = $1` with no index: a
 /// filter over one scan unit of at most `INLINE_UNIT_PAGES_MAX` pages), made to run on the
 /// connection's task as [`runs_inline`]'s constant rows do: the round-robin repartition and
@@ -137,6 +141,11 @@ pub fn small_scan_plan(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn Executio
 fn one_partition(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<dyn ExecutionPlan>> {
     if let Some(scan) = plan.downcast_ref::<FlashscanExec>() {
         return (scan.unit_count() <= 1 && scan.page_count() <= INLINE_UNIT_PAGES_MAX).then(|| plan.clone());
+    }
+    // An index lookup's rows were read at planning: nothing left to wait for, and the
+    // filter and projection above it run over at most as many rows as a small unit holds.
+    if let Some(lookup) = plan.downcast_ref::<flashscan_sql::index_scan::IndexLookupExec>() {
+        return (lookup.row_count() <= INLINE_LOOKUP_ROWS_MAX).then(|| plan.clone());
     }
     if let Some(r) = plan.downcast_ref::<RepartitionExec>() {
         return match r.partitioning() {

@@ -172,7 +172,10 @@ pub async fn read_plan_changes(write: &WritePath, mut state: SessionState, plan:
             LogicalPlanBuilder::from(input).project(vec![id])?.build()?
         }
     };
-    let batches = DataFrame::new(state, read).collect().await?;
+    let batches = match crate::point_plan::plan(&state, &read).await {
+        Some(point) => datafusion::physical_plan::collect(point, state.task_ctx()).await?,
+        None => DataFrame::new(state, read).collect().await?,
+    };
     Ok((changes_of(kind, batches, &table.table().arrow_schema())?, snapshot))
 }
 

@@ -144,6 +144,13 @@ impl IndexLookupExec {
     }
 }
 
+impl IndexLookupExec {
+    /// Rows found (before the filter above runs again).
+    pub fn row_count(&self) -> usize {
+        self.batch.num_rows()
+    }
+}
+
 impl DisplayAs for IndexLookupExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         write!(f, "IndexLookupExec: table={} index={} ({}) keys={} rows={}", self.table, self.index, self.description, self.keys, self.batch.num_rows())

@@ -34,6 +34,7 @@ pub mod index_scan;
 pub mod like;
 pub mod metrics;
 pub mod output_names;
+pub mod point_plan;
 pub mod pruning;
 pub mod reader;
 pub mod scan_units;

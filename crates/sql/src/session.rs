@@ -410,9 +410,16 @@ impl FlashscanSession {
         let result = async {
             let plan = crate::output_names::statement_to_plan(&state, statement).await?;
             table_setting_changed = sets_a_table_setting(&plan);
-            let frame = self.frame_of(state, plan).await?;
-            let schema = frame.schema().inner().clone();
-            let batches = frame.collect().await?;
+            // A point statement an index answers, planned without the optimizers
+            // (point_plan.rs); everything else as DataFusion plans it.
+            let (schema, batches) = match crate::point_plan::plan(&state, &plan).await {
+                Some(point) => (plan.schema().inner().clone(), datafusion::physical_plan::collect(point, state.task_ctx()).await?),
+                None => {
+                    let frame = self.frame_of(state, plan).await?;
+                    let schema = frame.schema().inner().clone();
+                    (schema, frame.collect().await?)
+                }
+            };
             // Column stores hand strings on as views; answers keep the declared Utf8.
             Ok::<_, datafusion::error::DataFusionError>(crate::reader::answer_strings_as_utf8(schema, batches)?)
         }

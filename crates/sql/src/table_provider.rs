@@ -67,6 +67,17 @@ pub struct FlashscanTable {
     row_ids: bool,
 }
 
+/// What one scan reads (`FlashscanTable::scan_request`).
+struct ScanRequest {
+    table: Arc<TableMeta>,
+    delta: Option<SnapshotTable>,
+    /// Table columns, the row id not among them.
+    projection: Vec<usize>,
+    /// The row id column is asked for (after the projection's columns).
+    row_ids: bool,
+    predicates: Vec<ColumnPredicate>,
+}
+
 impl FlashscanTable {
     pub fn new(table: TableMeta, db_dir: PathBuf, read_options: ReadOptions, scan_log: Arc<ScanLog>, settings: &FlashscanSettings) -> FlashscanTable {
         let schema = sql_schema(&table, settings);
@@ -125,6 +136,37 @@ impl FlashscanTable {
             Some(t) => (t.table().clone(), Some(t.clone())),
             None => (self.table.clone(), None),
         }
+    }
+
+    /// What a scan of `projection` under `filters` reads, from the statement's snapshot.
+    fn scan_request(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr]) -> Result<ScanRequest> {
+        let (table, delta) = self.view(Some(state));
+        let mut projection: Vec<usize> = match projection {
+            Some(p) => p.clone(),
+            None => (0..self.schema.fields().len()).collect(),
+        };
+        // The row id is the last column of the schema; DataFusion asks for columns in
+        // schema order, so it comes last in the projection too.
+        let row_ids = self.row_ids && projection.last() == Some(&table.columns.len());
+        if row_ids {
+            projection.pop();
+        }
+        if projection.iter().any(|&c| c >= table.columns.len()) {
+            return Err(datafusion::error::DataFusionError::Internal(format!("table {}: the row id column must be the last one scanned", table.name)));
+        }
+        if (table.row_count > 0 || delta.as_ref().is_some_and(|d| d.delta_row_count() > 0)) && row_ids && table.is_column_store() {
+            return Err(datafusion::error::DataFusionError::Plan(format!("table {} is a column store: UPDATE and DELETE are not supported for column store tables yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)", table.name, table.name)));
+        }
+        let predicates = filters.iter().filter_map(|f| self.usable_predicates(f)).flatten().collect();
+        Ok(ScanRequest { table, delta, projection, row_ids, predicates })
+    }
+
+    /// The scan as an index lookup when `filters` let one of the table's SQL indexes
+    /// answer it (the first step of `scan`), else `None`: what a point statement planned
+    /// without DataFusion's optimizers reads (point_plan.rs).
+    pub async fn index_scan(&self, state: &dyn Session, filters: &[Expr]) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let ScanRequest { table, delta, projection, row_ids, predicates } = self.scan_request(state, None, filters)?;
+        self.index_lookup(state, &table, delta.as_ref(), &predicates, &projection, row_ids).await
     }
 
     /// The rows one of the table's SQL indexes finds for `predicates` under the
@@ -425,34 +467,11 @@ impl TableProvider for FlashscanTable {
     }
 
     async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
-        let (table, delta) = self.view(Some(state));
-        let mut projection: Vec<usize> = match projection {
-            Some(p) => p.clone(),
-            None => (0..self.schema.fields().len()).collect(),
-        };
-        // The row id is the last column of the schema; DataFusion asks for columns in
-        // schema order, so it comes last in the projection too.
-        let row_ids = self.row_ids && projection.last() == Some(&table.columns.len());
-        if row_ids {
-            projection.pop();
-        }
-        if projection.iter().any(|&c| c >= table.columns.len()) {
-            return Err(datafusion::error::DataFusionError::Internal(format!("table {}: the row id column must be the last one scanned", table.name)));
-        }
-        if (table.row_count > 0 || delta.as_ref().is_some_and(|d| d.delta_row_count() > 0)) && row_ids && table.is_column_store() {
-            return Err(datafusion::error::DataFusionError::Plan(format!("table {} is a column store: UPDATE and DELETE are not supported for column store tables yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)", table.name, table.name)));
-        }
-        let mut predicates = Vec::new();
-        let mut pruning_filters = Vec::new();
-        for f in filters {
-            if let Some(p) = self.usable_predicates(f) {
-                predicates.extend(p);
-                pruning_filters.push(f.to_string());
-            }
-        }
+        let ScanRequest { table, delta, projection, row_ids, predicates } = self.scan_request(state, projection, filters)?;
         if let Some(lookup) = self.index_lookup(state, &table, delta.as_ref(), &predicates, &projection, row_ids).await? {
             return Ok(lookup);
         }
+        let pruning_filters: Vec<String> = filters.iter().filter(|f| self.usable_predicates(f).is_some()).map(|f| f.to_string()).collect();
         let kept_positions: Vec<usize> = (0..table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates)).collect();
         let kept: Vec<&PartitionMeta> = kept_positions.iter().map(|&i| &table.partitions[i]).collect();
         let partitions_total = table.partitions.len();

@@ -13,6 +13,53 @@ fn plan(rt: &tokio::runtime::Runtime, s: &flashscan_sql::FlashscanSession, sql: 
     common::texts(&run(rt, s, &format!("EXPLAIN {sql}"))).into_iter().flatten().collect::<Vec<_>>().join("\n")
 }
 
+/// Whether `sql` is planned without DataFusion's optimizers (flashscan_sql::point_plan).
+fn is_point_plan(rt: &tokio::runtime::Runtime, s: &flashscan_sql::FlashscanSession, sql: &str) -> bool {
+    let state = s.context().state();
+    let logical = rt.block_on(state.create_logical_plan(sql)).unwrap();
+    rt.block_on(flashscan_sql::point_plan::plan(&state, &logical)).is_some()
+}
+
+#[test]
+fn point_statements_an_index_answers_skip_the_optimizers() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_database(dir.path());
+    let s = session(&db);
+    run(&rt, &s, "CREATE TABLE t (id INT PRIMARY KEY, g BIGINT, s TEXT)");
+    run(&rt, &s, "CREATE TABLE m (id INT, g BIGINT, s TEXT)");
+    run(&rt, &s, "INSERT INTO t VALUES (1, 10, 'a'), (2, 20, 'b'), (3, NULL, 'c')");
+    run(&rt, &s, "INSERT INTO m SELECT * FROM t");
+    for point in ["SELECT g FROM t WHERE id = 2", "SELECT id * 2, upper(s) AS u FROM t AS x WHERE x.id IN (1, 3) AND g IS NULL", "SELECT g, now() FROM t WHERE id = 2"] {
+        assert!(is_point_plan(&rt, &s, point), "{point}");
+    }
+    for other in [
+        "SELECT g FROM m WHERE id = 2",
+        "SELECT g FROM t WHERE id + 0 = 2",
+        "SELECT count(*) FROM t WHERE id = 2",
+        "SELECT g FROM t WHERE id = (SELECT max(id) FROM m)",
+        "SELECT g FROM t WHERE id = 2 ORDER BY g",
+        "SELECT t.g FROM t, m WHERE t.id = 2 AND m.id = t.id",
+    ] {
+        assert!(!is_point_plan(&rt, &s, other), "{other}");
+    }
+    // Their answers, as the scans of the table without a key give them (an INT key
+    // compared with a BIGINT and a DECIMAL literal: coerced as the optimizer would).
+    for (q, want) in [
+        ("SELECT g FROM {t} WHERE id = 2", vec![vec!["20".to_string()]]),
+        ("SELECT s FROM {t} WHERE id = 2.0", vec![vec!["b".to_string()]]),
+        ("SELECT id FROM {t} WHERE id = 2.5", Vec::<Vec<String>>::new()),
+        ("SELECT coalesce(g, -1) FROM {t} WHERE id IN (3, 4)", vec![vec!["-1".to_string()]]),
+    ] {
+        assert_eq!(sorted(&rt, &s, &q.replace("{t}", "t")), want, "{q}");
+        assert_eq!(sorted(&rt, &s, &q.replace("{t}", "m")), want, "{q}");
+    }
+    // UPDATE and DELETE by key read their rows the same way.
+    run(&rt, &s, "UPDATE t SET g = g + 1 WHERE id = 1");
+    run(&rt, &s, "DELETE FROM t WHERE id = 3");
+    assert_eq!(sorted(&rt, &s, "SELECT id, g FROM t"), vec![vec!["1".to_string(), "11".to_string()], vec!["2".to_string(), "20".to_string()]]);
+}
+
 #[test]
 fn keys_are_enforced_by_every_statement() {
     let rt = runtime();
@@ -119,13 +166,16 @@ fn index_ddl_and_its_refusals() {
 /// A query over `{t}` whose filter fixes leading columns of one of t's indexes.
 fn lookup_query(rng: &mut Rng, next_id: i64) -> String {
     let word = |r: &mut Rng| format!("'w{}'", r.below(6));
-    match rng.below(6) {
+    match rng.below(8) {
         0 => format!("SELECT id, g, s FROM {{t}} WHERE id = {}", rng.below(next_id as u64 + 2)),
         1 => format!("SELECT id, g, s FROM {{t}} WHERE id IN ({}, {}, {})", rng.below(next_id as u64 + 2), rng.below(next_id as u64 + 2), rng.below(next_id as u64 + 2)),
         2 => format!("SELECT id, s FROM {{t}} WHERE g = {}", rng.below(8)),
         3 => format!("SELECT id, g FROM {{t}} WHERE s = {} AND g = {}", word(rng), rng.below(8)),
         4 => format!("SELECT id, g FROM {{t}} WHERE s = {}", word(rng)),
-        _ => format!("SELECT count(*), sum(g) FROM {{t}} WHERE g IN ({}, {}) AND id > {}", rng.below(8), rng.below(8), rng.below(next_id as u64 + 1)),
+        5 => format!("SELECT count(*), sum(g) FROM {{t}} WHERE g IN ({}, {}) AND id > {}", rng.below(8), rng.below(8), rng.below(next_id as u64 + 1)),
+        // Expressions, an alias, a key compared with another type, a second condition.
+        6 => format!("SELECT x.id + 1 AS next, coalesce(x.g, -1) AS g, length(x.s) FROM {{t}} AS x WHERE x.id = {}.0 OR x.id = {}", rng.below(next_id as u64 + 2), rng.below(next_id as u64 + 2)),
+        _ => format!("SELECT id, s FROM {{t}} WHERE g = {} AND s <> {} AND id > {}", rng.below(8), word(rng), rng.below(next_id as u64 + 1)),
     }
 }
 
@@ -145,6 +195,7 @@ fn index_lookups_answer_as_the_scan_does() {
         let mut rng = Rng(seed);
         let mut next_id = 0i64;
         let mut used_index = 0;
+        let mut point_plans = 0;
         for step in 0..60 {
             let both = |sql: String, s: &flashscan_sql::FlashscanSession| {
                 for t in ["t", "m"] {
@@ -184,9 +235,13 @@ fn index_lookups_answer_as_the_scan_does() {
                 if plan(&rt, &s, &q.replace("{t}", "t")).contains("IndexLookupExec") {
                     used_index += 1;
                 }
+                if is_point_plan(&rt, &s, &q.replace("{t}", "t")) {
+                    point_plans += 1;
+                }
             }
         }
         assert!(used_index > 200, "seed {seed:#x}: the index answered {used_index} of 360 queries");
+        assert!(point_plans > 150, "seed {seed:#x}: {point_plans} of 360 queries were planned as point statements");
         // With lookups off the same answers come from scans.
         run(&rt, &s, "SET flashscan.index_lookups = false");
         assert!(!plan(&rt, &s, "SELECT * FROM t WHERE id = 1").contains("IndexLookupExec"));

@@ -165,6 +165,11 @@ impl DeletedRows {
         DeadForAll(self.read())
     }
 
+    /// Whether slot `slot` of page `page_id` is deleted as of `seq`.
+    pub fn page_slot_deleted_at(&self, page_id: u64, slot: u16, seq: u64) -> bool {
+        self.read().pages.get(&page_id).is_some_and(|v| v.iter().any(|(s, at)| *s == slot && *at <= seq))
+    }
+
     /// Whether any page row is deleted at all (a scan with none skips every lookup).
     pub fn has_page_rows(&self) -> bool {
         !self.read().pages.is_empty()
