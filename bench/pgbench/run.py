@@ -4,6 +4,7 @@ flashscan serve and PostgreSQL 15, the same clients, interleaved per round.
 
     python3 bench/pgbench/run.py --flashscan /work/target/release/flashscan
     python3 bench/pgbench/run.py --flashscan BIN --scale 1 --clients 1,4 --seconds 10 --rounds 5
+    python3 bench/pgbench/run.py --flashscan NEW --flashscan-before OLD   # before/after, interleaved
 
 Setup: PostgreSQL gets `pgbench -i -s SCALE` (its default steps `dtgvp`: drop, create the
 four tables, generate the rows client-side — TRUNCATE, INSERT … SELECT, COPY FROM STDIN —,
@@ -71,6 +72,7 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--flashscan-steps", default="dtgp", help="pgbench -i steps for flashscan (dtgp: with primary keys; dtg: without)")
+    ap.add_argument("--flashscan-before", help="an earlier flashscan build, run the same way beside (its own database and port, in the same interleaved rounds): before/after")
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     clients = [int(c) for c in a.clients.split(",")]
@@ -81,15 +83,23 @@ def main():
     db = os.path.join(a.work, "flashscan-db")
     if os.path.exists(db):
         subprocess.run(["rm", "-rf", db], check=True)
-    servers.sh([a.flashscan, "init", db], stdout=subprocess.DEVNULL)
-    fs = servers.Flashscan(a.flashscan, db, max(clients) + 10, port=FS_PORT, http_port=FS_HTTP)
-    fs.start()
+    flashscans = [("flashscan", a.flashscan, db, FS_PORT, FS_HTTP)]
+    if a.flashscan_before:
+        flashscans.append(("before", a.flashscan_before, db + "-before", FS_PORT + 1, FS_HTTP + 1))
+    started = []
     systems = []
     try:
-        init = pgbench(FS_PORT, "bench", ["-i", "-I", a.flashscan_steps, "-s", str(a.scale)], 3600)
-        if init.returncode != 0:
-            sys.exit(f"flashscan: pgbench -i failed:\n{init.stderr[-3000:]}")
-        systems.append(("flashscan", FS_PORT, "bench", fs.pid))
+        for name, binary, path, port, http in flashscans:
+            if os.path.exists(path):
+                subprocess.run(["rm", "-rf", path], check=True)
+            servers.sh([binary, "init", path], stdout=subprocess.DEVNULL)
+            fs = servers.Flashscan(binary, path, max(clients) + 10, port=port, http_port=http)
+            fs.start()
+            started.append(fs)
+            init = pgbench(port, "bench", ["-i", "-I", a.flashscan_steps, "-s", str(a.scale)], 3600)
+            if init.returncode != 0:
+                sys.exit(f"{name}: pgbench -i failed:\n{init.stderr[-3000:]}")
+            systems.append((name, port, "bench", fs.pid))
         init = pgbench(servers.PG_PORT, "postgres", ["-i", "-s", str(a.scale)], 3600)
         if init.returncode != 0:
             sys.exit(f"postgres: pgbench -i failed:\n{init.stderr[-3000:]}")
@@ -103,17 +113,25 @@ def main():
                     results.setdefault((name, c), []).append(figures)
                 print(f"round {r}{' (warmup)' if r == 0 else ''} {name} c={c}: {figures['tps']:.0f} tps, {figures['latency_ms']:.2f} ms, {figures['cpu_ms_per_txn']:.3f} CPU ms/txn, {figures['failed']} failed", flush=True)
     finally:
-        fs.stop()
+        for fs in started:
+            fs.stop()
         pg.stop()
     med = lambda name, c, k: statistics.median(f[k] for f in results[(name, c)])  # noqa: E731
     rows = []
     for c in clients:
         f_tps, p_tps = med("flashscan", c, "tps"), med("postgres", c, "tps")
         f_cpu, p_cpu = med("flashscan", c, "cpu_ms_per_txn"), med("postgres", c, "cpu_ms_per_txn")
-        rows.append([str(c), f"{f_tps:.0f}", f"{p_tps:.0f}", f"{f_tps / p_tps:.2f}", f"{f_cpu:.3f}", f"{p_cpu:.3f}", f"{f_cpu / p_cpu:.2f}"])
+        row = [str(c), f"{f_tps:.0f}", f"{p_tps:.0f}", f"{f_tps / p_tps:.2f}", f"{f_cpu:.3f}", f"{p_cpu:.3f}", f"{f_cpu / p_cpu:.2f}"]
+        if a.flashscan_before:
+            b_tps, b_cpu = med("before", c, "tps"), med("before", c, "cpu_ms_per_txn")
+            row += [f"{b_tps:.0f}", f"{b_cpu:.3f}", f"{f_tps / b_tps:.2f}"]
+        rows.append(row)
+    header = ["clients", "flashscan tps", "PostgreSQL tps", "tps ratio", "flashscan CPU ms/txn", "PostgreSQL CPU ms/txn", "CPU ratio"]
+    if a.flashscan_before:
+        header += ["before tps", "before CPU ms/txn", "tps after/before"]
     common.print_markdown_table(
         f"pgbench TPC-B, scale {a.scale}, {a.seconds} s x {a.rounds} rounds (medians; PostgreSQL -i steps dtgvp, flashscan {a.flashscan_steps})",
-        ["clients", "flashscan tps", "PostgreSQL tps", "tps ratio", "flashscan CPU ms/txn", "PostgreSQL CPU ms/txn", "CPU ratio"],
+        header,
         rows,
     )
 
