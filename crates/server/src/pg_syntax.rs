@@ -38,6 +38,9 @@
 //! - a parameter cast to `oid` or `oid[]` (`$1::oid[]`, asyncpg's introspection) → to
 //!   `INT UNSIGNED` (`[]`): the parameter is then described as PostgreSQL's `oid` (`oid[]`),
 //!   the type the client encodes it as (`params.rs`); other oids stay bigint here;
+//! - `generate_subscripts(a, d)` → `unnest(generate_series(1, array_length(a, d)))`,
+//!   which DataFusion zips with an `unnest(a)` beside it as PostgreSQL does (SQLAlchemy's
+//!   key and index reflection);
 //! - two unnamed result columns of the same spelling (psql's `NULL, NULL`) get distinct
 //!   names (`?column?2`, …): DataFusion refuses duplicate names, clients read by position.
 //!
@@ -365,6 +368,11 @@ impl VisitorMut for Rewriter<'_> {
                     *data_type = standard;
                 }
             }
+            Expr::Function(f) if catalog_name(&f.name).as_deref() == Some("generate_subscripts") => {
+                if let Some(rewritten) = subscripts_of_first_dimension(f) {
+                    *e = rewritten;
+                }
+            }
             Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("array") => {
                 if let FunctionArguments::Subquery(q) = &f.args {
                     if let Some(rewritten) = array_subquery(q) {
@@ -386,6 +394,19 @@ impl VisitorMut for Rewriter<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `generate_subscripts(a, d)` → `unnest(generate_series(1, array_length(a, d)))`: the
+/// subscripts of dimension `d`, one row each, as PostgreSQL's set-returning function gives
+/// them in a select list — where DataFusion zips it with an `unnest(a)` beside it, row for
+/// row, as PostgreSQL does (SQLAlchemy's key and index reflection pairs `unnest(indkey)`
+/// with `generate_subscripts(indkey, $n)` to keep the key columns' order). Subscripts start
+/// at 1 (flashscan's arrays have no other lower bound); `d` may be a parameter. The
+/// reversed form (a third argument) is left for the planner to refuse.
+fn subscripts_of_first_dimension(f: &datafusion::sql::sqlparser::ast::Function) -> Option<Expr> {
+    let FunctionArguments::List(list) = &f.args else { return None };
+    let [array, dimension] = list.args.as_slice() else { return None };
+    parse_expr(&format!("unnest(generate_series(1, array_length({array}, {dimension})))"))
 }
 
 /// `oid` → `INT UNSIGNED`, `oid[]` → `INT UNSIGNED[]` (a parameter's cast), else None.
@@ -675,6 +696,16 @@ mod tests {
         assert!(out.contains("pg_catalog.regclass_oid(CAST(c.oid AS TEXT)) = 5"), "{out}");
         let out = normalized("SELECT x::regnamespace FROM a UNION ALL SELECT (SELECT y::regtype) FROM b");
         assert!(out.contains("pg_catalog.regnamespace_name(CAST(x AS TEXT)) AS x"), "{out}");
+    }
+
+    #[test]
+    fn generate_subscripts_of_the_first_dimension_becomes_an_unnest() {
+        let out = normalized("SELECT unnest(i.indkey) AS attnum, pg_catalog.generate_subscripts(i.indkey, 1) AS ord FROM pg_catalog.pg_index i");
+        assert!(out.contains("unnest(generate_series(1, array_length(i.indkey, 1))) AS ord"), "{out}");
+        // The dimension may be a parameter (SQLAlchemy binds it); the reversed form is
+        // left for the planner to refuse.
+        assert!(normalized("SELECT generate_subscripts(a, $1) FROM t").contains("array_length(a, $1)"));
+        assert!(normalized("SELECT generate_subscripts(a, 1, true) FROM t").contains("generate_subscripts(a, 1, true)"));
     }
 
     #[test]

@@ -148,5 +148,13 @@ def main():
     with engine.connect() as c:
         say("indexed_lookup", *[f"{r[0]}:{r[1]}" for r in c.execute(sa.text('select "index", id from frames_idx where "index" = 2'))])
 
+    # Keys reflected: SQLAlchemy's queries pair unnest(indkey) with generate_subscripts.
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE TABLE keyed (id BIGINT PRIMARY KEY, code TEXT UNIQUE, v INT)"))
+    inspector = sa.inspect(engine)
+    pk = inspector.get_pk_constraint("keyed")
+    say("keyed_pk", pk["name"], *pk["constrained_columns"])
+    say("keyed_unique", *[f"{u['name']}:{','.join(u['column_names'])}" for u in inspector.get_unique_constraints("keyed")])
+
 if __name__ == "__main__":
     main()

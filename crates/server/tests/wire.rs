@@ -811,6 +811,8 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     assert_eq!(one("index_column"), ["0:1", "1:2", "2:3", "3:4"], "{stdout}");
     assert_eq!(one("to_sql_index"), ["-1"], "{stdout}");
     assert_eq!(one("indexed_lookup"), ["2:3"], "{stdout}");
+    assert_eq!(one("keyed_pk"), ["keyed_pkey", "id"], "{stdout}");
+    assert_eq!(one("keyed_unique"), ["keyed_code_key:code"], "{stdout}");
     server.shutdown().await;
     // The rows on disk, as flashscan sql reads them after the server stopped.
     let on_disk = common::reopened(&db, "select id, name, score, ok, at from frames order by id, name").await;
