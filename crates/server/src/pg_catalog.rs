@@ -229,20 +229,61 @@ fn access_methods(tables: &[CatalogTable]) -> Vec<(i64, String)> {
 /// `pg_am`: one row per storage format (psql's `\dt` joins it; `\d+` shows its name).
 fn access_method_rows(tables: &[CatalogTable]) -> Result<RecordBatch> {
     let ams = access_methods(tables);
+    // Table formats ('t'), then B-tree for the SQL indexes ('i').
+    let rows: Vec<(i64, &str, &str)> = ams.iter().map(|a| (a.0, a.1.as_str(), "t")).chain(std::iter::once((BTREE_AM_OID, "btree", "i"))).collect();
     batch(
         vec![int64("oid"), text("amname"), text("amtype")],
         vec![
-            Arc::new(Int64Array::from_iter_values(ams.iter().map(|a| a.0))),
-            strings(ams.iter().map(|a| a.1.as_str())),
-            strings(std::iter::repeat_n("t", ams.len())),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|a| a.0))),
+            strings(rows.iter().map(|a| a.1)),
+            strings(rows.iter().map(|a| a.2)),
         ],
     )
 }
 
+/// PostgreSQL's oid and name of the B-tree access method: SQL indexes are listed under it
+/// (`pg_am`), as PostgreSQL lists its default index kind.
+const BTREE_AM_OID: i64 = 403;
+
+/// One row of `pg_class`: a table, a view or an index.
+struct ClassRow<'a> {
+    oid: i64,
+    name: &'a str,
+    access_method: i64,
+    /// 'r' a table, 'v' a view (psql's `\dv`), 'i' an index (`\di`).
+    kind: &'static str,
+    columns: i32,
+    has_index: bool,
+}
+
 fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
-    let n = tables.len();
     let ams = access_methods(tables);
     let am_of = |format: &str| ams.iter().find(|a| a.1 == format).map(|a| a.0).unwrap_or(HEAP_AM_OID);
+    let keys = crate::pg_keys::sql_keys(tables);
+    let rows: Vec<ClassRow> = tables
+        .iter()
+        .map(|t| ClassRow {
+            oid: t.oid,
+            name: t.name.as_str(),
+            // The storage format stands where PostgreSQL names the access method (pg_am);
+            // a view has none (0), as in PostgreSQL.
+            access_method: if t.is_view() { 0 } else { am_of(&t.format) },
+            kind: if t.is_view() { "v" } else { "r" },
+            columns: t.schema.fields().len() as i32,
+            has_index: !t.indexes.is_empty(),
+        })
+        // The SQL indexes, by the oids pg_index names them by (psql's `\d t` and `\di`,
+        // SQLAlchemy's `get_indexes` join them here for their names).
+        .chain(keys.iter().enumerate().map(|(i, k)| ClassRow {
+            oid: crate::pg_keys::index_oid(i),
+            name: k.index_name.as_str(),
+            access_method: BTREE_AM_OID,
+            kind: "i",
+            columns: k.columns.len() as i32,
+            has_index: false,
+        }))
+        .collect();
+    let n = rows.len();
     batch(
         vec![
             int64("oid"),
@@ -273,21 +314,18 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Field::new("reloptions", list_of(DataType::Utf8), true),
         ],
         vec![
-            Arc::new(Int64Array::from_iter_values(tables.iter().map(|t| t.oid))),
-            strings(tables.iter().map(|t| t.name.as_str())),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.oid))),
+            strings(rows.iter().map(|r| r.name)),
             Arc::new(Int64Array::from(vec![PUBLIC_OID; n])),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int64Array::from(vec![OWNER_OID; n])),
-            // The storage format stands where PostgreSQL names the access method (pg_am); a
-            // view has none (0), as in PostgreSQL.
-            Arc::new(Int64Array::from_iter_values(tables.iter().map(|t| if t.is_view() { 0 } else { am_of(&t.format) }))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.access_method))),
             // -1: never analysed, as PostgreSQL says before the first ANALYZE.
             Arc::new(Float32Array::from(vec![-1.0; n])),
-            Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(BooleanArray::from_iter(rows.iter().map(|r| Some(r.has_index)))),
             strings(std::iter::repeat_n("p", n)),
-            // 'r' a table, 'v' a view (psql's `\dv`).
-            strings(tables.iter().map(|t| if t.is_view() { "v" } else { "r" })),
-            Arc::new(Int32Array::from_iter_values(tables.iter().map(|t| t.schema.fields().len() as i32))),
+            strings(rows.iter().map(|r| r.kind)),
+            Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.columns))),
             Arc::new(BooleanArray::from(vec![false; n])),
             Arc::new(BooleanArray::from(vec![false; n])),
             Arc::new(arrow::array::Int16Array::from(vec![0; n])),
@@ -296,9 +334,9 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Arc::new(BooleanArray::from(vec![false; n])),
             Arc::new(Int64Array::from(vec![0; n])),
             Arc::new(Int64Array::from(vec![0; n])),
-            // 'd': the default replica identity, as PostgreSQL says for a plain table; 'n'
-            // (nothing) for a view.
-            strings(tables.iter().map(|t| if t.is_view() { "n" } else { "d" })),
+            // 'd': the default replica identity, as PostgreSQL says for a table; 'n'
+            // (nothing) for a view or an index.
+            strings(rows.iter().map(|r| if r.kind == "r" { "d" } else { "n" })),
             Arc::new(Int64Array::from(vec![0; n])),
             new_null_array(&DataType::Utf8, n),
             new_null_array(&list_of(DataType::Utf8), n),

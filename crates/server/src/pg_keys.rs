@@ -41,6 +41,12 @@ pub fn sql_keys(tables: &[CatalogTable]) -> Vec<SqlKey> {
 /// oid (tables count from `FIRST_TABLE_OID`, 16384, one per table).
 const INDEX_OID_FIRST: i64 = 1_000_000_000;
 const CONSTRAINT_OID_FIRST: i64 = 1_500_000_000;
+
+/// The oid of the index at `position` in `sql_keys`' list (`pg_index.indexrelid`, and its
+/// row in `pg_class`).
+pub fn index_oid(position: usize) -> i64 {
+    INDEX_OID_FIRST + position as i64
+}
 /// PostgreSQL's oid of the `public` namespace (`pg_catalog.rs`).
 const PUBLIC_OID: i64 = 2200;
 
@@ -151,7 +157,7 @@ fn resolve<'a>(tables: &[CatalogTable], keys: &'a [SqlKey]) -> Result<Vec<Resolv
                 constraints += 1;
                 CONSTRAINT_OID_FIRST + constraints - 1
             });
-            Ok(ResolvedKey { key, index_oid: INDEX_OID_FIRST + i as i64, constraint_oid, table_oid: table.oid, attnums })
+            Ok(ResolvedKey { key, index_oid: index_oid(i), constraint_oid, table_oid: table.oid, attnums })
         })
         .collect()
 }

@@ -1067,6 +1067,42 @@ async fn psycopg_named_cursors_stream_unchanged() {
     server.shutdown().await;
 }
 
+/// psql's `\d t` shows a table's keys and indexes and `\di` lists them: the SQL indexes
+/// are relations of `pg_class` (relkind 'i', access method btree) under the oids `pg_index`
+/// names them by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn psql_describes_keys_and_indexes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = common::init_db(dir.path(), "db");
+    let server = flashscan_server::start(config(&db)).await.expect("start");
+    let mut c = RawClient::connect(server.listen.port()).await;
+    let out = c.query("CREATE TABLE keyed (id BIGINT PRIMARY KEY, code TEXT UNIQUE, v INT); CREATE INDEX keyed_v ON keyed (v)").await;
+    assert_eq!(out, ["C:CREATE TABLE", "C:CREATE INDEX"]);
+    assert_eq!(
+        c.query("SELECT c.relname || '|' || c.relkind || '|' || am.amname FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid JOIN pg_catalog.pg_am am ON am.oid = c.relam ORDER BY 1").await,
+        ["D:keyed_code_key|i|btree", "D:keyed_pkey|i|btree", "D:keyed_v|i|btree", "C:SELECT 3"]
+    );
+    assert_eq!(c.query("SELECT relhasindex FROM pg_catalog.pg_class WHERE relname = 'keyed'").await, ["D:t", "C:SELECT 1"]);
+    if std::process::Command::new("psql").arg("--version").output().is_ok() {
+        let port = server.listen.port().to_string();
+        let out = tokio::task::spawn_blocking(move || std::process::Command::new("psql").args(["-X", "-h", "127.0.0.1", "-p", &port, "-U", "someone", "-d", "anydb", "-c", "\\d keyed", "-c", "\\di", "-c", "\\dt"]).env_remove("PGPASSWORD").output())
+            .await
+            .expect("join")
+            .expect("psql runs");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && !stderr.contains("ERROR"), "psql failed: {stderr}\n{stdout}");
+        assert!(stdout.contains("Indexes:"), "\\d keyed: {stdout}");
+        assert!(stdout.lines().any(|l| l.contains("\"keyed_pkey\" PRIMARY KEY") && l.contains("(id)")), "\\d keyed: {stdout}");
+        assert!(stdout.lines().any(|l| l.contains("\"keyed_code_key\" UNIQUE") && l.contains("(code)")), "\\d keyed: {stdout}");
+        assert!(stdout.lines().any(|l| l.contains("\"keyed_v\" btree (v)")), "\\d keyed: {stdout}");
+        assert!(stdout.lines().any(|l| l.contains(" keyed_v ") && l.contains("index") && l.contains("keyed")), "\\di: {stdout}");
+        assert!(!stdout.lines().any(|l| l.contains(" keyed_v ") && l.contains("table")), "\\dt lists tables only: {stdout}");
+    } else {
+        eprintln!("psql is not installed: \\d keyed and \\di not checked (apt-get install postgresql-client)");
+    }
+    server.shutdown().await;
+}
+
 /// CREATE [OR REPLACE] VIEW and DROP VIEW over the wire on a database made by `flashscan
 /// init`: PostgreSQL's tags; SELECT reads the view; psql's catalog (pg_class relkind 'v',
 /// pg_views, pg_get_viewdef) and information_schema (table_type VIEW, views) list it; writes
