@@ -44,6 +44,9 @@ config_namespace! {
         pub piecewise_like: bool, transform = switch_text, default = true
         /// Partitioned hash joins build on the input with fewer estimated rows (off: DataFusion's choice).
         pub build_on_fewer_rows: bool, transform = switch_text, default = true
+        // Issue 32 item 2: DataFusion 55 joins tables in the order the query names them.
+        /// Inner-join trees of three or more relations are reordered by estimated cardinality, greedily (off: the order the query gives; the answers are the same).
+        pub join_order: bool, transform = switch_text, default = true
         /// Small-domain partial aggregates over column store scans are answered in the scan by flashscan's kernel.
         pub aggregate_pushdown: bool, transform = switch_text, default = true
         /// Scans whose filters fix the leading columns of one of the table's SQL indexes read only the rows the index names (off: every scan reads the whole table; the answers are the same).

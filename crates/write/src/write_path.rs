@@ -653,6 +653,7 @@ impl WritePath {
             load_lsn: next.next_lsn,
             deleted_rows: None,
             indexes: Vec::new(),
+            statistics: None,
         };
         let mut table = table;
         for def in &new.indexes {
@@ -800,6 +801,8 @@ impl WritePath {
                 size_bytes: 0,
                 load_lsn: next.next_lsn,
                 deleted_rows: None,
+                // Measured on rows that are gone.
+                statistics: None,
                 ..table
             };
             next.tables.insert(key.clone(), emptied);
