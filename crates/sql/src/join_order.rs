@@ -33,8 +33,11 @@
 //!
 //! Runs in the logical optimizer after `push_down_filter` (filters sit on their relations,
 //! join predicates on the joins) and before `optimize_projections` (which prunes the new
-//! tree's columns). `SET flashscan.join_order = false` keeps the query's order (for timing
-//! the two side by side; same answers).
+//! tree's columns). Off by default (`SET flashscan.join_order = true` turns it on) until it
+//! is measured to win (docs/benchmarks.md, "Join order from statistics"); same answers
+//! either way. Not yet: join keys implied by equivalence (`c_nationkey = s_nationkey` and
+//! `s_nationkey = n_nationkey` imply `c_nationkey = n_nationkey`, which DuckDB's query graph
+//! adds: without it Q5 cannot join customer to nation first).
 
 use std::collections::HashMap;
 use std::sync::Arc;
