@@ -35,9 +35,7 @@
 //! join predicates on the joins) and before `optimize_projections` (which prunes the new
 //! tree's columns). Off by default (`SET flashscan.join_order = true` turns it on) until it
 //! is measured to win (docs/benchmarks.md, "Join order from statistics"); same answers
-//! either way. Not yet: join keys implied by equivalence (`c_nationkey = s_nationkey` and
-//! `s_nationkey = n_nationkey` imply `c_nationkey = n_nationkey`, which DuckDB's query graph
-//! adds: without it Q5 cannot join customer to nation first).
+//! either way. Keys implied by equivalence are added (`add_implied_keys`; not yet measured).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -196,8 +194,9 @@ fn reorder_tree(root: &LogicalPlan) -> Result<Option<Transformed<LogicalPlan>>> 
             },
             _ => None,
         };
-        predicates.push(Predicate { expr: p, relations, sides, used: false });
+        predicates.push(Predicate { expr: p, relations, sides, used: false, implied: false });
     }
+    add_implied_keys(&mut predicates);
     let joined = if count <= EXHAUSTIVE_RELATIONS_MAX { exhaustive(parts, &mut predicates)? } else { greedy(parts, &mut predicates)? };
     let Some(joined) = joined else { return Ok(None) };
     if joined.shape == shape && !relations_changed {
@@ -217,6 +216,48 @@ struct Predicate {
     /// For a join key `l = r`: the relations `l` reads and those `r` reads.
     sides: Option<(u64, u64)>,
     used: bool,
+    /// Implied by other keys (`add_implied_keys`): a join key, never a filter.
+    implied: bool,
+}
+
+/// Keys implied by equivalence: `a = b` and `b = c` between plain columns make `a = c` a
+/// join key too, as DuckDB's query graph has it (TPC-H Q5's `c_nationkey = n_nationkey`
+/// from `c_nationkey = s_nationkey` and `s_nationkey = n_nationkey`, which lets customer join
+/// the one-region nations before orders and lineitem). Sound for inner joins (the keys are
+/// equal, hence not NULL, in every row out); columns compared without a cast share a type.
+fn add_implied_keys(predicates: &mut Vec<Predicate>) {
+    // Classes of columns with their relations; a tree has a handful of keys.
+    let mut classes: Vec<Vec<(Column, u64)>> = Vec::new();
+    for p in predicates.iter() {
+        let (Some((l, r)), Expr::BinaryExpr(BinaryExpr { left, right, .. })) = (p.sides, &p.expr) else { continue };
+        let (Expr::Column(a), Expr::Column(b)) = (left.as_ref(), right.as_ref()) else { continue };
+        let class_of = |c: &Column, classes: &[Vec<(Column, u64)>]| classes.iter().position(|k| k.iter().any(|(x, _)| x == c));
+        match (class_of(a, &classes), class_of(b, &classes)) {
+            (Some(i), Some(j)) if i == j => {}
+            (Some(i), Some(j)) => {
+                let moved = classes.remove(i.max(j));
+                classes[i.min(j)].extend(moved);
+            }
+            (Some(i), None) => classes[i].push((b.clone(), r)),
+            (None, Some(j)) => classes[j].push((a.clone(), l)),
+            (None, None) => classes.push(vec![(a.clone(), l), (b.clone(), r)]),
+        }
+    }
+    let stated = |predicates: &[Predicate], a: &Column, b: &Column| {
+        predicates.iter().any(|p| match &p.expr {
+            Expr::BinaryExpr(BinaryExpr { left, op: Operator::Eq, right }) => matches!((left.as_ref(), right.as_ref()), (Expr::Column(x), Expr::Column(y)) if (x == a && y == b) || (x == b && y == a)),
+            _ => false,
+        })
+    };
+    for class in classes {
+        for (i, (a, ra)) in class.iter().enumerate() {
+            for (b, rb) in &class[i + 1..] {
+                if ra & rb == 0 && !stated(predicates.as_slice(), a, b) {
+                    predicates.push(Predicate { expr: Expr::Column(a.clone()).eq(Expr::Column(b.clone())), relations: ra | rb, sides: Some((*ra, *rb)), used: false, implied: true });
+                }
+            }
+        }
+    }
 }
 
 /// The relations whose columns `expr` reads; None if a column belongs to none or several.
@@ -363,7 +404,7 @@ fn join(a: Part, b: Part, rows: f64, predicates: &mut [Predicate]) -> Result<Par
     let mut filters = Vec::new();
     for p in predicates.iter_mut().filter(|p| !p.used && p.relations & both == p.relations) {
         p.used = true;
-        if !key_sides(p) {
+        if !key_sides(p) && !p.implied {
             filters.push(p.expr.clone());
         }
     }
@@ -774,6 +815,18 @@ mod tests {
         let c = table("c", &["z"], 7, &[(0, 6)]).build().unwrap_or_else(|e| panic!("{e}"));
         let cross = as_optimized(a.cross_join(b).and_then(|p| p.join_on(c, JoinType::Inner, [col("x").eq(col("z"))])).and_then(|p| p.build()).unwrap_or_else(|e| panic!("{e}")));
         assert!(!reorder_all(cross).unwrap_or_else(|e| panic!("{e}")).transformed);
+    }
+
+    #[test]
+    fn equal_keys_imply_a_key_between_the_ends() {
+        let key = |a: &str, ra: u64, b: &str, rb: u64| Predicate { expr: col(a).eq(col(b)), relations: ra | rb, sides: Some((ra, rb)), used: false, implied: false };
+        // c = s, s = n (Q5): c = n is implied; nothing is implied within one relation or twice.
+        let mut predicates = vec![key("c_nationkey", 1, "s_nationkey", 2), key("s_nationkey", 2, "n_nationkey", 4), key("l_suppkey", 8, "s_suppkey", 2)];
+        add_implied_keys(&mut predicates);
+        let implied: Vec<String> = predicates.iter().filter(|p| p.implied).map(|p| format!("{} {:?}", p.expr, p.sides)).collect();
+        assert_eq!(implied, vec!["c_nationkey = n_nationkey Some((1, 4))".to_string()]);
+        add_implied_keys(&mut predicates);
+        assert_eq!(predicates.iter().filter(|p| p.implied).count(), 1, "an implied key is not implied again");
     }
 
     #[test]
