@@ -75,6 +75,9 @@ fn synthesized(c: &mut Cursor) -> Catalog {
             indexes: (0..c.u8() % 3)
                 .map(|i| flashscan_storage::KeyIndexDef { name: format!("i{i}"), columns: vec![["c0", "c1", "nope"][c.u8() as usize % 3].into()], unique: c.u8() % 2 == 0, primary: c.u8() % 2 == 0, constraint: c.u8() % 2 == 0 })
                 .collect(),
+            // ANALYZE's distinct counts, as many as the columns or not (the planner ignores
+            // counts that do not match the table's columns).
+            statistics: (c.u8() % 2 == 0).then(|| flashscan_storage::TableStatisticsMeta { row_count: c.u64(), distinct_counts: (0..c.u8() % 4).map(|_| (c.u8() % 2 == 0).then(|| c.u64())).collect() }),
         };
         tables.insert(name, meta);
     }

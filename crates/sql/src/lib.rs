@@ -31,6 +31,7 @@ pub mod exec_plan;
 pub mod format;
 pub mod index_ddl;
 pub mod index_scan;
+pub mod join_order;
 pub mod like;
 pub mod metrics;
 pub mod output_names;

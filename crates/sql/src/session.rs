@@ -70,6 +70,8 @@ pub struct FlashscanSession {
 
 #[path = "session_txn.rs"]
 mod txn;
+#[path = "analyze.rs"]
+mod analyze;
 pub use txn::parse_statements;
 
 /// What a writing session names itself in the database lock.
@@ -97,6 +99,8 @@ impl FlashscanSession {
         let ctx = crate::build_side::register(ctx);
         // Subqueries DataFusion leaves in a SELECT list or WHERE clause, decorrelated.
         let ctx = crate::subquery_by_domain::register(ctx);
+        // Inner joins in the order estimated cardinalities give, not the query's.
+        let ctx = crate::join_order::register(ctx);
         let scan_log = ScanLog::new();
         let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), view_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         session.register_tables(&session.current_catalog()?)?;
@@ -384,6 +388,7 @@ impl FlashscanSession {
                     return status_output(text, message, started);
                 }
                 SqlStatement::Truncate(truncate) => return self.truncate(truncate, text).await,
+                SqlStatement::Analyze(analyze) => return self.analyze(analyze, text).await,
                 SqlStatement::Update(_) | SqlStatement::Delete(_) | SqlStatement::Merge(_) => {
                     let Some((_, table)) = crate::change::change_target(&statement)? else {
                         return Err(SqlError::Internal("UPDATE or DELETE without a target".into()));

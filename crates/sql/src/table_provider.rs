@@ -463,6 +463,14 @@ impl TableProvider for FlashscanTable {
         if !self.column_statistics.is_empty() && delta_rows == 0 && deleted_rows == 0 && !self.row_ids {
             statistics.column_statistics = self.column_statistics.to_vec();
         }
+        // ANALYZE's distinct counts: sketches, so inexact, and older still after any write.
+        if let Some(measured) = self.table.statistics.as_ref().filter(|m| m.distinct_counts.len() == self.table.columns.len()) {
+            for (column, distinct) in statistics.column_statistics.iter_mut().zip(&measured.distinct_counts) {
+                if let Some(d) = distinct {
+                    column.distinct_count = Precision::Inexact(*d as usize);
+                }
+            }
+        }
         Some(statistics)
     }
 

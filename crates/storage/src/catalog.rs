@@ -594,6 +594,22 @@ mod tests {
         assert!(matches!(Catalog::read(dir.path()), Err(StorageError::CatalogCorrupt { .. })));
     }
 
+    /// ANALYZE's statistics survive a write and a read, and a catalog written before them
+    /// (no `statistics` key) reads as "never analysed".
+    #[test]
+    fn table_statistics_are_kept_and_optional() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut catalog = Catalog::default();
+        catalog.tables.insert("t".into(), table_with(ColumnType::Int64));
+        catalog.write_atomic(dir.path()).unwrap();
+        assert!(!String::from_utf8_lossy(&std::fs::read(Catalog::path(dir.path())).unwrap()).contains("\"statistics\""));
+        assert_eq!(Catalog::read(dir.path()).unwrap().tables["t"].statistics, None);
+        let measured = crate::TableStatisticsMeta { row_count: 1_000, distinct_counts: vec![Some(977)] };
+        catalog.tables.get_mut("t").unwrap().statistics = Some(measured.clone());
+        catalog.write_atomic(dir.path()).unwrap();
+        assert_eq!(Catalog::read(dir.path()).unwrap().tables["t"].statistics, Some(measured));
+    }
+
     /// A catalog naming a table format this build does not know (a newer flashscan wrote
     /// it) is refused at read, in one line naming the table and the format.
     #[test]

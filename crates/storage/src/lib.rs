@@ -48,7 +48,7 @@ pub use heap::heap_page::verify_page;
 pub use heap::page_view::{HeapPageLayout, HeapPageView};
 pub use heap::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 pub use table_format::TableFormat;
-pub use table_meta::{DataFileMeta, FilegroupMeta, KeyIndexDef, PageRun, PartitionMeta, RowGroupMeta, TableMeta};
+pub use table_meta::{DataFileMeta, FilegroupMeta, KeyIndexDef, PageRun, PartitionMeta, RowGroupMeta, TableMeta, TableStatisticsMeta};
 pub use host_place::{HostPlace, HostSlot};
 pub use rebuild::{rebuild_table, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget};
 pub use write_meta::WriteMeta;

@@ -106,6 +106,22 @@ pub struct TableMeta {
     /// (crates/write `key_index.rs`), built from the table when first used.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub indexes: Vec<KeyIndexDef>,
+    /// What the last `ANALYZE` measured (distinct values per column), for the SQL
+    /// planner's join order; None before the first. Estimates, never exact: writes since
+    /// make them older, not wrong (docs/formats.md, "Table statistics").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub statistics: Option<TableStatisticsMeta>,
+}
+
+/// A table's statistics as `ANALYZE` measured them at one snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableStatisticsMeta {
+    /// The rows the table had at the snapshot measured (pages and delta, less deletions).
+    pub row_count: u64,
+    /// Per column, in the table's column order: the estimated number of distinct non-NULL
+    /// values (a HyperLogLog sketch's, about 1 % off); None for a column of a type the sketch
+    /// does not take.
+    pub distinct_counts: Vec<Option<u64>>,
 }
 
 /// One SQL index of a table: its name (unique in the database, as PostgreSQL's index
@@ -158,6 +174,7 @@ impl TableMeta {
             load_lsn: 1,
             deleted_rows: None,
             indexes: Vec::new(),
+            statistics: None,
         }
     }
 

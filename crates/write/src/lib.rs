@@ -43,6 +43,7 @@ pub mod key_index;
 pub mod limits;
 pub mod lock;
 pub mod row_id;
+mod table_statistics;
 mod snapshot;
 mod table_lock;
 pub mod unflushed;

@@ -481,8 +481,9 @@ impl WritePath {
         for (name, delta) in &st.deltas {
             // The pairing the snapshot relies on: a table's pages change only together
             // with a fresh delta (checkpoint, CREATE TABLE). Its index definitions change
-            // alone (CREATE/DROP INDEX keep the delta and its `TableIndexes` up to date).
-            let without_indexes = |t: &TableMeta| TableMeta { indexes: Vec::new(), ..t.clone() };
+            // alone (CREATE/DROP INDEX keep the delta and its `TableIndexes` up to date), and
+            // so do ANALYZE's statistics (read from the catalog, never from the delta).
+            let without_indexes = |t: &TableMeta| TableMeta { indexes: Vec::new(), statistics: None, ..t.clone() };
             debug_assert!(st.catalog.tables.get(name).map(without_indexes) == Some(without_indexes(delta.table_meta())), "table {name}: the catalog and its delta's pages differ");
         }
         Ok(ReadSnapshot::new(&st.deltas, self.visibility.seq(&no_commit_publishes)))
@@ -653,6 +654,7 @@ impl WritePath {
             load_lsn: next.next_lsn,
             deleted_rows: None,
             indexes: Vec::new(),
+            statistics: None,
         };
         let mut table = table;
         for def in &new.indexes {
@@ -800,6 +802,8 @@ impl WritePath {
                 size_bytes: 0,
                 load_lsn: next.next_lsn,
                 deleted_rows: None,
+                // Measured on rows that are gone.
+                statistics: None,
                 ..table
             };
             next.tables.insert(key.clone(), emptied);

@@ -402,6 +402,7 @@ fn load_locked(
         load_lsn: lsn.0,
         deleted_rows: None,
         indexes: Vec::new(),
+        statistics: None,
     };
     let report = LoadReport {
         table: name.clone(),
