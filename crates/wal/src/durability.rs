@@ -2,12 +2,16 @@
 //! (delayed: SQL Server's `DELAYED_DURABILITY`, PostgreSQL's `synchronous_commit = off`).
 //!
 //! **Delayed durability's contract.** A delayed commit is acknowledged once its records and
-//! its commit record are appended; the log writer thread starts a flush covering it at most
+//! its commit record are appended; a flush covering it starts at most
 //! [`DELAYED_FLUSH_INTERVAL_MS_MAX`] after its acknowledgement, or as soon as
-//! [`DELAYED_FLUSH_BYTES_MAX`] are waiting, whichever comes first (a strict commit's own
-//! flush, which covers every earlier byte, may come sooner). So a crash (kill -9, power
-//! loss) or a log I/O error may lose the delayed commits acknowledged in the last interval
-//! (the interval plus the flush's own write and fdatasync), and only those:
+//! [`DELAYED_FLUSH_BYTES_MAX`] are waiting, whichever comes first — started by the log
+//! writer's timer or by the first delayed commit that finds it due — unless every flush
+//! slot is busy, in which case right after the flush in flight (a strict commit's own flush,
+//! which covers every earlier byte, may come sooner). So a crash (kill -9, power loss) or a
+//! log I/O error may lose the delayed commits acknowledged in the last interval (10 ms, plus
+//! the flush in flight and its own write and fdatasync, plus the time the CPU takes to run
+//! the flusher on a loaded machine: `WalStats::delayed_unflushed_us_max` measures the whole
+//! window), and only those:
 //! - never a torn or half-applied transaction: recovery replays a transaction only when
 //!   its commit record is durable, with every record before it (durability is published
 //!   in LSN order, writer.rs);
