@@ -759,6 +759,17 @@ impl Wal {
     /// passed or those bytes waiting, and a flush slot free, leads the flush itself and
     /// returns after it. Refused once the log has stopped.
     pub fn commit_delayed(&self, end: Lsn) -> Result<(), WalError> {
+        self.acknowledge_delayed(end, true)
+    }
+
+    /// [`Wal::commit_delayed`] for an async caller, which must not block its thread for a
+    /// flush: it never leads one (the log writer thread's timer and 60 KB trigger do; an
+    /// async runtime's few threads leave that thread the CPU, unlike 64 committer threads).
+    pub fn commit_delayed_without_leading(&self, end: Lsn) -> Result<(), WalError> {
+        self.acknowledge_delayed(end, false)
+    }
+
+    fn acknowledge_delayed(&self, end: Lsn, may_lead: bool) -> Result<(), WalError> {
         self.shared.counters.delayed_commits.fetch_add(1, Ordering::Relaxed);
         if self.shared.durable_published.load(Ordering::Acquire) >= end.0 {
             return Ok(());
@@ -789,7 +800,7 @@ impl Wal {
         }
         let full = st.appended_end.0.saturating_sub(st.taken_end.0) >= DELAYED_FLUSH_BYTES_MAX;
         let overdue = st.delayed_deadline.is_some_and(|d| now >= d);
-        if (full || overdue) && st.in_flight.len() < self.shared.flushes_in_flight_max {
+        if may_lead && (full || overdue) && st.in_flight.len() < self.shared.flushes_in_flight_max {
             // The bound is kept by whoever sees it due first: with many committers busy on
             // few cores the log writer thread may not get the CPU for a while (measured:
             // 200 ms windows at 64 threads on 2 cores), so this committer flushes now, as a

@@ -544,7 +544,8 @@ impl PendingCommit<'_> {
     /// A delayed commit resolves at once (acknowledged before its flush, no await).
     pub async fn durable(mut self) -> Result<u64, WriteError> {
         if self.durability == Durability::Delayed {
-            let acknowledged = self.logged.acknowledge(Durability::Delayed);
+            // Never leads a flush: this runs on an async worker thread.
+            let acknowledged = self.logged.wal.commit_delayed_without_leading(self.logged.commit_end);
             return self.finish(acknowledged);
         }
         let wal = self.logged.wal.clone();
