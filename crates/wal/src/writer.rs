@@ -801,10 +801,10 @@ impl Wal {
         let full = st.appended_end.0.saturating_sub(st.taken_end.0) >= DELAYED_FLUSH_BYTES_MAX;
         let overdue = st.delayed_deadline.is_some_and(|d| now >= d);
         if may_lead && (full || overdue) && st.in_flight.len() < self.shared.flushes_in_flight_max {
-            // The bound is kept by whoever sees it due first: with many committers busy on
-            // few cores the log writer thread may not get the CPU for a while (measured:
-            // 200 ms windows at 64 threads on 2 cores), so this committer flushes now, as a
-            // strict one would, before it returns.
+            // The flush is started by whoever sees it due first: with many committers busy
+            // on few cores the log writer thread may wait for a core, so this committer
+            // flushes now, as a strict one would, before it returns. (The measured window
+            // also holds the flush's own fdatasync and more: docs/benchmarks.md, issue 31.)
             flush_as_leader(&self.shared, &mut st);
             return Ok(());
         }
