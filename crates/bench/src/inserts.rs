@@ -1,40 +1,62 @@
-//! `flashscan bench inserts DB [--threads N] [--rows-per-commit K] [--seconds S]`: N threads,
-//! each committing K rows per transaction for S seconds through the embedded write path.
+//! `flashscan bench inserts DB --threads N [--statements-per-commit K] [--rows-per-statement R]
+//! [--durability strict|delayed] [--primary-key] [--seconds S]`: N threads, each running
+//! one-row (R-row) INSERT statements, K per transaction, for S seconds through the
+//! embedded write path. The three modes of seed 001's experiment (issue 31):
+//! (a) `--durability delayed`: one row per commit, acknowledged before its flush;
+//! (b) `--statements-per-commit 1000`: a transaction of 1,000 one-row statements, durable;
+//! (c) the defaults: one row per durable commit, the threads filling each flush.
+//! `--rows-per-commit K` (the bench before issue 31) is `--rows-per-statement K`.
 //!
 //! The API measured is `WritePath::prepare_insert` (flashscan-write): the table is looked up
-//! and the page encoder made once per thread — like a prepared INSERT statement or a DuckDB
-//! appender — and each `insert(batch)` is one transaction through the very commit SQL INSERT
-//! uses (rows encoded and checked as a load checks them, every row logged, one commit record,
-//! durable before it returns, then visible to scans). What SQL adds on top, parsing and
-//! DataFusion planning per statement, is not measured here.
+//! and the page encoder made once per thread — a prepared INSERT, parsed and planned once,
+//! or the article's stored procedure — and each `execute(batch)` is one statement of the
+//! thread's open transaction (validated as a load validates, checked against the PRIMARY
+//! KEY with `--primary-key`), each `commit()` one transaction through the very commit SQL
+//! INSERT uses (every row logged, one commit record, durable — or, delayed, handed to the
+//! log writer — before it returns, then visible). What SQL adds on top, parsing and
+//! DataFusion planning per statement, is not measured here; bench/inserts measures it
+//! over the wire with pgbench.
+//!
+//! The table is the article's (the Randal/Kejser insert benchmark): `c1 BIGINT` (each
+//! thread appends to its own key range, `session × 10^10 + i`), `c2 TIMESTAMP`, `c3` 111
+//! characters (CHAR(111)), `c4 INT`, `c5 INT`, `c6 BIGINT`, all NOT NULL: `bench_inserts`
+//! as a plain heap, `bench_inserts_pk` with `c1` as PRIMARY KEY.
 //!
 //! Figures: rows and commits per second of wall time; commits per log flush from the log
-//! writer's own counters (before/after); commit latency (the `insert` call) p50/p99 from a
+//! writer's own counters (before/after); commit latency (the `commit` call) p50/p99 from a
 //! per-thread HdrHistogram; CPU µs per row from the process's CPU time (getrusage: the
-//! committers, the log writer and everything else in the process).
+//! committers, the log writer and everything else in the process, building each statement's
+//! batch included); with delayed durability the longest an acknowledged commit waited for
+//! its flush (the log's own measure, `WalStats::delayed_unflushed_us_max`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::{ArrayRef, Int32Array, Int64Array, StringArray, TimestampMicrosecondArray};
+use arrow::datatypes::{Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use flashscan_measure::{CpuTime, LatencyHistogram};
-use flashscan_storage::{ColumnDef, ColumnType};
-use flashscan_write::{init_database, InitOptions, NewTable, WritePath};
+use flashscan_storage::column::TemporalUnit;
+use flashscan_storage::{ColumnDef, ColumnType, KeyIndexDef};
+use flashscan_write::{init_database, Durability, InitOptions, NewTable, WritePath};
 use serde::Serialize;
 
 use crate::error::BenchError;
 
-/// The table the bench writes, created if missing. The same shape in bench/inserts for
-/// SQLite and DuckDB: `(id BIGINT NOT NULL, thread INT NOT NULL, amount DOUBLE NOT NULL,
-/// note VARCHAR NOT NULL)`, a 16-character note: a 40-byte row, a typical small OLTP row.
+/// The tables the bench writes, created if missing (the module comment has their shape;
+/// the same in bench/inserts for SQLite, DuckDB and PostgreSQL).
 pub const TABLE_NAME: &str = "bench_inserts";
+pub const TABLE_NAME_PRIMARY_KEY: &str = "bench_inserts_pk";
+/// The article's key ranges: session `s` appends `s × 10^10 + i`.
+pub const KEY_RANGE_PER_SESSION: i64 = 10_000_000_000;
+/// `c3`, CHAR(111): every row carries 111 characters.
+pub const C3_BYTES: usize = 111;
 /// Threads at most: each is an OS thread with its own histogram; 1024 is far past the
 /// point where 2-64 cores stop gaining and keeps a typo (64000) from forking the machine.
 pub const THREADS_MAX: usize = 1024;
-/// Rows per commit at most: one statement's rows are held in memory until their commit.
+/// Rows per commit at most (statements × rows per statement): a transaction's rows are
+/// held in memory until their commit.
 pub const ROWS_PER_COMMIT_MAX: usize = 100_000;
 /// Longest run: an hour; a bench that runs longer is a mistake in the flag.
 pub const SECONDS_MAX: f64 = 3600.0;
@@ -43,13 +65,19 @@ const WRITER_NAME: &str = "flashscan bench inserts";
 #[derive(Debug, Clone)]
 pub struct InsertsOptions {
     pub threads: usize,
-    pub rows_per_commit: usize,
+    /// INSERT statements per transaction (1: one commit per statement).
+    pub statements_per_commit: usize,
+    /// Rows each statement carries (1: singleton inserts).
+    pub rows_per_statement: usize,
+    pub durability: Durability,
+    /// `c1` as PRIMARY KEY (`bench_inserts_pk`, checked by every statement) or a plain heap.
+    pub primary_key: bool,
     pub seconds: f64,
 }
 
 impl Default for InsertsOptions {
     fn default() -> Self {
-        InsertsOptions { threads: 1, rows_per_commit: 1, seconds: 10.0 }
+        InsertsOptions { threads: 1, statements_per_commit: 1, rows_per_statement: 1, durability: Durability::Strict, primary_key: false, seconds: 10.0 }
     }
 }
 
@@ -67,7 +95,13 @@ pub struct InsertsReport {
     /// How the rows went in (the embedded API measured).
     pub api: String,
     pub threads: usize,
+    pub statements_per_commit: usize,
+    pub rows_per_statement: usize,
+    /// Rows per transaction: statements × rows per statement.
     pub rows_per_commit: usize,
+    /// `strict` (acknowledged after the flush) or `delayed` (before it).
+    pub durability: String,
+    pub primary_key: bool,
     pub elapsed_s: f64,
     /// Rows whose commit returned (durable): the table has this many more rows.
     pub rows_committed: u64,
@@ -80,6 +114,11 @@ pub struct InsertsReport {
     pub cpu_s: f64,
     pub cpu_us_per_row: f64,
     pub cpu_us_per_commit: f64,
+    /// Delayed durability only: the longest an acknowledged commit waited for its flush to
+    /// be durable (ms; an upper bound, see `WalStats::delayed_unflushed_us_max`): what a
+    /// crash at the worst moment would have lost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_unflushed_ms: Option<f64>,
     /// Rows in the table before this run (a reused table).
     pub table_rows_before: u64,
     /// Whether `flashscan init` had to make the database first.
@@ -88,28 +127,34 @@ pub struct InsertsReport {
 
 fn columns() -> Vec<ColumnDef> {
     let c = |name: &str, column_type| ColumnDef { name: name.into(), column_type, nullable: false };
-    vec![c("id", ColumnType::Int64), c("thread", ColumnType::Int32), c("amount", ColumnType::Float64), c("note", ColumnType::Utf8)]
+    vec![
+        c("c1", ColumnType::Int64),
+        c("c2", ColumnType::Timestamp { unit: TemporalUnit::Microsecond, with_time_zone: false }),
+        c("c3", ColumnType::Utf8),
+        c("c4", ColumnType::Int32),
+        c("c5", ColumnType::Int32),
+        c("c6", ColumnType::Int64),
+    ]
 }
 
 fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("id", DataType::Int64, false),
-        Field::new("thread", DataType::Int32, false),
-        Field::new("amount", DataType::Float64, false),
-        Field::new("note", DataType::Utf8, false),
-    ]))
+    Arc::new(Schema::new(columns().iter().map(|c| Field::new(&c.name, c.column_type.arrow_type(), false)).collect::<Vec<_>>()))
 }
 
-/// K rows of one thread, ids `thread << 40 | next..`: unique per thread and run position.
-fn batch_of(schema: &SchemaRef, thread: usize, first: u64, rows: usize) -> Result<RecordBatch, BenchError> {
-    let ids: Vec<i64> = (0..rows as u64).map(|i| ((thread as i64) << 40) | (first + i) as i64).collect();
-    let amounts: Vec<f64> = ids.iter().map(|id| (*id % 100_000) as f64 / 100.0).collect();
-    let notes: Vec<String> = ids.iter().map(|id| format!("note-{:011}", id % 100_000_000_000)).collect();
+/// R rows of one session, keys `session × 10^10 + first ..`: the article's key ranges.
+/// `c2` is the key's moment (µs after 2025-01-01), `c3` the same 111 characters for every
+/// row, `c4`..`c6` derived from the key (the article's procedure fills them with constants
+/// and the key; only the bytes per row matter to the insert path).
+fn batch_of(schema: &SchemaRef, c3: &str, session: i64, first: i64, rows: usize) -> Result<RecordBatch, BenchError> {
+    const EPOCH_2025_US: i64 = 1_735_689_600_000_000;
+    let keys: Vec<i64> = (0..rows as i64).map(|i| session * KEY_RANGE_PER_SESSION + first + i).collect();
     let columns: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from(ids)),
-        Arc::new(Int32Array::from(vec![thread as i32; rows])),
-        Arc::new(Float64Array::from(amounts)),
-        Arc::new(StringArray::from(notes)),
+        Arc::new(Int64Array::from(keys.clone())),
+        Arc::new(TimestampMicrosecondArray::from_iter_values(keys.iter().map(|k| EPOCH_2025_US + k % KEY_RANGE_PER_SESSION))),
+        Arc::new(StringArray::from_iter_values(std::iter::repeat_n(c3, rows))),
+        Arc::new(Int32Array::from_iter_values(std::iter::repeat_n(session as i32, rows))),
+        Arc::new(Int32Array::from_iter_values(keys.iter().map(|k| (k % 1000) as i32))),
+        Arc::new(Int64Array::from(keys)),
     ];
     Ok(RecordBatch::try_new(schema.clone(), columns)?)
 }
@@ -118,8 +163,11 @@ fn validate(options: &InsertsOptions) -> Result<(), BenchError> {
     if !(1..=THREADS_MAX).contains(&options.threads) {
         return Err(BenchError::InvalidOption(format!("--threads {}: use 1 to {THREADS_MAX}", options.threads)));
     }
-    if !(1..=ROWS_PER_COMMIT_MAX).contains(&options.rows_per_commit) {
-        return Err(BenchError::InvalidOption(format!("--rows-per-commit {}: use 1 to {ROWS_PER_COMMIT_MAX}", options.rows_per_commit)));
+    if options.statements_per_commit == 0 || options.rows_per_statement == 0 || options.statements_per_commit.saturating_mul(options.rows_per_statement) > ROWS_PER_COMMIT_MAX {
+        return Err(BenchError::InvalidOption(format!(
+            "--statements-per-commit {} × --rows-per-statement {}: each at least 1, at most {ROWS_PER_COMMIT_MAX} rows per commit",
+            options.statements_per_commit, options.rows_per_statement
+        )));
     }
     if !(options.seconds > 0.0 && options.seconds <= SECONDS_MAX) {
         return Err(BenchError::InvalidOption(format!("--seconds {}: use more than 0 and at most {SECONDS_MAX}", options.seconds)));
@@ -128,28 +176,31 @@ fn validate(options: &InsertsOptions) -> Result<(), BenchError> {
 }
 
 /// Opens (or makes, when `db` does not exist) the database as its writer and the table.
-fn open(db: &Path) -> Result<(WritePath, bool, u64), BenchError> {
+fn open(db: &Path, table: &str, primary_key: bool) -> Result<(WritePath, bool, u64), BenchError> {
     let created = !db.exists();
     if created {
         init_database(db, &InitOptions::default())?;
     }
     let wp = WritePath::open_writer(db, WRITER_NAME)?;
     let catalog = wp.catalog()?;
-    let before = match catalog.tables.get(TABLE_NAME) {
+    let indexes = if primary_key { vec![KeyIndexDef { name: format!("{table}_pkey"), columns: vec!["c1".into()], unique: true, primary: true, constraint: true }] } else { Vec::new() };
+    let before = match catalog.tables.get(table) {
         Some(t) => {
             let want = columns();
             let same = t.columns.len() == want.len()
-                && t.columns.iter().zip(&want).all(|(a, b)| a.name == b.name && a.column_type == b.column_type && a.nullable == b.nullable);
+                && t.columns.iter().zip(&want).all(|(a, b)| a.name == b.name && a.column_type == b.column_type && a.nullable == b.nullable)
+                && t.indexes.iter().any(|i| i.primary) == primary_key;
             if !same {
                 return Err(BenchError::InvalidOption(format!(
-                    "table {TABLE_NAME} in {} has other columns than the bench's (id BIGINT, thread INT, amount DOUBLE, note VARCHAR, all NOT NULL): drop it or use another database",
-                    db.display()
+                    "table {table} in {} has other columns than the bench's (c1 BIGINT{}, c2 TIMESTAMP, c3 VARCHAR, c4 INT, c5 INT, c6 BIGINT, all NOT NULL): drop it or use another database",
+                    db.display(),
+                    if primary_key { " PRIMARY KEY" } else { ", no primary key" }
                 )));
             }
-            t.row_count + wp.delta(TABLE_NAME).map(|d| d.row_count()).unwrap_or(0)
+            t.row_count + wp.delta(table).map(|d| d.row_count()).unwrap_or(0)
         }
         None => {
-            wp.create_table(NewTable { name: TABLE_NAME.into(), columns: columns(), partition_count: None, partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new() })?;
+            wp.create_table(NewTable { name: table.into(), columns: columns(), partition_count: None, partition_by: Some("c1".into()), if_not_exists: false, indexes })?;
             0
         }
     };
@@ -165,27 +216,38 @@ struct ThreadResult {
 /// Runs the bench; the rows stay in the table (durable, and readable by SQL afterwards).
 pub fn run(db: &Path, options: &InsertsOptions) -> Result<InsertsReport, BenchError> {
     validate(options)?;
-    let (wp, database_created, table_rows_before) = open(db)?;
+    let table = if options.primary_key { TABLE_NAME_PRIMARY_KEY } else { TABLE_NAME };
+    let (wp, database_created, table_rows_before) = open(db, table, options.primary_key)?;
     let schema = schema();
+    let c3: String = "c3-".chars().chain(std::iter::repeat('x')).take(C3_BYTES).collect();
+    // Keys go on after the rows already in the table: a reused table's earlier runs used
+    // fewer than `table_rows_before` keys of each session's range.
+    let first_key = table_rows_before as i64;
     let duration = Duration::from_secs_f64(options.seconds);
     let barrier = Barrier::new(options.threads + 1);
     let wal_before = wp.wal_stats().unwrap_or_default();
     let (results, elapsed_s, cpu) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..options.threads)
             .map(|thread| {
-                let (wp, schema, barrier) = (&wp, &schema, &barrier);
+                let (wp, schema, barrier, c3) = (&wp, &schema, &barrier, c3.as_str());
+                let session = thread as i64 + 1;
                 scope.spawn(move || -> Result<ThreadResult, BenchError> {
                     // Prepared (and the histogram, ~100 KB zeroed) before the start line:
                     // the run's CPU time counts commits only.
-                    let prepared = wp.prepare_insert(TABLE_NAME);
+                    let prepared = wp.prepare_insert(table);
                     let mut r = ThreadResult { rows: 0, commits: 0, latency: LatencyHistogram::new() };
                     barrier.wait();
                     let mut prepared = prepared?;
+                    prepared.set_durability(options.durability);
+                    let mut next_key = first_key;
                     let started = Instant::now();
                     while started.elapsed() < duration {
-                        let batch = batch_of(schema, thread, r.rows, options.rows_per_commit)?;
+                        for _ in 0..options.statements_per_commit {
+                            let batch = batch_of(schema, c3, session, next_key, options.rows_per_statement)?;
+                            next_key += prepared.execute(&batch)? as i64;
+                        }
                         let t0 = Instant::now();
-                        r.rows += prepared.insert(&batch)?;
+                        r.rows += prepared.commit()?;
                         r.latency.record(t0.elapsed().as_nanos() as u64);
                         r.commits += 1;
                     }
@@ -229,10 +291,14 @@ pub fn run(db: &Path, options: &InsertsOptions) -> Result<InsertsReport, BenchEr
     let per = |n: u64| if n == 0 { 0.0 } else { cpu.total_ns() as f64 / 1000.0 / n as f64 };
     Ok(InsertsReport {
         db: db.to_path_buf(),
-        table: TABLE_NAME.into(),
-        api: "embedded: WritePath::prepare_insert, one insert(batch) = one durable transaction (the commit SQL INSERT uses)".into(),
+        table: table.into(),
+        api: "embedded: WritePath::prepare_insert, execute(batch) = one INSERT statement of the thread's transaction, commit() = one transaction (the commit SQL INSERT uses)".into(),
         threads: options.threads,
-        rows_per_commit: options.rows_per_commit,
+        statements_per_commit: options.statements_per_commit,
+        rows_per_statement: options.rows_per_statement,
+        rows_per_commit: options.statements_per_commit * options.rows_per_statement,
+        durability: options.durability.name().into(),
+        primary_key: options.primary_key,
         elapsed_s,
         rows_committed: rows,
         commits,
@@ -244,6 +310,7 @@ pub fn run(db: &Path, options: &InsertsOptions) -> Result<InsertsReport, BenchEr
         cpu_s,
         cpu_us_per_row: per(rows),
         cpu_us_per_commit: per(commits),
+        max_unflushed_ms: (options.durability == Durability::Delayed).then(|| wal_after.delayed_unflushed_us_max as f64 / 1000.0),
         table_rows_before,
         database_created,
     })

@@ -592,6 +592,9 @@ impl QueryHandler {
         if let Some(value) = crate::pg_catalog::fixed_setting(name) {
             return Ok(single_text_column(name, &value));
         }
+        if name == crate::synchronous_commit::NAME {
+            return Ok(single_text_column(name, backend.synchronous_commit().show()));
+        }
         let value = match name {
             "max_connections" => self.shared.admission.max_connections.to_string(),
             "max_active_queries" => self.shared.admission.max_active_queries.to_string(),
@@ -701,6 +704,7 @@ impl QueryHandler {
             None => {
                 let rows = staged?;
                 if rows > 0 {
+                    txn.set_durability(backend.durability());
                     committer.commit_transaction(txn).await.map_err(|f| f.to_pg())?;
                 }
                 rows
@@ -724,7 +728,7 @@ impl QueryHandler {
         if rows == 0 {
             return Ok(insert_tag(0));
         }
-        let committed = committer.insert(table, batches).await.map_err(|f| f.to_pg())?;
+        let committed = committer.insert_as(table, batches, backend.durability()).await.map_err(|f| f.to_pg())?;
         Ok(insert_tag(committed))
     }
 
@@ -827,7 +831,7 @@ impl QueryHandler {
         if rows == 0 {
             return Ok(0);
         }
-        committer.insert(&table, batches).await.map_err(|f| f.to_pg())
+        committer.insert_as(&table, batches, backend.durability()).await.map_err(|f| f.to_pg())
     }
 
     /// DECLARE: the query admitted and started like any query (a slot, its memory pool, the
@@ -991,7 +995,12 @@ impl QueryHandler {
     async fn run_command(&self, backend: &Arc<Backend>, command: &Command, plan: Option<LogicalPlan>, reuse: Reuse, format: &Format, protocol: Protocol) -> PgWireResult<Response> {
         match command {
             Command::Empty => Ok(Response::EmptyQuery),
-            Command::Set { name, value } => {
+            Command::Set { name, value, local } => {
+                if name == crate::synchronous_commit::NAME {
+                    let in_block = backend.transaction().in_block();
+                    backend.synchronous_commit().set(value, *local, in_block)?;
+                    return Ok(Response::Execution(Tag::new("SET")));
+                }
                 if let Some(setting) = DurationSetting::named(name) {
                     let v = if value.eq_ignore_ascii_case("default") { Some(setting.default()) } else { parse_duration_setting(value) };
                     let Some(d) = v else {
@@ -1002,8 +1011,6 @@ impl QueryHandler {
                     set_flashscan(backend, key, value)?;
                 } else if name.starts_with("datafusion.") {
                     return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("SET {name}: DataFusion settings are the server's, not a session's")));
-                } else if name == "synchronous_commit" {
-                    refuse_asynchronous_commit(value)?;
                 }
                 // Other client settings (client_encoding, DateStyle, application_name,
                 // extra_float_digits, search_path...) are accepted: the server's answers
@@ -1011,6 +1018,9 @@ impl QueryHandler {
                 Ok(Response::Execution(Tag::new("SET")))
             }
             Command::Reset { name } => {
+                if name == crate::synchronous_commit::NAME || name == "all" {
+                    backend.synchronous_commit().reset();
+                }
                 for setting in DurationSetting::ALL {
                     if name == setting.name() || name == "all" {
                         backend.set_duration(setting, setting.default());
@@ -1056,8 +1066,12 @@ impl QueryHandler {
                     Vec::new()
                 };
                 let t = std::mem::take(&mut *backend.transaction());
+                // The block's SET LOCAL applies to its COMMIT, then ends.
+                let durability = backend.durability();
+                backend.synchronous_commit().end_block();
                 match t {
-                    Transaction::Open { txn, .. } if txn.row_count() > 0 => {
+                    Transaction::Open { mut txn, .. } if txn.row_count() > 0 => {
+                        txn.set_durability(durability);
                         let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
                         if let Err(f) = committer.commit_transaction(txn).await {
                             // Rolled back: the cursors it held go with it.
@@ -1076,6 +1090,7 @@ impl QueryHandler {
             }
             Command::Rollback => {
                 *backend.transaction() = Transaction::Idle;
+                backend.synchronous_commit().end_block();
                 backend.cursors().close_declared_in_block();
                 Ok(Response::TransactionEnd(Tag::new("ROLLBACK")))
             }
@@ -1096,6 +1111,7 @@ impl QueryHandler {
             // DISCARD ALL closes every cursor, as in PostgreSQL (poolers send it between clients).
             Command::DiscardAll => {
                 backend.cursors().close_all();
+                backend.synchronous_commit().reset();
                 Ok(Response::Execution(Tag::new("DISCARD ALL")))
             }
             Command::NoOp(tag) => Ok(Response::Execution(Tag::new(tag))),
@@ -1133,22 +1149,6 @@ impl QueryHandler {
                 self.query_response(backend, ToRun::Plan { plan, keep_as: keep_as.map(|text| (text, generation)) }, format).await
             }
         }
-    }
-}
-
-/// `SET synchronous_commit`: every commit is durable before it is acknowledged, which is
-/// what `on` (and `local`, `remote_write`, `remote_apply` on one server) asks; `off` asks
-/// for acknowledgement before the flush (delayed durability), which flashscan does not
-/// provide yet (issue 31), so it is refused rather than taken and ignored.
-fn refuse_asynchronous_commit(value: &str) -> PgWireResult<()> {
-    let v = value.trim().trim_matches('\'').to_ascii_lowercase();
-    match v.as_str() {
-        "on" | "true" | "yes" | "1" | "local" | "remote_write" | "remote_apply" | "default" => Ok(()),
-        "off" | "false" | "no" | "0" => Err(pg_error(
-            sqlstate::FEATURE_NOT_SUPPORTED,
-            "synchronous_commit = off is not supported yet: every commit is durable in the log before it is acknowledged; leave synchronous_commit on",
-        )),
-        _ => Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"synchronous_commit\": \"{value}\" (use on or off)"))),
     }
 }
 

@@ -47,6 +47,7 @@ pub mod shared;
 pub mod startup;
 pub mod statement;
 pub mod stats_tables;
+pub mod synchronous_commit;
 pub mod writes;
 
 use std::net::SocketAddr;

@@ -108,6 +108,8 @@ pub struct Backend {
     pub settings: Mutex<flashscan_sql::FlashscanSettings>,
     /// BEGIN … COMMIT: rows waiting for COMMIT.
     pub transaction: Mutex<crate::writes::Transaction>,
+    /// `synchronous_commit`: how this connection's commits are acknowledged.
+    pub synchronous_commit: Mutex<crate::synchronous_commit::SynchronousCommit>,
     /// COPY FROM STDIN in progress: what it fills and the data received so far.
     pub copy_in: Mutex<Option<crate::writes::CopyIn>>,
     /// The DataFusion state its statements plan in, kept between them (`planning.rs`).
@@ -142,6 +144,15 @@ impl Backend {
 
     pub fn cursors(&self) -> std::sync::MutexGuard<'_, crate::cursors::Cursors> {
         self.cursors.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn synchronous_commit(&self) -> std::sync::MutexGuard<'_, crate::synchronous_commit::SynchronousCommit> {
+        self.synchronous_commit.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How the connection's next commit is acknowledged (`synchronous_commit`).
+    pub fn durability(&self) -> flashscan_write::Durability {
+        self.synchronous_commit().durability()
     }
 
     pub fn copy_in(&self) -> std::sync::MutexGuard<'_, Option<crate::writes::CopyIn>> {
@@ -254,6 +265,13 @@ impl Startup {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
+        // A bad `-c synchronous_commit=…` in the startup options refuses the connection, as
+        // PostgreSQL refuses a bad option.
+        let synchronous_commit = crate::synchronous_commit::SynchronousCommit::from_startup_options(client.metadata().get("options").map(String::as_str))
+            .map_err(|e| match e {
+                PgWireError::UserError(info) => pg_fatal(&info.code, info.message),
+                other => other,
+            })?;
         let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
         let secret = i32::from_be_bytes(random_bytes::<4>());
         client.set_pid_and_secret_key(pid, SecretKey::I32(secret));
@@ -265,6 +283,7 @@ impl Startup {
             durations: Mutex::new(DurationSetting::ALL.map(DurationSetting::default)),
             settings: Mutex::new(self.shared.settings()),
             transaction: Mutex::new(Default::default()),
+            synchronous_commit: Mutex::new(synchronous_commit),
             copy_in: Mutex::new(None),
             planning: Default::default(),
             cursors: self.shared.cursor_lists.add(pid),

@@ -44,7 +44,8 @@ pub enum FetchCount {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Command {
     Empty,
-    Set { name: String, value: String },
+    /// `SET [SESSION | LOCAL] name = value`; `local`: until the transaction ends.
+    Set { name: String, value: String, local: bool },
     Reset { name: String },
     Show { name: String },
     Begin,
@@ -77,7 +78,7 @@ pub enum Command {
 }
 
 static SET_RE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?is)^set\s+(?:session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+|\s)\s*(.*?)\s*$").expect("static regex")
+    Regex::new(r"(?is)^set\s+(session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+|\s)\s*(.*?)\s*$").expect("static regex")
 });
 static SHOW_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^show\s+([a-z_][a-z0-9_.]*)\s*$").expect("static regex"));
 static RESET_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^reset\s+([a-z_][a-z0-9_.]*)\s*$").expect("static regex"));
@@ -239,9 +240,10 @@ pub fn classify(text: &str) -> Command {
     }
     if first == "set" {
         if let Some(c) = SET_RE.captures(t) {
-            let name = c[1].to_ascii_lowercase();
-            let value = c[2].trim().to_string();
-            return Command::Set { name, value };
+            let local = c.get(1).is_some_and(|m| m.as_str().trim().eq_ignore_ascii_case("local"));
+            let name = c[2].to_ascii_lowercase();
+            let value = c[3].trim().to_string();
+            return Command::Set { name, value, local };
         }
     }
     if let Some(c) = SHOW_RE.captures(t) {
@@ -411,8 +413,10 @@ mod tests {
 
     #[test]
     fn session_commands_are_recognised() {
-        assert_eq!(classify("SET statement_timeout = '5s'"), Command::Set { name: "statement_timeout".into(), value: "'5s'".into() });
-        assert_eq!(classify("set statement_timeout to 100;"), Command::Set { name: "statement_timeout".into(), value: "100".into() });
+        assert_eq!(classify("SET statement_timeout = '5s'"), Command::Set { name: "statement_timeout".into(), value: "'5s'".into(), local: false });
+        assert_eq!(classify("set statement_timeout to 100;"), Command::Set { name: "statement_timeout".into(), value: "100".into(), local: false });
+        assert_eq!(classify("SET LOCAL synchronous_commit TO off"), Command::Set { name: "synchronous_commit".into(), value: "off".into(), local: true });
+        assert_eq!(classify("set session synchronous_commit = on"), Command::Set { name: "synchronous_commit".into(), value: "on".into(), local: false });
         assert_eq!(classify("SHOW statement_timeout"), Command::Show { name: "statement_timeout".into() });
         assert_eq!(classify("show transaction isolation level"), Command::Show { name: "transaction_isolation".into() });
         for refused in [

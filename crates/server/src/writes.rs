@@ -49,7 +49,8 @@
 //! ([`COMMIT_MODE_ENV_REMOVED`]) rather than measure this rule under another name. The
 //! automatic checkpoint a commit may start is left to a blocking thread.
 //!
-//! No statement is acknowledged before the flush that covers its rows; a statement's rows
+//! No statement is acknowledged before the flush that covers its rows — unless its connection
+//! set `synchronous_commit = off` (synchronous_commit.rs: delayed durability); a statement's rows
 //! are never split across transactions; each group is its own write-path transaction with
 //! its own commit record, so groups never wait for each other's rows. If a combined
 //! transaction fails on bad input (a row too large, a value out of range), nothing of it
@@ -63,7 +64,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use arrow::record_batch::RecordBatch;
-use flashscan_write::{WriteError, WritePath};
+use flashscan_write::{Durability, WriteError, WritePath};
 use pgwire::error::PgWireError;
 use tokio::sync::oneshot;
 
@@ -224,6 +225,8 @@ struct Request {
     table: String,
     batches: Vec<RecordBatch>,
     rows: u64,
+    /// Its connection's `synchronous_commit` (a group is strict if any of its statements is).
+    durability: Durability,
     reply: oneshot::Sender<Result<u64, WriteFailure>>,
 }
 
@@ -350,7 +353,7 @@ impl Committer {
     /// Commits a small statement on the connection's own task (see the module comment);
     /// `None`: it goes to the workers (too many rows, too many statements committing,
     /// stopping, or its commit would block).
-    async fn commit_on_task(&self, table: &str, batches: &[RecordBatch], rows: u64) -> Option<Result<u64, WriteFailure>> {
+    async fn commit_on_task(&self, table: &str, batches: &[RecordBatch], rows: u64, durability: Durability) -> Option<Result<u64, WriteFailure>> {
         if rows > INLINE_ROWS_MAX {
             return None;
         }
@@ -369,6 +372,8 @@ impl Committer {
         }
         let waited = std::time::Instant::now();
         let mut txn = flashscan_write::Transaction::new();
+        // Delayed: `durable()` below resolves at once, the log writer flushes later.
+        txn.set_durability(durability);
         let result = match self.write.stage_insert(&mut txn, table, batches) {
             Err(e) => Err(WriteFailure::of(&e)),
             Ok(_) => match self.write.try_begin_commit(txn) {
@@ -482,8 +487,14 @@ impl Committer {
 
     /// Commits `batches` into `table` as one statement; returns its rows once durable.
     pub async fn insert(&self, table: &str, batches: Vec<RecordBatch>) -> Result<u64, WriteFailure> {
+        self.insert_as(table, batches, Durability::Strict).await
+    }
+
+    /// [`Committer::insert`] acknowledged as `durability` says (the connection's
+    /// `synchronous_commit`: delayed returns before the flush).
+    pub async fn insert_as(&self, table: &str, batches: Vec<RecordBatch>, durability: Durability) -> Result<u64, WriteFailure> {
         let rows: u64 = batches.iter().map(|b| b.num_rows() as u64).sum();
-        if let Some(result) = self.commit_on_task(table, &batches, rows).await {
+        if let Some(result) = self.commit_on_task(table, &batches, rows, durability).await {
             return result;
         }
         let (reply, answer) = oneshot::channel();
@@ -494,7 +505,7 @@ impl Committer {
         let _waiting = Waiting::count(&self.queued, &self.counters.statements_waiting);
         let queued = match self.sender.lock() {
             Ok(sender) => match sender.as_ref() {
-                Some(sender) => sender.send(Request { table: table.to_string(), batches, rows, reply }).is_ok(),
+                Some(sender) => sender.send(Request { table: table.to_string(), batches, rows, durability, reply }).is_ok(),
                 None => false,
             },
             Err(_) => false,
@@ -677,7 +688,10 @@ fn committer_loop(write: &WritePath, receiver: &Mutex<mpsc::Receiver<Request>>, 
 
 fn commit_group(write: &WritePath, table: &str, requests: Vec<Request>, counters: &WriteCounters) {
     let all: Vec<RecordBatch> = requests.iter().flat_map(|r| r.batches.iter().cloned()).collect();
-    match write.insert(table, &all) {
+    // Strict if any statement asks for it: a delayed one acknowledged after the flush
+    // loses nothing, a strict one acknowledged before it would break its promise.
+    let durability = if requests.iter().any(|r| r.durability == Durability::Strict) { Durability::Strict } else { Durability::Delayed };
+    match write.insert_as(table, &all, durability) {
         Ok(_) => {
             counters.transactions_committed.fetch_add(1, Relaxed);
             for r in requests {
@@ -688,7 +702,7 @@ fn commit_group(write: &WritePath, table: &str, requests: Vec<Request>, counters
         // statement with the bad row fails.
         Err(e) if requests.len() > 1 && e.is_user_input() => {
             for r in requests {
-                let result = write.insert(table, &r.batches);
+                let result = write.insert_as(table, &r.batches, r.durability);
                 if result.is_ok() {
                     counters.transactions_committed.fetch_add(1, Relaxed);
                 }

@@ -503,8 +503,8 @@ async fn concurrent_updates_of_one_row_lose_no_increment() {
     let Served { _guard, db: _, server, client } = serve(new_db()).await;
     client.batch_execute("CREATE TABLE c (id bigint NOT NULL, n bigint NOT NULL); INSERT INTO c VALUES (1, 0), (2, 0)").await.expect("setup");
     // What flashscan does not provide is refused, never taken and ignored: stronger
-    // isolation, and acknowledging a commit before its flush.
-    for sql in ["BEGIN ISOLATION LEVEL REPEATABLE READ", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET synchronous_commit = off"] {
+    // isolation.
+    for sql in ["BEGIN ISOLATION LEVEL REPEATABLE READ", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"] {
         let e = client.batch_execute(sql).await.expect_err(sql);
         assert_eq!(common::error_of(&e).split(':').next(), Some("0A000"), "{sql}: {}", common::error_of(&e));
     }
@@ -692,4 +692,54 @@ async fn kept_constant_plans_answer_like_fresh_ones() {
         assert_eq!(one(&client, "SELECT count(*) FROM c").await, n.to_string());
     }
     server.shutdown().await;
+}
+
+/// `synchronous_commit` (issue 31): SET, SET LOCAL inside a block, RESET, SHOW, and the
+/// startup packet's options; `off` commits are acknowledged before their flush, visible at
+/// once, and durable after a clean shutdown; bad values and a SET LOCAL outside a block are
+/// refused (22023), never ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn synchronous_commit_off_set_local_reset_show_and_startup_options() {
+    let Served { _guard, db, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE s (id bigint NOT NULL, note text)").await.expect("create");
+    assert_eq!(one(&client, "SHOW synchronous_commit").await, "on");
+    client.batch_execute("SET synchronous_commit = off").await.expect("off");
+    assert_eq!(one(&client, "SHOW synchronous_commit").await, "off");
+    for i in 0..20 {
+        assert_eq!(tag(&client, &format!("INSERT INTO s VALUES ({i}, 'delayed')")).await, 1);
+    }
+    // Visible at once, to this connection and to another.
+    assert_eq!(one(&client, "SELECT count(*) FROM s").await, "20");
+    let other = connect(&server).await;
+    assert_eq!(one(&other, "SELECT count(*) FROM s").await, "20");
+    assert_eq!(one(&other, "SHOW synchronous_commit").await, "on", "a setting of one connection");
+    // SET LOCAL: the block's commit only.
+    client.batch_execute("BEGIN; SET LOCAL synchronous_commit TO on; INSERT INTO s VALUES (100, 'strict');").await.expect("block");
+    assert_eq!(one(&client, "SHOW synchronous_commit").await, "on");
+    client.batch_execute("COMMIT").await.expect("commit");
+    assert_eq!(one(&client, "SHOW synchronous_commit").await, "off", "SET LOCAL ends with its block");
+    client.batch_execute("RESET synchronous_commit").await.expect("reset");
+    assert_eq!(one(&client, "SHOW synchronous_commit").await, "on");
+    for (sql, says) in [("SET synchronous_commit = sometimes", "use on or off"), ("SET LOCAL synchronous_commit = off", "outside a transaction block")] {
+        let e = client.batch_execute(sql).await.expect_err(sql);
+        assert_eq!(code_of(&e), "22023", "{sql}: {}", message_of(&e));
+        assert!(message_of(&e).contains(says), "{sql}: {}", message_of(&e));
+    }
+    // The startup packet's options (what PGOPTIONS sends).
+    let mut cfg = tokio_postgres::Config::new();
+    cfg.host("127.0.0.1").port(server.listen.port()).user("writer").dbname("flashscan").options("-c synchronous_commit=off");
+    let (started_off, connection) = cfg.connect(tokio_postgres::NoTls).await.expect("connect with options");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    assert_eq!(one(&started_off, "SHOW synchronous_commit").await, "off");
+    assert_eq!(tag(&started_off, "INSERT INTO s VALUES (200, 'delayed, from the options')").await, 1);
+    started_off.batch_execute("SET synchronous_commit = on; RESET synchronous_commit").await.expect("reset");
+    assert_eq!(one(&started_off, "SHOW synchronous_commit").await, "off", "RESET returns to the connection's start value");
+    cfg.options("-c synchronous_commit=maybe");
+    assert!(cfg.connect(tokio_postgres::NoTls).await.is_err(), "a bad startup value refuses the connection");
+    drop((client, other, started_off));
+    server.shutdown().await;
+    // A clean shutdown flushes the delayed commits: all 22 rows after the log's replay.
+    assert_eq!(reopened(&db, "SELECT count(*) FROM s").await, vec![vec!["22".to_string()]]);
 }

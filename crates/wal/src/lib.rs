@@ -7,6 +7,8 @@
 //!   that names the database, the lock;
 //! - [`writer`]: [`Wal`]: appends, group commit with several flushes in flight (durable
 //!   published in LSN order), the log writer thread, checkpoints;
+//! - [`durability`]: strict or delayed commits ([`Durability`]) and the delayed flush's
+//!   bounds;
 //! - [`reader`]: the recovery scan (torn tail vs corruption) and the [`Redo`] iterator.
 //!
 //! Byte layouts: docs/formats.md, "Write-ahead log". The commit protocol:
@@ -26,6 +28,7 @@
 
 pub mod block;
 pub mod config;
+pub mod durability;
 pub mod error;
 pub mod files;
 pub mod limits;
@@ -35,6 +38,7 @@ pub mod record;
 pub mod writer;
 
 pub use config::{psync_engine_factory, EngineFactory, SyncMethod, WalConfig};
+pub use durability::Durability;
 pub use error::WalError;
 pub use files::DatabaseIdentity;
 pub use lsn::{Lsn, SegmentPosition, TxnId};

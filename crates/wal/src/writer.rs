@@ -39,12 +39,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use flashscan_io::{FileSet, IoCompletion, IoEngine, IoError, IoOp, IoRequest, OpenMode};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 
 use crate::block::{init_fresh, note_record_start, seal};
 use crate::config::{EngineFactory, SyncMethod, WalConfig};
+use crate::durability::{DELAYED_FLUSH_BYTES_MAX, DELAYED_FLUSH_INTERVAL_MS_MAX};
 use crate::error::{file_err, WalError};
 use crate::files::{
     create_excl, create_segment, inspect_segment_header, list_segments, lock_dir, open_existing, read_control, recycle_segment,
@@ -87,6 +89,8 @@ struct Counters {
     padding_bytes: AtomicU64,
     segments_created: AtomicU64,
     segments_recycled: AtomicU64,
+    delayed_commits: AtomicU64,
+    delayed_unflushed_ns_max: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -108,6 +112,12 @@ pub struct WalStats {
     pub segments_created_count: u64,
     pub segments_recycled_count: u64,
     pub durable_lsn: Lsn,
+    /// Commits acknowledged before their flush (delayed durability, `Wal::commit_delayed`).
+    pub delayed_commits_count: u64,
+    /// The longest an acknowledged delayed commit waited for its flush to be durable, from
+    /// its acknowledgement (an upper bound: measured from the first acknowledgement of the
+    /// commits one flush took to that flush's end): the loss window a crash would have had.
+    pub delayed_unflushed_us_max: u64,
 }
 
 impl WalStats {
@@ -157,6 +167,22 @@ struct State {
     /// need the next flush, to lead it).
     flushes_taken: u64,
     taken_end: Lsn,
+    /// When the log writer must start a flush for acknowledged delayed commits not yet
+    /// taken by one (`None`: there are none).
+    delayed_deadline: Option<Instant>,
+    /// Acknowledged delayed commits not yet durable, one group per flush that takes them,
+    /// oldest first (bounded by the flushes in flight plus one): how long they wait.
+    delayed_groups: VecDeque<DelayedGroup>,
+}
+
+/// Delayed commits acknowledged between two flushes taken.
+#[derive(Debug, Clone, Copy)]
+struct DelayedGroup {
+    /// `State::flushes_taken` when the group's first commit was acknowledged.
+    flushes_taken: u64,
+    /// The end of the group's last commit record: durable once the log is up to here.
+    end: Lsn,
+    first_acked_at: Instant,
 }
 
 /// A flush taken and not yet published durable.
@@ -173,6 +199,8 @@ struct Shared {
     /// `State::durable`, published for lock-free reads (the buffer pool asks before every
     /// page write; a committer whose LSN is already durable returns without the lock).
     durable_published: AtomicU64,
+    /// `State::failed` is set, published for lock-free reads (every commit asks).
+    failed_published: std::sync::atomic::AtomicBool,
     work: Condvar,
     /// Indexed by flush number modulo [`DURABLE_CONDVARS`] (see `State::flushes_taken`).
     durable: [Condvar; DURABLE_CONDVARS],
@@ -529,6 +557,7 @@ impl Wal {
             .collect();
         let shared = Arc::new(Shared {
             durable_published: AtomicU64::new(scan.end_lsn.0),
+            failed_published: std::sync::atomic::AtomicBool::new(false),
             state: Mutex::new(State {
                 buf: Vec::new(),
                 buf_start: block_start(insert),
@@ -547,6 +576,8 @@ impl Wal {
                 free_writers: (0..flushes_in_flight_max).rev().collect(),
                 flushes_taken: 0,
                 taken_end: scan.end_lsn,
+                delayed_deadline: None,
+                delayed_groups: VecDeque::with_capacity(flushes_in_flight_max + 1),
             }),
             work: Condvar::new(),
             durable: std::array::from_fn(|_| Condvar::new()),
@@ -721,6 +752,78 @@ impl Wal {
         st.durable < lsn && st.failed.is_none() && !st.in_flight.iter().any(|f| f.end >= lsn) && st.in_flight.len() < self.shared.flushes_in_flight_max
     }
 
+    /// Acknowledges a delayed-durability commit whose commit record ends at `end` without
+    /// waiting for its flush: the log writer starts one within
+    /// [`DELAYED_FLUSH_INTERVAL_MS_MAX`] or once [`DELAYED_FLUSH_BYTES_MAX`] are waiting
+    /// (crate::durability has the contract); a delayed commit that finds that deadline
+    /// passed or those bytes waiting, and a flush slot free, leads the flush itself and
+    /// returns after it. Refused once the log has stopped.
+    pub fn commit_delayed(&self, end: Lsn) -> Result<(), WalError> {
+        self.acknowledge_delayed(end, true)
+    }
+
+    /// [`Wal::commit_delayed`] for an async caller, which must not block its thread for a
+    /// flush: it never leads one (the log writer thread's timer and 60 KB trigger do; an
+    /// async runtime's few threads leave that thread the CPU, unlike 64 committer threads).
+    pub fn commit_delayed_without_leading(&self, end: Lsn) -> Result<(), WalError> {
+        self.acknowledge_delayed(end, false)
+    }
+
+    fn acknowledge_delayed(&self, end: Lsn, may_lead: bool) -> Result<(), WalError> {
+        self.shared.counters.delayed_commits.fetch_add(1, Ordering::Relaxed);
+        if self.shared.durable_published.load(Ordering::Acquire) >= end.0 {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let mut st = self.shared.state.lock();
+        if let Some(cause) = &st.failed {
+            return Err(WalError::Stopped { cause: cause.clone() });
+        }
+        if end > st.appended_end {
+            return Err(WalError::Config(format!("delayed commit at LSN {end}, past the end of the log ({})", st.appended_end)));
+        }
+        if st.durable >= end {
+            return Ok(());
+        }
+        let taken = st.flushes_taken;
+        if st.delayed_groups.back().is_some_and(|g| g.flushes_taken == taken) {
+            if let Some(g) = st.delayed_groups.back_mut() {
+                g.end = g.end.max(end);
+            }
+        } else {
+            st.delayed_groups.push_back(DelayedGroup { flushes_taken: taken, end, first_acked_at: now });
+        }
+        debug_assert!(st.delayed_groups.len() <= self.shared.flushes_in_flight_max + 1);
+        if end <= st.taken_end {
+            // A flush in flight covers it already.
+            return Ok(());
+        }
+        let full = st.appended_end.0.saturating_sub(st.taken_end.0) >= DELAYED_FLUSH_BYTES_MAX;
+        let overdue = st.delayed_deadline.is_some_and(|d| now >= d);
+        if may_lead && (full || overdue) && st.in_flight.len() < self.shared.flushes_in_flight_max {
+            // The flush is started by whoever sees it due first: with many committers busy
+            // on few cores the log writer thread may wait for a core, so this committer
+            // flushes now, as a strict one would, before it returns. (The measured window
+            // also holds the flush's own fdatasync and more: docs/benchmarks.md, issue 31.)
+            flush_as_leader(&self.shared, &mut st);
+            return Ok(());
+        }
+        let mut wake = false;
+        if st.delayed_deadline.is_none() {
+            st.delayed_deadline = Some(now + Duration::from_millis(DELAYED_FLUSH_INTERVAL_MS_MAX));
+            wake = true;
+        }
+        if full && st.wanted <= st.taken_end {
+            st.wanted = st.appended_end;
+            wake = true;
+        }
+        if wake && st.writers_idle > 0 {
+            // Once per flush interval (a new deadline) or per full block, not per commit.
+            self.shared.work.notify_one();
+        }
+        Ok(())
+    }
+
     /// Appends `txn`'s commit record and waits until it is durable.
     pub fn commit(&self, txn: TxnId) -> Result<Appended, WalError> {
         self.append(&Record::Commit { txn }).and_then(|a| self.wait_durable(a.end).map(|()| a))
@@ -731,16 +834,25 @@ impl Wal {
         self.append(&Record::Abort { txn })
     }
 
+    /// One past the last record appended (durable or not).
+    pub fn end_lsn(&self) -> Lsn {
+        self.shared.state.lock().appended_end
+    }
+
     /// Everything below this LSN is durable.
     pub fn durable_lsn(&self) -> Lsn {
         Lsn(self.shared.durable_published.load(Ordering::Acquire))
     }
 
     /// Starts a checkpoint: its LSN is the redo point. The caller then writes every page
-    /// dirtied before it (each only once the log is durable up to the page's LSN) and calls
-    /// `checkpoint_end`.
+    /// dirtied before it and calls `checkpoint_end`. Returns once the log is durable up to
+    /// the redo point: delayed commits may be acknowledged and not yet durable, and a page
+    /// holding their rows must never reach the disk before their log records do (nor may a
+    /// catalog name a redo point past the durable end of the log).
     pub fn checkpoint_begin(&self) -> Result<Lsn, WalError> {
-        Ok(self.append(&Record::CheckpointBegin)?.lsn)
+        let a = self.append(&Record::CheckpointBegin)?;
+        self.wait_durable(a.end)?;
+        Ok(a.lsn)
     }
 
     /// Ends the checkpoint that began at `redo`: logs it durably, records the redo point in
@@ -787,12 +899,19 @@ impl Wal {
             segments_created_count: c.segments_created.load(Ordering::Relaxed),
             segments_recycled_count: c.segments_recycled.load(Ordering::Relaxed),
             durable_lsn: self.durable_lsn(),
+            delayed_commits_count: c.delayed_commits.load(Ordering::Relaxed),
+            delayed_unflushed_us_max: c.delayed_unflushed_ns_max.load(Ordering::Relaxed) / 1000,
         }
     }
 
     /// One-line notices (O_DIRECT refused, …) for the caller to print.
     pub fn notices(&self) -> Vec<String> {
         self.shared.notices.lock().clone()
+    }
+
+    /// Whether an error stopped the log (without its lock: asked before every commit).
+    pub fn has_failed(&self) -> bool {
+        self.shared.failed_published.load(Ordering::Acquire)
     }
 
     /// The error that stopped the log, if one did.
@@ -877,10 +996,14 @@ fn segment_preparer(shared: Arc<Shared>, dir: PathBuf, database_id: u128) {
 }
 
 /// The writer thread flushes what nobody waits for: a log buffer half full (appenders
-/// may be blocked on room, `wanted`) and what is left at close. Committers flush for
-/// themselves (`flush_as_leader`).
+/// may be blocked on room, `wanted`), delayed commits whose deadline passed, and what is
+/// left at close. Committers flush for themselves (`flush_as_leader`).
 fn writer_asked(shared: &Shared, st: &State) -> bool {
-    !st.buf.is_empty() && (st.shutdown || st.wanted > st.taken_end || st.buf.len() >= shared.log_buffer_bytes_max / 2)
+    !st.buf.is_empty()
+        && (st.shutdown
+            || st.wanted > st.taken_end
+            || st.buf.len() >= shared.log_buffer_bytes_max / 2
+            || st.delayed_deadline.is_some_and(|d| Instant::now() >= d))
 }
 
 fn log_writer(shared: Arc<Shared>) {
@@ -896,7 +1019,15 @@ fn log_writer(shared: Arc<Shared>) {
             continue;
         }
         st.writers_idle += 1;
-        shared.work.wait(&mut st);
+        // Delayed commits wait: flush when their deadline comes (or sooner if woken). With
+        // every slot busy, the flush that ends wakes this thread (flush_as_leader).
+        let deadline = if st.in_flight.len() < shared.flushes_in_flight_max { st.delayed_deadline } else { None };
+        match deadline {
+            Some(deadline) => {
+                let _ = shared.work.wait_until(&mut st, deadline);
+            }
+            None => shared.work.wait(&mut st),
+        }
         st.writers_idle -= 1;
     }
 }
@@ -923,6 +1054,8 @@ fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
     st.flushes_taken += 1;
     let flush_no = st.flushes_taken;
     st.taken_end = end;
+    // It takes every delayed commit acknowledged so far: none is left waiting for a timer.
+    st.delayed_deadline = None;
     if !st.in_flight.is_empty() {
         shared.counters.overlapped_flushes.fetch_add(1, Ordering::Relaxed);
     }
@@ -949,6 +1082,9 @@ fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
         Ok(Err(e)) => st.failed = Some(e.to_string()),
         Err(_) => st.failed = Some("a log flush panicked".into()),
     }
+    if st.failed.is_some() {
+        shared.failed_published.store(true, Ordering::Release);
+    }
     // Durable in LSN order: only the finished flushes at the front of the queue are; a
     // finished flush behind an unfinished one waits for it (and forever after a failure:
     // its bytes follow bytes that never became durable).
@@ -960,6 +1096,14 @@ fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
         shared.durable[(f.flush_no % DURABLE_CONDVARS as u64) as usize].notify_all();
     }
     shared.durable_published.store(st.durable.0, Ordering::Release);
+    if !st.delayed_groups.is_empty() {
+        let (now, durable) = (Instant::now(), st.durable);
+        while let Some(g) = st.delayed_groups.front().copied().filter(|g| g.end <= durable) {
+            st.delayed_groups.pop_front();
+            let waited_ns = now.saturating_duration_since(g.first_acked_at).as_nanos() as u64;
+            shared.counters.delayed_unflushed_ns_max.fetch_max(waited_ns, Ordering::Relaxed);
+        }
+    }
     // The tasks this flush made durable are woken after the lock is released (below): a
     // wake from this thread may unpark an async worker (a futex call), and tasks appending
     // their next records need this lock meanwhile.
@@ -985,7 +1129,9 @@ fn flush_as_leader(shared: &Shared, st: &mut MutexGuard<'_, State>) -> bool {
         shared.durable[((st.flushes_taken + 1) % DURABLE_CONDVARS as u64) as usize].notify_one();
     }
     shared.space.notify_all();
-    if st.writers_idle > 0 && (st.failed.is_some() || st.shutdown || writer_asked(shared, st)) {
+    // A writer idle without a timer while every slot was busy must now wait for the
+    // delayed commits' deadline (log_writer).
+    if st.writers_idle > 0 && (st.failed.is_some() || st.shutdown || st.delayed_deadline.is_some() || writer_asked(shared, st)) {
         shared.work.notify_one();
     }
     if !ready.is_empty() {
@@ -1099,6 +1245,8 @@ impl LogImage {
                 free_writers: Vec::new(),
                 flushes_taken: 0,
                 taken_end: FIRST_RECORD_LSN,
+                delayed_deadline: None,
+                delayed_groups: VecDeque::new(),
             },
             segment_size_bytes,
             database_id,

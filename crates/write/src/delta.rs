@@ -30,6 +30,8 @@ struct PartitionDelta {
     closed: Vec<Vec<u8>>,
     /// The rows of the page being filled (also in `open`).
     open_rows: Vec<Vec<u8>>,
+    /// Their bytes, summed as they come (`memory_bytes` is asked twice per commit).
+    open_rows_bytes: usize,
     open: HeapPageBuilder,
     row_count: u64,
     /// Per row, in delta order: the LSN of its insert record (its id, `RowId::in_delta`).
@@ -42,7 +44,7 @@ struct PartitionDelta {
 
 impl PartitionDelta {
     fn new(column_count: u16) -> PartitionDelta {
-        PartitionDelta { closed: Vec::new(), open_rows: Vec::new(), open: HeapPageBuilder::new(column_count), row_count: 0, lsns: Vec::new(), closed_rows: Vec::new(), by_lsn: HashMap::new() }
+        PartitionDelta { closed: Vec::new(), open_rows: Vec::new(), open_rows_bytes: 0, open: HeapPageBuilder::new(column_count), row_count: 0, lsns: Vec::new(), closed_rows: Vec::new(), by_lsn: HashMap::new() }
     }
 
     fn append(&mut self, row: &[u8], lsn: u64) -> bool {
@@ -56,11 +58,13 @@ impl PartitionDelta {
             self.closed.push(page);
             self.closed_rows.push(self.open_rows.len() as u32);
             self.open_rows.clear();
+            self.open_rows_bytes = 0;
             if !self.open.try_append(row) {
                 return false;
             }
         }
         self.open_rows.push(row.to_vec());
+        self.open_rows_bytes += row.len();
         self.row_count += 1;
         self.by_lsn.insert(lsn, self.lsns.len() as u32);
         self.lsns.push(lsn);
@@ -92,9 +96,9 @@ impl PartitionDelta {
 
     /// Memory the partition holds: its closed pages, the open page and its rows' copies.
     fn memory_bytes(&self) -> u64 {
-        let open_rows: usize = self.open_rows.iter().map(|r| r.len()).sum();
+        debug_assert_eq!(self.open_rows_bytes, self.open_rows.iter().map(|r| r.len()).sum::<usize>());
         let open_page = if self.open_rows.is_empty() { 0 } else { PAGE_SIZE_BYTES };
-        (self.closed.len() * PAGE_SIZE_BYTES + open_page + open_rows + self.lsns.len() * 8 + self.by_lsn.len() * 16) as u64
+        (self.closed.len() * PAGE_SIZE_BYTES + open_page + self.open_rows_bytes + self.lsns.len() * 8 + self.by_lsn.len() * 16) as u64
     }
 
     /// The closed pages and a sealed copy of the open one.

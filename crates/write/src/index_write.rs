@@ -26,6 +26,10 @@ use crate::write_path::{key_of, State, WritePath};
 /// Rows per partition, each in the page's row encoding.
 type PartitionRows = Vec<Vec<Vec<u8>>>;
 
+/// A statement with at most this many keys compares them with the transaction's earlier keys
+/// one by one instead of hashing those into a set.
+const SMALL_STATEMENT_KEYS_MAX: usize = 4;
+
 impl TableDelta {
     /// Whether the row `id` is committed and not deleted now (not as of a snapshot): what
     /// a uniqueness check collides with. A page row of this table is live unless deleted;
@@ -123,10 +127,19 @@ impl WritePath {
             if let Some(i) = first_repeat(&keys) {
                 return Err(violation(i));
             }
-            let earlier: HashSet<&[u8]> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.unique_keys.iter()).filter(|(name, _)| name == index.name()).flat_map(|(_, ks)| ks.iter().map(|k| &k[..])).collect();
+            // The transaction's earlier keys of this index: compared one by one for a small
+            // statement (a prepared one-row INSERT executed 1,000 times in one transaction
+            // hashed every earlier key into a new set per statement: 41 µs per row), hashed
+            // into a set for a large one.
+            let earlier = || txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.unique_keys.iter()).filter(|(name, _)| name == index.name()).flat_map(|(_, ks)| ks.iter().map(|k| &k[..]));
+            let earlier_set: Option<HashSet<&[u8]>> = (keys.len() > SMALL_STATEMENT_KEYS_MAX).then(|| earlier().collect());
             for (i, k) in keys.iter().enumerate() {
                 let Some(k) = k else { continue };
-                if earlier.contains(&k[..]) {
+                let repeated = match &earlier_set {
+                    Some(set) => set.contains(&k[..]),
+                    None => earlier().any(|e| e == &k[..]),
+                };
+                if repeated {
                     return Err(violation(i));
                 }
                 if index.ids_of(k).into_iter().any(|id| !deleting.contains(&id) && delta.is_live(RowId(id))) {

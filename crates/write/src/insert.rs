@@ -3,9 +3,9 @@
 //! several statements (`BEGIN … COMMIT`).
 //!
 //! 1. Stage: rows are encoded with the loader's page encoder (type, NOT NULL, decimal
-//!    range, row size: every check a load makes) and taken back out of the pages, per
-//!    partition, in the page's own encoding. Nothing is logged yet; an error here leaves
-//!    the transaction as it was.
+//!    range, row size: every check a load makes), per partition, in the page's own row
+//!    encoding, straight from its row buffer (`BatchEncoder::encode_rows`: no page is
+//!    built). Nothing is logged yet; an error here leaves the transaction as it was.
 //! 2. Commit: with the commit gate held shared, the table ids and deltas are looked up
 //!    under the state mutex, which is then released; every row is logged, then one commit
 //!    record, and the commit waits until that is durable (many commits share one log
@@ -30,13 +30,13 @@
 use std::sync::Arc;
 
 use arrow::record_batch::RecordBatch;
-use flashscan_storage::load::batch_encoder::{BatchEncoder, PagesMessage};
-use flashscan_storage::{StorageError, TableMeta, PAGE_SIZE_BYTES};
-use flashscan_wal::{DeleteRow, InsertRow, Lsn, Record, TxnId, Wal, WalError};
+use flashscan_storage::load::batch_encoder::BatchEncoder;
+use flashscan_storage::{StorageError, TableMeta};
+use flashscan_wal::{DeleteRow, Durability, InsertRow, Lsn, Record, TxnId, Wal, WalError};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::delta::{rows_of_page, TableDelta};
+use crate::delta::TableDelta;
 use crate::error::WriteError;
 use crate::gate::SharedGate;
 use crate::row_id::RowId;
@@ -79,6 +79,8 @@ impl Staged {
 pub struct Transaction {
     pub(crate) staged: Vec<Staged>,
     pub(crate) locks: LockHolder,
+    /// When its commit is acknowledged: after its flush, or before (flashscan_wal::durability).
+    pub(crate) durability: Durability,
 }
 
 /// The change locks a transaction holds (table_lock.rs), released when it drops.
@@ -127,33 +129,27 @@ impl Transaction {
     pub fn rollback(self) -> u64 {
         self.row_count()
     }
+
+    /// Whether the commit is acknowledged after its log flush (`Strict`, the default) or
+    /// before it (`Delayed`: SQL's `synchronous_commit = off`).
+    pub fn set_durability(&mut self, durability: Durability) {
+        self.durability = durability;
+    }
+
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
 }
 
 /// Encodes `batches` with `encoder` into `out` (cleared first): per partition, each row in
-/// the page's own encoding. The encoder is left empty, ready for the next call.
+/// the page's own encoding, straight from the encoder's row buffer (no page built).
 fn encode_into(encoder: &mut BatchEncoder, batches: &[RecordBatch], out: &mut PartitionRows) -> Result<u64, WriteError> {
     for p in out.iter_mut() {
         p.clear();
     }
     let mut row_count = 0u64;
-    let mut emit = |m: PagesMessage| {
-        for page in m.pages.chunks_exact(PAGE_SIZE_BYTES) {
-            let rows = rows_of_page(page);
-            row_count += rows.len() as u64;
-            out[m.partition as usize].extend(rows.into_iter().map(|r| r.to_vec()));
-        }
-        Ok::<(), StorageError>(())
-    };
-    let encoded = (|| {
-        for b in batches {
-            encoder.encode(b, &mut emit)?;
-        }
-        encoder.flush(&mut emit)
-    })();
-    if let Err(e) = encoded {
-        // Empty the encoder's open pages: the next call must not carry these rows.
-        let _ = encoder.flush(&mut |_| Ok(()));
-        return Err(e.into());
+    for b in batches {
+        row_count += encoder.encode_rows(b, &mut |partition: u32, row: &[u8]| out[partition as usize].push(row.to_vec()))?;
     }
     Ok(row_count)
 }
@@ -287,7 +283,7 @@ impl WritePath {
     /// Commits everything `txn` staged as one transaction: every row logged, one commit
     /// record, durable before this returns; then visible. Returns the rows committed.
     pub fn commit_transaction(&self, mut txn: Transaction) -> Result<u64, WriteError> {
-        self.commit_staged(&mut txn.staged)
+        self.commit_staged_then(&mut txn.staged, true, txn.durability)
     }
 
     /// The table id of `key` now, giving a loaded table its first id (one catalog commit).
@@ -314,12 +310,8 @@ impl WritePath {
         }
     }
 
-    fn commit_staged(&self, staged: &mut [Staged]) -> Result<u64, WriteError> {
-        self.commit_staged_then(staged, true)
-    }
-
     /// The commit, then (when `checkpoint`) an automatic checkpoint if one is due.
-    pub(crate) fn commit_staged_then(&self, staged: &mut [Staged], checkpoint: bool) -> Result<u64, WriteError> {
+    pub(crate) fn commit_staged_then(&self, staged: &mut [Staged], checkpoint: bool, durability: Durability) -> Result<u64, WriteError> {
         let row_count: u64 = staged.iter().map(|s| s.inserted_count() + s.deletes.len() as u64).sum();
         if row_count == 0 {
             return Ok(0);
@@ -328,7 +320,7 @@ impl WritePath {
         // bound counts).
         let statement_bytes: u64 = staged.iter().flat_map(|s| s.rows.iter().flatten()).map(|r| r.len() as u64 + 4).sum();
         self.prepare_commit(&staged[0].key, statement_bytes)?;
-        let committed = self.commit_staged_gated(staged, row_count)?;
+        let committed = self.commit_staged_gated(staged, row_count, durability)?;
         // Committed and visible: whatever an automatic checkpoint does now, the rows stay
         // (its failure is kept in `auto_checkpoint_stats` and the rows stay in the log).
         if checkpoint {
@@ -337,11 +329,12 @@ impl WritePath {
         Ok(committed)
     }
 
-    /// The commit itself, under the commit gate (shared): logged, durable, then visible.
-    fn commit_staged_gated(&self, staged: &mut [Staged], row_count: u64) -> Result<u64, WriteError> {
+    /// The commit itself, under the commit gate (shared): logged, durable (or, delayed,
+    /// acknowledged with its flush due within the bound), then visible.
+    fn commit_staged_gated(&self, staged: &mut [Staged], row_count: u64, durability: Durability) -> Result<u64, WriteError> {
         let _gate = self.commit_gate();
         let logged = self.log_staged(staged)?;
-        if let Err(e) = logged.wal.wait_durable(logged.commit_end) {
+        if let Err(e) = logged.acknowledge(durability) {
             // Best effort: without a durable commit record redo skips these rows anyway.
             let _ = logged.wal.abort(logged.txn);
             return Err(e.into());
@@ -434,22 +427,25 @@ impl WritePath {
             return Ok(Err(txn));
         }
         let Some(gate) = self.try_commit_gate() else { return Ok(Err(txn)) };
-        let Transaction { mut staged, locks } = txn;
+        let Transaction { mut staged, locks, durability } = txn;
         let logged = self.log_staged(&mut staged)?;
-        Ok(Ok(PendingCommit { _gate: gate, visibility: &self.visibility, logged, staged, row_count, finished: false, _locks: locks }))
+        Ok(Ok(PendingCommit { _gate: gate, visibility: &self.visibility, logged, staged, row_count, finished: false, _locks: locks, durability }))
     }
 
-    /// A prepared insert into `table`: the embedded API for many small commits (what
-    /// `flashscan bench inserts` measures). The table is looked up and the page encoder made
-    /// once; each `insert` is then one transaction through the same commit as SQL INSERT.
+    /// A prepared insert into `table`: the embedded API for many small statements and
+    /// commits (what `flashscan bench inserts` measures). The table is looked up and the
+    /// page encoder made once; each `execute` is then one statement of the open
+    /// transaction, each `commit` one commit through the same protocol as SQL INSERT.
     pub fn prepare_insert(&self, table_name: &str) -> Result<PreparedInsert<'_>, WriteError> {
         let (key, table_id, table) = {
             let st = self.lock_state_shared()?;
             self.table_for_insert(&st, table_name)?
         };
         let encoder = new_encoder(&table)?;
-        let rows = vec![Vec::new(); table.partitions.len()];
-        Ok(PreparedInsert { write: self, encoder, staged: vec![Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys: Vec::new() }] })
+        let rows: PartitionRows = vec![Vec::new(); table.partitions.len()];
+        let statement_rows = rows.clone();
+        let staged = Staged { key: key.clone(), table_id, table: table.clone(), rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys: Vec::new() };
+        Ok(PreparedInsert { write: self, encoder, txn: Transaction { staged: vec![staged], ..Transaction::default() }, statement_rows, key, table })
     }
 }
 
@@ -460,6 +456,17 @@ struct Logged {
     txn: TxnId,
     /// One past the commit record: the commit is durable once the log is up to here.
     commit_end: Lsn,
+}
+
+impl Logged {
+    /// Waits on this thread until the commit may be acknowledged: durable (strict), or
+    /// handed to the log writer's bounded delay (delayed).
+    fn acknowledge(&self, durability: Durability) -> Result<(), WalError> {
+        match durability {
+            Durability::Strict => self.wal.wait_durable(self.commit_end),
+            Durability::Delayed => self.wal.commit_delayed(self.commit_end),
+        }
+    }
 }
 
 /// The rows of a commit whose record is durable join the deltas (visible from now on).
@@ -523,6 +530,7 @@ pub struct PendingCommit<'a> {
     /// The transaction's change locks, released once its changes are visible (fields drop
     /// after `drop` has finished the commit).
     _locks: LockHolder,
+    durability: Durability,
 }
 
 impl std::fmt::Debug for PendingCommit<'_> {
@@ -533,23 +541,30 @@ impl std::fmt::Debug for PendingCommit<'_> {
 
 impl PendingCommit<'_> {
     /// Resolves once the commit is durable and its rows visible, with the rows committed.
+    /// A delayed commit resolves at once (acknowledged before its flush, no await).
     pub async fn durable(mut self) -> Result<u64, WriteError> {
+        if self.durability == Durability::Delayed {
+            // Never leads a flush: this runs on an async worker thread.
+            let acknowledged = self.logged.wal.commit_delayed_without_leading(self.logged.commit_end);
+            return self.finish(acknowledged);
+        }
         let wal = self.logged.wal.clone();
         let result = wal.durable(self.logged.commit_end).await;
         self.finish(result)
     }
 
     /// Waits on this thread until the commit is durable (leading the log flush when none
-    /// in flight covers it, `Wal::wait_durable`) and its rows visible.
+    /// in flight covers it, `Wal::wait_durable`; a delayed commit does not wait) and its
+    /// rows visible.
     pub fn wait(mut self) -> Result<u64, WriteError> {
-        let durable = self.logged.wal.wait_durable(self.logged.commit_end);
+        let durable = self.logged.acknowledge(self.durability);
         self.finish(durable)
     }
 
     /// Whether [`PendingCommit::wait`] now would lead a log flush rather than wait for one
     /// already in flight (`Wal::would_lead_flush`; a hint).
     pub fn would_lead_flush(&self) -> bool {
-        self.logged.wal.would_lead_flush(self.logged.commit_end)
+        self.durability == Durability::Strict && self.logged.wal.would_lead_flush(self.logged.commit_end)
     }
 
     fn finish(&mut self, durable: Result<(), WalError>) -> Result<u64, WriteError> {
@@ -571,29 +586,102 @@ impl PendingCommit<'_> {
 impl Drop for PendingCommit<'_> {
     fn drop(&mut self) {
         if !self.finished {
-            let durable = self.logged.wal.wait_durable(self.logged.commit_end);
+            let durable = self.logged.acknowledge(self.durability);
             let _ = self.finish(durable);
         }
     }
 }
 
-/// See [`WritePath::prepare_insert`]. One per thread: `insert` takes `&mut self`.
+/// See [`WritePath::prepare_insert`]. One per thread: its methods take `&mut self`.
+///
+/// It holds one open transaction: [`PreparedInsert::execute`] adds one statement's rows
+/// to it (a prepared INSERT executed with new parameters: validated, encoded and checked
+/// against the table's unique indexes — PRIMARY KEY, UNIQUE — now), [`PreparedInsert::commit`]
+/// commits them all with one commit record; [`PreparedInsert::insert`] is one statement
+/// and its commit.
 pub struct PreparedInsert<'a> {
     write: &'a WritePath,
     encoder: BatchEncoder,
-    /// One entry, reused by every commit (its row vectors keep their capacity).
-    staged: Vec<Staged>,
+    /// The open transaction; its one staged entry (this table) is reused by every commit
+    /// (its row vectors keep their capacity).
+    txn: Transaction,
+    /// One statement's rows, encoded and checked before they join the transaction.
+    statement_rows: PartitionRows,
+    /// The table's key and meta as prepared (also in the staged entry, which the key check
+    /// borrows mutably with the transaction: kept here once rather than cloned per statement).
+    key: String,
+    table: TableMeta,
 }
 
 impl PreparedInsert<'_> {
     /// The table's columns, in order (what each batch must hold).
     pub fn table(&self) -> &TableMeta {
-        &self.staged[0].table
+        &self.txn.staged[0].table
     }
 
-    /// Inserts the batch's rows as one transaction; returns once it is durable.
+    /// Commits acknowledged after their log flush (the default) or before it
+    /// (`Durability::Delayed`, flashscan_wal::durability has what a crash may lose).
+    pub fn set_durability(&mut self, durability: Durability) {
+        self.txn.durability = durability;
+    }
+
+    /// Adds one statement's rows to the open transaction. On an error (a bad value, a
+    /// repeated key) the statement adds nothing and the transaction stays open with its
+    /// earlier statements. Returns the rows added.
+    pub fn execute(&mut self, batch: &RecordBatch) -> Result<u64, WriteError> {
+        let n = encode_into(&mut self.encoder, std::slice::from_ref(batch), &mut self.statement_rows)?;
+        if n == 0 {
+            return Ok(0);
+        }
+        let keys = self.write.check_unique(&mut self.txn, &self.key, &self.table, &self.statement_rows)?;
+        let staged = &mut self.txn.staged[0];
+        for (into, rows) in staged.rows.iter_mut().zip(self.statement_rows.iter_mut()) {
+            into.append(rows);
+        }
+        for (index, index_keys) in keys {
+            match staged.unique_keys.iter_mut().find(|(name, _)| *name == index) {
+                Some((_, ks)) => ks.extend(index_keys),
+                None => staged.unique_keys.push((index, index_keys)),
+            }
+        }
+        Ok(n)
+    }
+
+    /// Commits the open transaction (every statement since the last commit): one commit
+    /// record, acknowledged as its durability says; then visible. Whatever the outcome the
+    /// transaction is over (its rows gone, its locks released). Returns the rows committed.
+    pub fn commit(&mut self) -> Result<u64, WriteError> {
+        let durability = self.txn.durability;
+        let committed = self.write.commit_staged_then(&mut self.txn.staged, true, durability);
+        self.end_transaction();
+        committed
+    }
+
+    /// Discards the open transaction's statements (nothing was logged). Returns their rows.
+    pub fn rollback(&mut self) -> u64 {
+        let n = self.txn.inserted_count();
+        self.end_transaction();
+        n
+    }
+
+    /// Inserts the batch's rows as one statement and commits the open transaction (one
+    /// transaction when none was open); returns the rows committed.
     pub fn insert(&mut self, batch: &RecordBatch) -> Result<u64, WriteError> {
-        encode_into(&mut self.encoder, std::slice::from_ref(batch), &mut self.staged[0].rows)?;
-        self.write.commit_staged(&mut self.staged)
+        if let Err(e) = self.execute(batch) {
+            self.rollback();
+            return Err(e);
+        }
+        self.commit()
+    }
+
+    fn end_transaction(&mut self) {
+        let staged = &mut self.txn.staged[0];
+        for p in staged.rows.iter_mut() {
+            p.clear();
+        }
+        staged.lsns.iter_mut().for_each(Vec::clear);
+        staged.unique_keys.clear();
+        // Dropping the holder releases the table's change lock (a unique index's writer).
+        self.txn.locks = LockHolder::default();
     }
 }

@@ -53,6 +53,8 @@ pub use checkpoint::{checkpoint, CheckpointOptions, CheckpointReport};
 pub use limits::{MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX};
 pub use delta::TableDelta;
 pub use error::WriteError;
+/// How a commit is acknowledged (strict or delayed), the log's concept.
+pub use flashscan_wal::Durability;
 pub use init::{init_database, InitOptions, InitReport};
 pub use insert::{PendingCommit, PreparedInsert, Transaction};
 pub use lock::WriterLock;

@@ -571,6 +571,12 @@ impl WritePath {
         self.lock_state_shared().ok()?.writer.as_ref().map(|w| w.wal.stats())
     }
 
+    /// One past the last log record appended, durable or not (for the writer): with
+    /// `wal_stats().durable_lsn`, how much acknowledged delayed work is not yet durable.
+    pub fn wal_end_lsn(&self) -> Option<flashscan_wal::Lsn> {
+        self.lock_state_shared().ok()?.writer.as_ref().map(|w| w.wal.end_lsn())
+    }
+
     pub(crate) fn require_writer(st: &State) -> Result<&Wal, WriteError> {
         st.writer.as_ref().map(|w| w.wal.as_ref()).ok_or_else(|| WriteError::InvalidArgument("this session does not hold the database lock: writes need it".into()))
     }
@@ -907,7 +913,7 @@ impl WritePath {
 
     /// A stopped log to restart, or no room under the delta's bound for `statement_bytes`.
     fn commit_needs_preparing(st: &State, statement_bytes: u64) -> bool {
-        let log_stopped = st.stopped_log.is_some() || st.writer.as_ref().is_some_and(|w| w.wal.failure().is_some());
+        let log_stopped = st.stopped_log.is_some() || st.writer.as_ref().is_some_and(|w| w.wal.has_failed());
         log_stopped || st.delta_bytes() + statement_bytes > st.limits.delta_bytes_max
     }
 
@@ -935,7 +941,14 @@ impl WritePath {
     /// (crate::insert has the commit protocol; a prepared insert and a multi-statement
     /// transaction go the same way.)
     pub fn insert(&self, table_name: &str, batches: &[RecordBatch]) -> Result<u64, WriteError> {
+        self.insert_as(table_name, batches, flashscan_wal::Durability::Strict)
+    }
+
+    /// [`WritePath::insert`] acknowledged as `durability` says (delayed: before its flush,
+    /// flashscan_wal::durability has what a crash may lose).
+    pub fn insert_as(&self, table_name: &str, batches: &[RecordBatch], durability: flashscan_wal::Durability) -> Result<u64, WriteError> {
         let mut txn = crate::insert::Transaction::new();
+        txn.set_durability(durability);
         self.stage_insert(&mut txn, table_name, batches)?;
         self.commit_transaction(txn)
     }
@@ -948,7 +961,7 @@ impl WritePath {
     pub fn insert_without_checkpoint(&self, table_name: &str, batches: &[RecordBatch]) -> Result<u64, WriteError> {
         let mut txn = crate::insert::Transaction::new();
         self.stage_insert(&mut txn, table_name, batches)?;
-        self.commit_staged_then(&mut txn.staged, false)
+        self.commit_staged_then(&mut txn.staged, false, txn.durability)
     }
 
     /// The log, shared (a commit waits for its flush without the state mutex).

@@ -107,6 +107,47 @@ impl BatchEncoder {
 
     /// Encodes a batch; calls `emit` with every message that fills up.
     pub fn encode(&mut self, batch: &RecordBatch, emit: &mut dyn FnMut(PagesMessage) -> Result<(), StorageError>) -> Result<(), StorageError> {
+        let rows_per_page_max = self.rows_per_page_max;
+        self.for_each_row(batch, &mut |partitions: &mut [PartitionPages], p: u32, row: &[u8]| -> Result<(), StorageError> {
+            let part = &mut partitions[p as usize];
+            if part.builder.row_count() >= rows_per_page_max || !part.builder.try_append(row) {
+                part.builder.take_page(&mut part.pages);
+                let appended = part.builder.try_append(row);
+                debug_assert!(appended, "a row of at most ROW_BYTES_MAX fits an empty page");
+                if part.pages.len() >= PAGES_PER_MESSAGE * PAGE_SIZE_BYTES {
+                    let pages = std::mem::replace(&mut part.pages, Vec::with_capacity(PAGES_PER_MESSAGE * PAGE_SIZE_BYTES));
+                    let row_count = std::mem::take(&mut part.row_count);
+                    emit(PagesMessage { partition: p, pages, row_count })?;
+                }
+            }
+            part.row_count += 1;
+            Ok(())
+        })
+    }
+
+    /// Encodes a batch without building pages: `row` gets each row's partition and its
+    /// bytes in the page's row encoding (exactly what a page made by `encode` holds), with
+    /// every check `encode` makes. For the insert path, whose rows go one by one into log
+    /// records and the delta: a whole 8 KiB page built, copied and taken apart again per
+    /// one-row statement was most of a statement's encoding cost. Returns the rows.
+    pub fn encode_rows(&mut self, batch: &RecordBatch, row: &mut dyn FnMut(u32, &[u8])) -> Result<u64, StorageError> {
+        let mut n = 0u64;
+        self.for_each_row(batch, &mut |_: &mut [PartitionPages], p: u32, bytes: &[u8]| -> Result<(), StorageError> {
+            row(p, bytes);
+            n += 1;
+            Ok(())
+        })?;
+        Ok(n)
+    }
+
+    /// Validates and encodes each row of `batch` (types, NOT NULL, decimal range, row size)
+    /// into the row buffer and hands it to `sink` with its partition; rows of partitions
+    /// another host owns are skipped.
+    fn for_each_row(
+        &mut self,
+        batch: &RecordBatch,
+        sink: &mut dyn FnMut(&mut [PartitionPages], u32, &[u8]) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
         if batch.num_columns() != self.columns.len() {
             return Err(StorageError::InvalidArgument(format!(
                 "batch has {} columns, table {} has {}",
@@ -159,19 +200,7 @@ impl BatchEncoder {
             }
             let row_bytes = w.finish().map_err(|row_bytes| StorageError::RowTooLarge { table: self.table_name.clone(), row_bytes, row_bytes_max: ROW_BYTES_MAX })?;
             debug_assert_eq!(row_bytes, self.row_buf.len());
-            let p = self.partition_of_row[row] as usize;
-            let part = &mut self.partitions[p];
-            if part.builder.row_count() >= self.rows_per_page_max || !part.builder.try_append(&self.row_buf) {
-                part.builder.take_page(&mut part.pages);
-                let appended = part.builder.try_append(&self.row_buf);
-                debug_assert!(appended, "a row of at most ROW_BYTES_MAX fits an empty page");
-                if part.pages.len() >= PAGES_PER_MESSAGE * PAGE_SIZE_BYTES {
-                    let pages = std::mem::replace(&mut part.pages, Vec::with_capacity(PAGES_PER_MESSAGE * PAGE_SIZE_BYTES));
-                    let row_count = std::mem::take(&mut part.row_count);
-                    emit(PagesMessage { partition: p as u32, pages, row_count })?;
-                }
-            }
-            part.row_count += 1;
+            sink(&mut self.partitions, self.partition_of_row[row], &self.row_buf)?;
         }
         Ok(())
     }
