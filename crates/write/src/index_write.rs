@@ -142,7 +142,13 @@ impl WritePath {
                 if repeated {
                     return Err(violation(i));
                 }
-                if index.ids_of(k).into_iter().any(|id| !deleting.contains(&id) && delta.is_live(RowId(id))) {
+                // At most one committed row under a key is live (the index is unique): the
+                // newest entries are tried first and the first live one decides. A key
+                // updated by every transaction (pgbench's one branch) holds an id per update
+                // since the last checkpoint; checking them all made each commit slower than
+                // the one before (server CPU per transaction 3.5 → 9.4 ms over 5 runs).
+                let live = index.ids_of(k).into_iter().rev().find(|id| delta.is_live(RowId(*id)));
+                if live.is_some_and(|id| !deleting.contains(&id)) {
                     return Err(violation(i));
                 }
             }
