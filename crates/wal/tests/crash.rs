@@ -165,26 +165,7 @@ fn one_crash(seed: u64, sync: SyncMethod, cov: &mut Coverage) {
 /// a checkpoint's redo point, so a committed transaction may show only its later rows (the
 /// earlier ones are in pages the checkpoint wrote).
 fn check(seed: u64, scan: &Scan, acked: &BTreeMap<TxnId, (u32, Lsn)>, from_checkpoint: bool) -> HashSet<TxnId> {
-    let mut rows: BTreeMap<TxnId, Vec<u32>> = BTreeMap::new();
-    let mut committed = HashSet::new();
-    let mut last = Lsn::ZERO;
-    for r in &scan.records {
-        assert!(r.lsn >= last, "seed {seed}: records out of order");
-        last = r.end;
-        match &r.record {
-            Record::Insert(row) => {
-                let i = row.page_no as u32;
-                assert_eq!(row.row, row_for(row.txn, i), "seed {seed}: row of txn {} index {i} differs: half-visible write", row.txn);
-                assert!(!committed.contains(&row.txn), "seed {seed}: row after its commit");
-                rows.entry(row.txn).or_default().push(i);
-            }
-            Record::Commit { txn } => {
-                committed.insert(*txn);
-            }
-            Record::CheckpointBegin | Record::CheckpointEnd { .. } => {}
-            other => panic!("seed {seed}: unexpected record {other:?}"),
-        }
-    }
+    let (committed, rows) = logged_transactions(seed, scan);
     for (txn, (n, _)) in acked {
         assert!(committed.contains(txn), "seed {seed}: acknowledged commit of txn {txn} lost");
         assert_eq!(rows.get(txn).map(|v| v.len() as u32), Some(*n), "seed {seed}: rows of acknowledged txn {txn} lost");

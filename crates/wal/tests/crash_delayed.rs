@@ -158,23 +158,7 @@ fn rng_pause(seed: u64, t: u64, k: u64) -> bool {
 /// rows 0.. consecutive (a transaction whose first rows are before the redo point is
 /// skipped, as crash.rs does). Acknowledged ones must have all their rows.
 fn committed_whole(seed: u64, scan: &Scan, acked: &BTreeMap<TxnId, Acked>) -> HashSet<TxnId> {
-    let mut rows: BTreeMap<TxnId, Vec<u32>> = BTreeMap::new();
-    let mut committed = HashSet::new();
-    for r in &scan.records {
-        match &r.record {
-            Record::Insert(row) => {
-                let i = row.page_no as u32;
-                assert_eq!(row.row, row_for(row.txn, i), "seed {seed}: row of txn {} index {i} differs: half-visible write", row.txn);
-                assert!(!committed.contains(&row.txn), "seed {seed}: row after its commit");
-                rows.entry(row.txn).or_default().push(i);
-            }
-            Record::Commit { txn } => {
-                committed.insert(*txn);
-            }
-            Record::CheckpointBegin | Record::CheckpointEnd { .. } => {}
-            other => panic!("seed {seed}: unexpected record {other:?}"),
-        }
-    }
+    let (committed, rows) = logged_transactions(seed, scan);
     for txn in &committed {
         let got = rows.get(txn).cloned().unwrap_or_default();
         let consecutive = got.windows(2).all(|w| w[1] == w[0] + 1);

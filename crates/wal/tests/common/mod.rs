@@ -1,6 +1,7 @@
 //! Shared helpers of the log's integration tests.
 #![allow(dead_code)]
 
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -64,4 +65,31 @@ pub fn commit_async(wal: &Wal, txn: TxnId) -> Result<Appended, WalError> {
     let a = wal.append(&Record::Commit { txn })?;
     block_on(wal.durable(a.end))?;
     Ok(a)
+}
+
+/// The transactions a crashed log holds, read back: which committed, and the row indexes of
+/// each in log order. Asserts what every crash test asserts of any log: records in order,
+/// every row as its transaction wrote it (no half-visible write), no row after its commit.
+pub fn logged_transactions(seed: u64, scan: &Scan) -> (HashSet<TxnId>, BTreeMap<TxnId, Vec<u32>>) {
+    let mut rows: BTreeMap<TxnId, Vec<u32>> = BTreeMap::new();
+    let mut committed = HashSet::new();
+    let mut last = Lsn::ZERO;
+    for r in &scan.records {
+        assert!(r.lsn >= last, "seed {seed}: records out of order");
+        last = r.end;
+        match &r.record {
+            Record::Insert(row) => {
+                let i = row.page_no as u32;
+                assert_eq!(row.row, row_for(row.txn, i), "seed {seed}: row of txn {} index {i} differs: half-visible write", row.txn);
+                assert!(!committed.contains(&row.txn), "seed {seed}: row after its commit");
+                rows.entry(row.txn).or_default().push(i);
+            }
+            Record::Commit { txn } => {
+                committed.insert(*txn);
+            }
+            Record::CheckpointBegin | Record::CheckpointEnd { .. } => {}
+            other => panic!("seed {seed}: unexpected record {other:?}"),
+        }
+    }
+    (committed, rows)
 }
