@@ -73,7 +73,10 @@ pub fn index_fields() -> Vec<Field> {
         b("indisreplident"),
         Field::new("indkey", list_of(DataType::Int16), true),
         Field::new("indclass", list_of(DataType::Int64), true),
-        Field::new("indoption", list_of(DataType::Int16), true),
+        // int2vector's text form ("0 0"), as PostgreSQL sends it: SQLAlchemy's INT2VECTOR
+        // splits it (an array arrives as a list and fails `get_indexes`). No column selects
+        // it into `unnest` (indkey and indclass, which SQLAlchemy unnests, stay arrays).
+        Field::new("indoption", DataType::Utf8, true),
         Field::new("indpred", DataType::Utf8, true),
         Field::new("indexprs", DataType::Utf8, true),
     ]
@@ -218,7 +221,7 @@ pub fn key_rows(tables: &[CatalogTable], keys: &[SqlKey], database: &str) -> Res
             Arc::new(BooleanArray::from(vec![false; n])),
             i16_lists(resolved.iter().map(|k| k.attnums.clone())),
             Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(resolved.iter().map(|k| Some(vec![Some(0_i64); k.attnums.len()])))),
-            i16_lists(resolved.iter().map(|k| vec![0; k.attnums.len()])),
+            Arc::new(StringArray::from_iter_values(resolved.iter().map(|k| vec!["0"; k.attnums.len()].join(" ")))),
             new_null_array(&DataType::Utf8, n),
             new_null_array(&DataType::Utf8, n),
         ],

@@ -155,6 +155,10 @@ def main():
     pk = inspector.get_pk_constraint("keyed")
     say("keyed_pk", pk["name"], *pk["constrained_columns"])
     say("keyed_unique", *[f"{u['name']}:{','.join(u['column_names'])}" for u in inspector.get_unique_constraints("keyed")])
+    with engine.begin() as c:
+        c.execute(sa.text("CREATE INDEX keyed_v ON keyed (v, code)"))
+    inspector = sa.inspect(engine)
+    say("keyed_indexes", *sorted(f"{i['name']}:{','.join(i['column_names'])}:{i['unique']}" for i in inspector.get_indexes("keyed")))
 
 if __name__ == "__main__":
     main()

@@ -813,6 +813,9 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     assert_eq!(one("indexed_lookup"), ["2:3"], "{stdout}");
     assert_eq!(one("keyed_pk"), ["keyed_pkey", "id"], "{stdout}");
     assert_eq!(one("keyed_unique"), ["keyed_code_key:code"], "{stdout}");
+    // The primary key's index is not listed (SQLAlchemy leaves it out for PostgreSQL too);
+    // the unique constraint's is, and a two-column index keeps its column order.
+    assert_eq!(one("keyed_indexes"), ["keyed_code_key:code:True", "keyed_v:v,code:False"], "{stdout}");
     server.shutdown().await;
     // The rows on disk, as flashscan sql reads them after the server stopped.
     let on_disk = common::reopened(&db, "select id, name, score, ok, at from frames order by id, name").await;
