@@ -996,25 +996,8 @@ impl QueryHandler {
         match command {
             Command::Empty => Ok(Response::EmptyQuery),
             Command::Set { name, value, local } => {
-                if name == crate::synchronous_commit::NAME {
-                    let in_block = backend.transaction().in_block();
-                    backend.synchronous_commit().set(value, *local, in_block)?;
-                    return Ok(Response::Execution(Tag::new("SET")));
-                }
-                if let Some(setting) = DurationSetting::named(name) {
-                    let v = if value.eq_ignore_ascii_case("default") { Some(setting.default()) } else { parse_duration_setting(value) };
-                    let Some(d) = v else {
-                        return Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{name}\": {value} (use milliseconds, or a number with ms, s, min)")));
-                    };
-                    backend.set_duration(setting, d);
-                } else if let Some(key) = name.strip_prefix("flashscan.") {
-                    set_flashscan(backend, key, value)?;
-                } else if name.starts_with("datafusion.") {
-                    return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("SET {name}: DataFusion settings are the server's, not a session's")));
-                }
-                // Other client settings (client_encoding, DateStyle, application_name,
-                // extra_float_digits, search_path...) are accepted: the server's answers
-                // do not depend on them.
+                let in_block = backend.transaction().in_block();
+                apply_set(backend, name, value, *local, in_block)?;
                 Ok(Response::Execution(Tag::new("SET")))
             }
             Command::Reset { name } => {
@@ -1156,6 +1139,29 @@ impl QueryHandler {
 /// `slices` and `views` are refused: they shape the tables every connection shares (their
 /// schema, which filters the scan takes over), so they are the server's, set by its
 /// environment at start (`FLASHSCAN_SQL_SLICES`, `FLASHSCAN_SQL_VIEWS`).
+/// `SET [LOCAL] name = value` on `backend` — from a statement, or from the startup packet's
+/// options (`-c name=value`, libpq's PGOPTIONS), which PostgreSQL applies the same way.
+pub(crate) fn apply_set(backend: &Backend, name: &str, value: &str, local: bool, in_block: bool) -> PgWireResult<()> {
+    if name == crate::synchronous_commit::NAME {
+        return backend.synchronous_commit().set(value, local, in_block);
+    }
+    if let Some(setting) = DurationSetting::named(name) {
+        let v = if value.eq_ignore_ascii_case("default") { Some(setting.default()) } else { parse_duration_setting(value) };
+        let Some(d) = v else {
+            return Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{name}\": {value} (use milliseconds, or a number with ms, s, min)")));
+        };
+        backend.set_duration(setting, d);
+    } else if let Some(key) = name.strip_prefix("flashscan.") {
+        set_flashscan(backend, key, value)?;
+    } else if name.starts_with("datafusion.") {
+        return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("SET {name}: DataFusion settings are the server's, not a session's")));
+    }
+    // Other client settings (client_encoding, DateStyle, application_name,
+    // extra_float_digits, search_path...) are accepted: the server's answers do not depend
+    // on them.
+    Ok(())
+}
+
 fn set_flashscan(backend: &Backend, key: &str, value: &str) -> PgWireResult<()> {
     if flashscan_sql::FlashscanSettings::TABLE_KEYS.contains(&key) {
         return Err(pg_error(

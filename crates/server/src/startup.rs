@@ -277,7 +277,7 @@ impl Startup {
         client.set_pid_and_secret_key(pid, SecretKey::I32(secret));
         let cancel = Arc::new(BackendCancel::default());
         let registration = self.shared.cancels.register(pid, secret.to_be_bytes().to_vec(), &cancel);
-        client.session_extensions().insert(Backend {
+        let backend = Backend {
             pid,
             cancel,
             durations: Mutex::new(DurationSetting::ALL.map(DurationSetting::default)),
@@ -288,7 +288,18 @@ impl Startup {
             planning: Default::default(),
             cursors: self.shared.cursor_lists.add(pid),
             _registration: registration,
-        });
+        };
+        // The other `-c name=value` options, applied as SET applies them (a setting SET
+        // refuses refuses the connection, as PostgreSQL refuses a bad option).
+        for (name, value) in crate::synchronous_commit::startup_settings(client.metadata().get("options").map(String::as_str)) {
+            if name != crate::synchronous_commit::NAME {
+                crate::handler::apply_set(&backend, &name, &value, false, false).map_err(|e| match e {
+                    PgWireError::UserError(info) => pg_fatal(&info.code, info.message),
+                    other => other,
+                })?;
+            }
+        }
+        client.session_extensions().insert(backend);
         finish_authentication(client, &Parameters).await
     }
 }

@@ -56,24 +56,34 @@ fn parse(text: &str) -> Result<Value, PgWireError> {
     Ok(Value { name, durability })
 }
 
+/// The `-c name=value` (or `--name=value`) settings of the startup packet's `options`, in
+/// order, names lower-cased as SET's are. Each is applied as `SET name = value` at startup
+/// (startup.rs), `synchronous_commit` also as the value RESET returns to.
+pub fn startup_settings(options: Option<&str>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let Some(options) = options else { return out };
+    let mut words = options.split_whitespace();
+    while let Some(word) = words.next() {
+        let setting = match word {
+            "-c" => words.next().unwrap_or_default(),
+            w => w.strip_prefix("--").or_else(|| w.strip_prefix("-c")).unwrap_or_default(),
+        };
+        if let Some((name, value)) = setting.split_once('=') {
+            out.push((name.trim().to_ascii_lowercase(), value.to_string()));
+        }
+    }
+    out
+}
+
 impl SynchronousCommit {
     /// The value at connect: `options` of the startup packet (`-c synchronous_commit=off`,
     /// `--synchronous_commit=off`), else `on`. Other settings in `options` are left to the
     /// caller.
     pub fn from_startup_options(options: Option<&str>) -> Result<SynchronousCommit, PgWireError> {
         let mut start = Value::default();
-        if let Some(options) = options {
-            let mut words = options.split_whitespace();
-            while let Some(word) = words.next() {
-                let setting = match word {
-                    "-c" => words.next().unwrap_or_default(),
-                    w => w.strip_prefix("--").or_else(|| w.strip_prefix("-c")).unwrap_or_default(),
-                };
-                if let Some((name, value)) = setting.split_once('=') {
-                    if name.trim().eq_ignore_ascii_case(NAME) {
-                        start = parse(value)?;
-                    }
-                }
+        for (name, value) in startup_settings(options) {
+            if name == NAME {
+                start = parse(&value)?;
             }
         }
         Ok(SynchronousCommit { start, session: start, local: None })

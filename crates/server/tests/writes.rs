@@ -738,6 +738,20 @@ async fn synchronous_commit_off_set_local_reset_show_and_startup_options() {
     assert_eq!(one(&started_off, "SHOW synchronous_commit").await, "off", "RESET returns to the connection's start value");
     cfg.options("-c synchronous_commit=maybe");
     assert!(cfg.connect(tokio_postgres::NoTls).await.is_err(), "a bad startup value refuses the connection");
+    // Every other `-c` option is applied as SET applies it, never dropped: a setting SET
+    // takes is in force, one SET refuses refuses the connection.
+    cfg.options("-c statement_timeout=1234 -c flashscan.index_lookups=false");
+    let (with_options, connection) = cfg.connect(tokio_postgres::NoTls).await.expect("connect with options");
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    assert_eq!(one(&with_options, "SHOW statement_timeout").await, "1234ms");
+    assert_eq!(one(&with_options, "SHOW flashscan.index_lookups").await, "false");
+    drop(with_options);
+    for refused in ["-c datafusion.execution.batch_size=1", "-c statement_timeout=soon", "-c flashscan.no_such_switch=1"] {
+        cfg.options(refused);
+        assert!(cfg.connect(tokio_postgres::NoTls).await.is_err(), "{refused}: refused, not ignored");
+    }
     drop((client, other, started_off));
     server.shutdown().await;
     // A clean shutdown flushes the delayed commits: all 22 rows after the log's replay.
