@@ -76,6 +76,8 @@ struct ScanRequest {
     /// The row id column is asked for (after the projection's columns).
     row_ids: bool,
     predicates: Vec<ColumnPredicate>,
+    /// Positions of the filters `predicates` came from.
+    usable_filters: Vec<usize>,
 }
 
 impl FlashscanTable {
@@ -157,15 +159,22 @@ impl FlashscanTable {
         if (table.row_count > 0 || delta.as_ref().is_some_and(|d| d.delta_row_count() > 0)) && row_ids && table.is_column_store() {
             return Err(datafusion::error::DataFusionError::Plan(format!("table {} is a column store: UPDATE and DELETE are not supported for column store tables yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)", table.name, table.name)));
         }
-        let predicates = filters.iter().filter_map(|f| self.usable_predicates(f)).flatten().collect();
-        Ok(ScanRequest { table, delta, projection, row_ids, predicates })
+        let mut predicates = Vec::new();
+        let mut usable_filters = Vec::new();
+        for (i, f) in filters.iter().enumerate() {
+            if let Some(p) = self.usable_predicates(f) {
+                predicates.extend(p);
+                usable_filters.push(i);
+            }
+        }
+        Ok(ScanRequest { table, delta, projection, row_ids, predicates, usable_filters })
     }
 
     /// The scan as an index lookup when `filters` let one of the table's SQL indexes
     /// answer it (the first step of `scan`), else `None`: what a point statement planned
     /// without DataFusion's optimizers reads (point_plan.rs).
     pub async fn index_scan(&self, state: &dyn Session, filters: &[Expr]) -> Result<Option<Arc<dyn ExecutionPlan>>> {
-        let ScanRequest { table, delta, projection, row_ids, predicates } = self.scan_request(state, None, filters)?;
+        let ScanRequest { table, delta, projection, row_ids, predicates, .. } = self.scan_request(state, None, filters)?;
         self.index_lookup(state, &table, delta.as_ref(), &predicates, &projection, row_ids).await
     }
 
@@ -475,11 +484,12 @@ impl TableProvider for FlashscanTable {
     }
 
     async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
-        let ScanRequest { table, delta, projection, row_ids, predicates } = self.scan_request(state, projection, filters)?;
+        let ScanRequest { table, delta, projection, row_ids, predicates, usable_filters } = self.scan_request(state, projection, filters)?;
         if let Some(lookup) = self.index_lookup(state, &table, delta.as_ref(), &predicates, &projection, row_ids).await? {
             return Ok(lookup);
         }
-        let pruning_filters: Vec<String> = filters.iter().filter(|f| self.usable_predicates(f).is_some()).map(|f| f.to_string()).collect();
+        // Shown by EXPLAIN and the scan's report; formatted only for a scan of the pages.
+        let pruning_filters: Vec<String> = usable_filters.iter().map(|&i| filters[i].to_string()).collect();
         let kept_positions: Vec<usize> = (0..table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates)).collect();
         let kept: Vec<&PartitionMeta> = kept_positions.iter().map(|&i| &table.partitions[i]).collect();
         let partitions_total = table.partitions.len();
