@@ -230,17 +230,45 @@ pub fn report_usage_error_and_exit(error: clap::Error) -> ! {
     if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) {
         error.exit();
     }
-    let text = error.to_string();
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("invalid command line");
-    let first = first.trim_start_matches("error: ").trim();
-    let hint = text.lines().find(|l| l.trim_start().starts_with("tip:")).map(|l| format!(" ({})", l.trim())).unwrap_or_default();
-    eprintln!("flashscan: {first}{hint}; see `flashscan --help`");
+    eprintln!("flashscan: {}", usage_error_line(&error.to_string()));
     std::process::exit(2)
+}
+
+/// clap's multi-line error as one line: the error, the items listed under it (clap puts
+/// missing arguments on their own indented lines), its tip, and the command's usage.
+fn usage_error_line(text: &str) -> String {
+    let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
+    let first = lines.next().unwrap_or("invalid command line").trim_start_matches("error: ").trim();
+    let mut line = first.trim_end_matches(':').to_string();
+    if first.ends_with(':') {
+        let items: Vec<&str> = lines.take_while(|l| l.starts_with(' ') && !l.trim().is_empty()).map(str::trim).collect();
+        line = format!("{line}: {}", items.join(", "));
+    }
+    if let Some(tip) = text.lines().find(|l| l.trim_start().starts_with("tip:")) {
+        line = format!("{line} ({})", tip.trim());
+    }
+    match text.lines().find_map(|l| l.trim().strip_prefix("Usage: ")) {
+        Some(usage) => format!("{line}; usage: {usage} (`--help` says more)"),
+        None => format!("{line}; see `flashscan --help`"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A missing argument is named, with the command's usage, on one line.
+    #[test]
+    fn usage_errors_name_what_is_missing() {
+        let text = "error: the following required arguments were not provided:\n  --compression <COMPRESSION>\n  <TABLE>\n\nUsage: flashscan rebuild --compression <COMPRESSION> <DB> <TABLE>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_error_line(text),
+            "the following required arguments were not provided: --compression <COMPRESSION>, <TABLE>; usage: flashscan rebuild --compression <COMPRESSION> <DB> <TABLE> (`--help` says more)"
+        );
+        let text = "error: unexpected argument '--fast' found\n\n  tip: to pass '--fast' as a value, use '-- --fast'\n\nUsage: flashscan scan <DB> <TABLE>\n";
+        assert_eq!(usage_error_line(text), "unexpected argument '--fast' found (tip: to pass '--fast' as a value, use '-- --fast'); usage: flashscan scan <DB> <TABLE> (`--help` says more)");
+        assert_eq!(usage_error_line("error: bad\n"), "bad; see `flashscan --help`");
+    }
 
     /// A broken invariant of storage stays a bug however many crates wrap it; the user's
     /// input stays the user's (exit 2), and the line says which.
