@@ -15,7 +15,7 @@ pub struct DropArgs {
 }
 
 pub fn run(args: DropArgs) -> anyhow::Result<()> {
-    crate::cmd_write::refuse_if_unflushed(&args.db, &args.table, "flashscan drop")?;
+    crate::cmd_write::checkpoint_if_unflushed(&args.db, &args.table, "flashscan drop")?;
     let r = drop_table(&args.db, &args.table).map_err(storage_error)?;
     println!("dropped {}: {} files removed, {:.1} MB freed", r.table, r.files_removed, r.bytes_freed as f64 / 1e6);
     Ok(())

@@ -195,7 +195,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
             })
         };
         if args.replace {
-            crate::cmd_write::refuse_if_unflushed(&args.db, &name, "flashscan load --replace")?;
+            crate::cmd_write::checkpoint_if_unflushed(&args.db, &name, "flashscan load --replace")?;
         }
         let result = load_table(&args.db, source, &options);
         done.store(true, Ordering::Relaxed);

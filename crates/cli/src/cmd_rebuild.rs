@@ -59,11 +59,15 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
         }
     };
     let options = RebuildOptions { fault_after_pages, row_group_rows: args.row_group_rows, into_table: args.into.clone(), progress: Some(&progress) };
-    crate::cmd_write::refuse_unless_pages_are_whole(&args.db, &args.table, "flashscan rebuild")?;
+    crate::cmd_write::checkpoint_if_unflushed(&args.db, &args.table, "flashscan rebuild")?;
     let r = rebuild_table(&args.db, &args.table, target, &options).map_err(storage_error)?;
     let ratio = if r.old_size_bytes == 0 { 0.0 } else { r.new_size_bytes as f64 / r.old_size_bytes as f64 };
+    let dropped = match r.deleted_rows_dropped {
+        0 => String::new(),
+        n => format!(" ({n} deleted rows left behind)"),
+    };
     println!(
-        "{}: {} rows rebuilt from {} to {} in {:.2} s: {} bytes ({} pages) -> {} bytes ({} pages), ratio {:.3}",
+        "{}: {} rows rebuilt from {} to {} in {:.2} s{dropped}: {} bytes ({} pages) -> {} bytes ({} pages), ratio {:.3}",
         r.table, r.row_count, r.old_format, r.new_format, r.seconds, r.old_size_bytes, r.old_page_count, r.new_size_bytes, r.new_page_count, ratio
     );
     Ok(())

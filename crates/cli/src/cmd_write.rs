@@ -1,5 +1,5 @@
 //! `flashscan init`, `checkpoint`, `recover`: the write path's commands (crates/write), and
-//! the guard readers that do not merge the delta call first.
+//! what commands that read pages, not the log, call first.
 
 use std::path::{Path, PathBuf};
 
@@ -41,15 +41,28 @@ pub struct RecoverArgs {
     pub json: bool,
 }
 
-/// Refuses `what` on a table with committed rows only in the log (`flashscan checkpoint` first).
-pub fn refuse_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {
-    flashscan_write::refuse_if_unflushed(db, table, what).map_err(write_error)
+/// Makes the pages of `table` hold every committed change before `what`, a command that
+/// reads pages and not the log, runs: changes still only in the log are checkpointed first
+/// (the command owns the database while it runs; a running server is named and refused by
+/// the checkpoint's lock). Says so on stderr, so the command's own output stays as it is.
+pub fn checkpoint_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {
+    let changes = flashscan_write::unflushed_rows(db, table).map_err(write_error)?;
+    if changes == 0 {
+        return Ok(());
+    }
+    let r = flashscan_write::checkpoint(db, &CheckpointOptions::default()).map_err(write_error)?;
+    eprintln!(
+        "{what}: checkpointed first: table {table} had {changes} committed changes only in the write-ahead log ({} rows -> {} pages, {:.3} s)",
+        r.rows_written, r.pages_written, r.elapsed_s
+    );
+    Ok(())
 }
 
-/// Refuses `what`, a reader of pages that does not skip deleted rows, on a table that has
-/// some, and on one with changes only in the log.
+/// Prepares `table` for `what`, a reader of pages that does not skip deleted rows: changes
+/// only in the log are checkpointed, and a table with deleted rows is refused (`flashscan
+/// rebuild` leaves them behind).
 pub fn refuse_unless_pages_are_whole(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {
-    refuse_if_unflushed(db, table, what)?;
+    checkpoint_if_unflushed(db, table, what)?;
     flashscan_write::refuse_if_deleted_rows(db, table, what).map_err(write_error)
 }
 

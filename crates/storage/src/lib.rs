@@ -31,6 +31,7 @@ pub mod page_path;
 pub mod partitioning;
 pub mod placement;
 pub mod rebuild;
+pub mod row_id;
 pub mod table_format;
 pub mod table_meta;
 #[cfg(feature = "testkit")]
@@ -50,6 +51,7 @@ pub use heap::{Lsn, PageId, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 pub use table_format::TableFormat;
 pub use table_meta::{DataFileMeta, FilegroupMeta, KeyIndexDef, PageRun, PartitionMeta, RowGroupMeta, TableMeta, TableStatisticsMeta};
 pub use host_place::{HostPlace, HostSlot};
+pub use row_id::RowId;
 pub use rebuild::{rebuild_table, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget};
 pub use write_meta::WriteMeta;
 pub use load::{load_table, LoadCounters, LoadOptions, LoadReport, TableSource};

@@ -19,7 +19,7 @@ use crate::catalog::Catalog;
 use crate::columnstore::{encode_row_group, ColumnStoreOptions, RowGroupReader, ROW_GROUP_ROWS_DEFAULT, ROW_GROUP_ROWS_MAX};
 use crate::database::Database;
 use crate::error::StorageError;
-use crate::heap::reader::read_partition;
+use crate::heap::reader::read_partition_live;
 use crate::load::batch_encoder::PagesMessage;
 use crate::load::{abandon_intent, commit_table, lock_database, CatalogStep};
 use crate::load::partition_writer::{PartitionWriter, WritePlan, WrittenTable};
@@ -58,7 +58,10 @@ pub struct RebuildReport {
     pub table: String,
     pub old_format: String,
     pub new_format: String,
+    /// Live rows written.
     pub row_count: u64,
+    /// Rows DELETE or UPDATE had removed, left behind (their space reclaimed).
+    pub deleted_rows_dropped: u64,
     pub old_size_bytes: u64,
     pub new_size_bytes: u64,
     pub old_page_count: u64,
@@ -145,13 +148,23 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         fault_after_pages: options.fault_after_pages,
     });
 
+    // Rows DELETE and UPDATE removed are not copied: rebuilding is how their space comes back.
+    let deleted = match &old.deleted_rows {
+        Some(meta) => crate::deleted_rows::read_deleted_rows(db_dir, meta)?,
+        None => Vec::new(),
+    };
+    let live_row_count = old.row_count.checked_sub(deleted.len() as u64).ok_or_else(|| StorageError::CatalogCorrupt {
+        path: Catalog::path(db_dir),
+        reason: format!("table {} lists {} deleted rows but holds {}", old.name, deleted.len(), old.row_count),
+    })?;
     let catalog = crate::load::commit_intent(db_dir, &catalog, &writer.planned_paths()?)?;
     let projection: Vec<usize> = (0..old.columns.len()).collect();
+    let source = Source { db: &db, old: &old, projection: &projection, deleted: &deleted, live_row_count };
     let result = match target {
-        RebuildTarget::Heap(format) => write_heap(&db, &old, format, &projection, &mut writer, options),
+        RebuildTarget::Heap(format) => write_heap(&source, format, &mut writer, options),
         RebuildTarget::ColumnStore { archive } => {
             let column_store = ColumnStoreOptions { row_group_rows: options.row_group_rows.unwrap_or(ROW_GROUP_ROWS_DEFAULT), archive };
-            write_column_store(&db, &old, column_store, &projection, &mut writer, options)
+            write_column_store(&source, column_store, &mut writer, options)
         }
     };
 
@@ -162,9 +175,9 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
             return Err(e);
         }
     };
-    if written.row_count != old.row_count {
+    if written.row_count != live_row_count {
         abandon_intent(db_dir, &catalog, &mut writer);
-        return Err(StorageError::Worker(format!("rebuild wrote {} rows, the table has {}; the old table is kept", written.row_count, old.row_count)));
+        return Err(StorageError::Worker(format!("rebuild wrote {} rows, the table has {live_row_count} live rows; the old table is kept", written.row_count)));
     }
 
     let mut table = old.clone();
@@ -174,6 +187,9 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     table.size_bytes = written.size_bytes;
     table.format = target.catalog_name().to_string();
     table.load_lsn = lsn.0;
+    table.row_count = written.row_count;
+    // The new pages hold live rows only; the old deleted rows file goes with the old table.
+    table.deleted_rows = None;
     if target_name != old.name {
         table.name = target_name.clone();
         table.source = format!("rebuild of {}", old.name);
@@ -183,6 +199,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         old_format: old.format.clone(),
         new_format: table.format.clone(),
         row_count: table.row_count,
+        deleted_rows_dropped: deleted.len() as u64,
         old_size_bytes: old.size_bytes,
         new_size_bytes: table.size_bytes,
         old_page_count: old.page_count(),
@@ -193,16 +210,20 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     Ok(RebuildReport { seconds: started.elapsed().as_secs_f64(), ..report })
 }
 
+/// What a rebuild copies: the old table's live rows, in the projected columns.
+struct Source<'a> {
+    db: &'a Database,
+    old: &'a TableMeta,
+    projection: &'a [usize],
+    /// Row ids of its deleted rows, strictly ascending (the deleted rows file).
+    deleted: &'a [u64],
+    live_row_count: u64,
+}
+
 /// Writes the table's rows as heap pages (plain, row- or page-compressed), partition by
 /// partition.
-fn write_heap(
-    db: &Database,
-    old: &TableMeta,
-    format: HeapFormat,
-    projection: &[usize],
-    writer: &mut PartitionWriter,
-    options: &RebuildOptions,
-) -> Result<WrittenTable, StorageError> {
+fn write_heap(source: &Source, format: HeapFormat, writer: &mut PartitionWriter, options: &RebuildOptions) -> Result<WrittenTable, StorageError> {
+    let old = source.old;
     let partition_count = old.partitions.len() as u32;
     let mut rows_done = 0u64;
     for (p, partition) in old.partitions.iter().enumerate() {
@@ -215,12 +236,12 @@ fn write_heap(
             let row_count = std::mem::take(&mut encoder.rows_in_pages);
             writer.write(PagesMessage { partition: p as u32, pages, row_count })
         };
-        read_partition(db, old, partition, projection, &mut |batch| {
+        read_partition_live(source.db, old, partition, source.projection, source.deleted, &mut |batch| {
             encoder.push_batch(&batch)?;
             send(&mut encoder, writer)?;
             rows_done += batch.num_rows() as u64;
             if let Some(progress) = options.progress {
-                progress(RebuildProgress { partition_index: p as u32, partition_count, rows_done, rows_total: old.row_count, bytes_written: writer.bytes_written() });
+                progress(RebuildProgress { partition_index: p as u32, partition_count, rows_done, rows_total: source.live_row_count, bytes_written: writer.bytes_written() });
             }
             Ok(())
         })?;
@@ -241,14 +262,8 @@ struct EncodedRowGroup {
 /// Writes the table's rows as column store row groups. Partitions are read and encoded on
 /// all cores (analysis and compression are the cost); one thread writes, in the order row
 /// groups arrive, through a bounded queue so memory stays at a few row groups per core.
-fn write_column_store(
-    db: &Database,
-    old: &TableMeta,
-    column_store: ColumnStoreOptions,
-    projection: &[usize],
-    writer: &mut PartitionWriter,
-    options: &RebuildOptions,
-) -> Result<WrittenTable, StorageError> {
+fn write_column_store(source: &Source, column_store: ColumnStoreOptions, writer: &mut PartitionWriter, options: &RebuildOptions) -> Result<WrittenTable, StorageError> {
+    let old = source.old;
     let partition_count = old.partitions.len() as u32;
     let thread_count = std::thread::available_parallelism().map_or(1, |n| n.get()).min(old.partitions.len()).max(1);
     let next_partition = AtomicUsize::new(0);
@@ -264,7 +279,7 @@ fn write_column_store(
                 if p >= old.partitions.len() || failed.load(Ordering::Relaxed) {
                     return;
                 }
-                let result = encode_partition(db, old, p as u32, column_store, projection, &|group| {
+                let result = encode_partition(source, p as u32, column_store, &|group| {
                     if failed.load(Ordering::Relaxed) {
                         return Err(StorageError::Worker("stopped: another partition failed".into()));
                     }
@@ -284,7 +299,7 @@ fn write_column_store(
                 writer.write_row_group(group.partition, &group.bytes, group.row_count, group.metadata_bytes)?;
                 rows_done += group.row_count;
                 if let Some(progress) = options.progress {
-                    progress(RebuildProgress { partition_index: group.partition, partition_count, rows_done, rows_total: old.row_count, bytes_written: writer.bytes_written() });
+                    progress(RebuildProgress { partition_index: group.partition, partition_count, rows_done, rows_total: source.live_row_count, bytes_written: writer.bytes_written() });
                 }
                 Ok(())
             });
@@ -302,14 +317,8 @@ fn write_column_store(
 
 /// Reads partition `p` and encodes its rows into row groups of `row_group_rows`, handing
 /// each to `emit` as soon as it is full (and the last, partial one at the end).
-fn encode_partition(
-    db: &Database,
-    old: &TableMeta,
-    p: u32,
-    column_store: ColumnStoreOptions,
-    projection: &[usize],
-    emit: &dyn Fn(EncodedRowGroup) -> Result<(), StorageError>,
-) -> Result<(), StorageError> {
+fn encode_partition(source: &Source, p: u32, column_store: ColumnStoreOptions, emit: &dyn Fn(EncodedRowGroup) -> Result<(), StorageError>) -> Result<(), StorageError> {
+    let (db, old) = (source.db, source.old);
     let schema = old.arrow_schema();
     let mut pending: Vec<RecordBatch> = Vec::new();
     let mut pending_rows = 0usize;
@@ -323,7 +332,7 @@ fn encode_partition(
         let sizes = RowGroupReader::peek_sizes(&bytes, Path::new("<new row group>"), 0)?;
         emit(EncodedRowGroup { partition: p, bytes, row_count: rows as u64, metadata_bytes: sizes.metadata_bytes })
     };
-    read_partition(db, old, &old.partitions[p as usize], projection, &mut |batch| {
+    read_partition_live(db, old, &old.partitions[p as usize], source.projection, source.deleted, &mut |batch| {
         let mut start = 0;
         // Cut batches at row group boundaries, so every row group but the last is full.
         while start < batch.num_rows() {

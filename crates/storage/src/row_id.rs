@@ -10,7 +10,7 @@
 //!   the log names it by its own record instead. The checkpoint that moves it into a page
 //!   carries every delete of it over to the page id (`TableDelta::moved`).
 
-use flashscan_storage::PageId;
+use crate::heap::PageId;
 
 const DELTA_BIT: u64 = 1 << 63;
 const SLOT_BITS: u32 = 12;
@@ -18,7 +18,7 @@ const PAGE_BITS: u32 = 31;
 const FILE_BITS: u32 = 20;
 const _: () = assert!(1 + FILE_BITS + PAGE_BITS + SLOT_BITS == 64);
 /// Slots a page can hold: an 8 KiB page of rows at least 2 bytes each plus their 2-byte slots.
-const _: () = assert!(flashscan_storage::PAGE_SIZE_BYTES / 4 <= 1 << SLOT_BITS);
+const _: () = assert!(crate::heap::PAGE_SIZE_BYTES / 4 <= 1 << SLOT_BITS);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct RowId(pub u64);

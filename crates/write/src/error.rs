@@ -29,8 +29,6 @@ pub enum WriteError {
     NotSupported(String),
     #[error("database {db} is in use by another writer ({holder}; lock {lock}): wait for it to finish, or stop it")]
     Locked { db: PathBuf, holder: String, lock: PathBuf },
-    #[error("table {table} has {rows} committed changes (rows inserted or deleted) that are still only in the write-ahead log, which {what} does not read: run `flashscan checkpoint {db}` first")]
-    Unflushed { table: String, rows: u64, what: String, db: PathBuf },
     #[error("{path}: {source}")]
     File { path: PathBuf, source: std::io::Error },
     /// Two transactions each wait for a table the other has changed (SQLSTATE 40P01).
@@ -63,7 +61,7 @@ impl WriteError {
                 e,
                 WalError::MissingControl { .. } | WalError::AlreadyExists { .. } | WalError::Foreign { .. } | WalError::Locked { .. } | WalError::Config(_)
             ),
-            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::Unflushed { .. } => true,
+            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } => true,
             WriteError::DeltaFull { .. } => true,
             WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } => false,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,

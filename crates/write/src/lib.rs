@@ -42,7 +42,8 @@ pub mod insert;
 pub mod key_index;
 pub mod limits;
 pub mod lock;
-pub mod row_id;
+/// A row's id lives with the deleted rows file that stores it (crates/storage).
+pub use flashscan_storage::row_id;
 mod table_statistics;
 mod snapshot;
 mod table_lock;
@@ -61,5 +62,5 @@ pub use lock::WriterLock;
 pub use row_id::RowId;
 pub use snapshot::{ReadSnapshot, SnapshotTable};
 pub use table_lock::LOCK_WAIT_MAX;
-pub use unflushed::{refuse_if_deleted_rows, refuse_if_unflushed, unflushed_rows};
+pub use unflushed::{refuse_if_deleted_rows, unflushed_rows};
 pub use write_path::{recover, AutoCheckpointStats, NewTable, RecoveryReport, WriteLimits, WritePath};

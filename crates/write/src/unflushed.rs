@@ -1,7 +1,7 @@
 //! Readers that do not merge the delta (`flashscan scan`, `lookup`, `rebuild`, `index
 //! create`, `drop`, `load --replace`) ask here first: a table with committed rows still
-//! only in the log is refused with the way out (`flashscan checkpoint`), never read as if
-//! those rows did not exist.
+//! only in the log is checkpointed by the command before it reads (crates/cli
+//! `cmd_write::checkpoint_if_unflushed`), never read as if those rows did not exist.
 
 use std::path::Path;
 
@@ -30,15 +30,6 @@ pub fn unflushed_rows(db_dir: &Path, table: &str) -> Result<u64, WriteError> {
     Ok(rows)
 }
 
-/// `Unflushed` (naming `what`, the reader) when `table` has rows only in the log.
-pub fn refuse_if_unflushed(db_dir: &Path, table: &str, what: &str) -> Result<(), WriteError> {
-    let rows = unflushed_rows(db_dir, table)?;
-    if rows > 0 {
-        return Err(WriteError::Unflushed { table: table.to_string(), rows, what: what.to_string(), db: db_dir.to_path_buf() });
-    }
-    Ok(())
-}
-
 /// `NotSupported` (naming `what`) when `table` has deleted rows: readers that read pages
 /// directly (scan, lookup, rebuild, index create) do not skip them yet, and would answer
 /// with rows a DELETE removed.
@@ -50,7 +41,7 @@ pub fn refuse_if_deleted_rows(db_dir: &Path, table: &str, what: &str) -> Result<
     let deleted = catalog.tables.iter().find(|(n, _)| n.eq_ignore_ascii_case(table)).and_then(|(_, t)| t.deleted_rows.as_ref()).map(|d| d.row_count).unwrap_or(0);
     if deleted > 0 {
         return Err(WriteError::NotSupported(format!(
-            "table {table} has {deleted} deleted rows, which {what} does not skip yet: query it with `flashscan sql` or over the wire, or copy the live rows into a new table (CREATE TABLE … ; INSERT INTO new SELECT * FROM {table})"
+            "table {table} has {deleted} deleted rows, which {what} does not skip yet: run `flashscan rebuild {db} {table}` first (it leaves them behind and reclaims their space), or query it with `flashscan sql` or over the wire", db = db_dir.display()
         )));
     }
     Ok(())
