@@ -106,7 +106,7 @@ impl QueryRuntime {
 /// row calling one may compute for long, so it goes to the query runtime. (The planner
 /// evaluates calls on constants itself, on the connection's task like all planning; what
 /// reaches the plan has a volatile argument, `repeat('x', (random() * 1e9)::int)`.)
-const FUNCTIONS_SIZED_BY_ARGUMENT: [&str; 6] = ["repeat", "lpad", "rpad", "range", "generate_series", "array_repeat"];
+use flashscan_sql::point_plan::FUNCTIONS_SIZED_BY_ARGUMENT;
 
 /// True for a plan that computes at most one row from constants, reading no table: a
 /// projection of expressions over DataFusion's one empty row (or no row). Such a plan is

@@ -132,28 +132,68 @@ pub struct IndexLookupExec {
     index: String,
     description: String,
     keys: usize,
+    /// Rows the index found.
+    rows_found: usize,
     batch: RecordBatch,
+    /// Set when `batch` is a point statement's answer (`answered`): the filter and the
+    /// output expressions it was computed with, formatted only by EXPLAIN.
+    answered: Option<(datafusion::logical_expr::Expr, Vec<datafusion::logical_expr::Expr>)>,
     properties: Arc<PlanProperties>,
+}
+
+fn lookup_properties(batch: &RecordBatch) -> Arc<PlanProperties> {
+    Arc::new(PlanProperties::new(EquivalenceProperties::new(batch.schema()), Partitioning::UnknownPartitioning(1), EmissionType::Incremental, Boundedness::Bounded))
 }
 
 impl IndexLookupExec {
     pub fn new(table: &str, choice: &IndexChoice, batch: RecordBatch) -> IndexLookupExec {
-        let schema = batch.schema();
-        let properties = Arc::new(PlanProperties::new(EquivalenceProperties::new(schema), Partitioning::UnknownPartitioning(1), EmissionType::Incremental, Boundedness::Bounded));
-        IndexLookupExec { table: table.to_string(), index: choice.index.name().to_string(), description: choice.description.clone(), keys: choice.keys.len(), batch, properties }
+        IndexLookupExec {
+            table: table.to_string(),
+            index: choice.index.name().to_string(),
+            description: choice.description.clone(),
+            keys: choice.keys.len(),
+            rows_found: batch.num_rows(),
+            properties: lookup_properties(&batch),
+            batch,
+            answered: None,
+        }
     }
-}
 
-impl IndexLookupExec {
     /// Rows found (before the filter above runs again).
     pub fn row_count(&self) -> usize {
         self.batch.num_rows()
+    }
+
+    /// The rows the index found (the table's columns, as the lookup's schema says).
+    pub fn rows(&self) -> &RecordBatch {
+        &self.batch
+    }
+
+    /// The same lookup holding `answer`, the statement's rows computed from the ones found
+    /// (point_plan.rs: the filter and projection evaluated at once, no operators above),
+    /// with the `filter` and `projection` it was computed with, for EXPLAIN.
+    pub fn answered(&self, answer: RecordBatch, filter: datafusion::logical_expr::Expr, projection: Vec<datafusion::logical_expr::Expr>) -> IndexLookupExec {
+        IndexLookupExec {
+            table: self.table.clone(),
+            index: self.index.clone(),
+            description: self.description.clone(),
+            keys: self.keys,
+            rows_found: self.rows_found,
+            properties: lookup_properties(&answer),
+            batch: answer,
+            answered: Some((filter, projection)),
+        }
     }
 }
 
 impl DisplayAs for IndexLookupExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
-        write!(f, "IndexLookupExec: table={} index={} ({}) keys={} rows={}", self.table, self.index, self.description, self.keys, self.batch.num_rows())
+        write!(f, "IndexLookupExec: table={} index={} ({}) keys={} rows={}", self.table, self.index, self.description, self.keys, self.rows_found)?;
+        if let Some((filter, projection)) = &self.answered {
+            let projection: Vec<String> = projection.iter().map(|e| e.to_string()).collect();
+            write!(f, " answered: filter={filter} projection=[{}] rows={}", projection.join(", "), self.batch.num_rows())?;
+        }
+        Ok(())
     }
 }
 
