@@ -94,7 +94,7 @@ static HEADER_OFF_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bhea
 /// first group is the command tag PostgreSQL answers them with.
 static DDL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?is)^(create\s+table|drop\s+table|truncate|alter\s+table|create\s+(?:unique\s+)?index|create\s+(?:or\s+replace\s+)?(?:materialized\s+|temp\s+|temporary\s+)?view|drop\s+view)\b",
+        r"(?is)^(create\s+table|drop\s+table|truncate|alter\s+table|create\s+(?:unique\s+)?index|drop\s+index|create\s+(?:or\s+replace\s+)?(?:materialized\s+|temp\s+|temporary\s+)?view|drop\s+view)\b",
     )
     .expect("static regex")
 });
@@ -309,6 +309,7 @@ pub fn classify(text: &str) -> Command {
             "TRUNCATE" => "TRUNCATE TABLE",
             "ALTER TABLE" => "ALTER TABLE",
             "DROP VIEW" => "DROP VIEW",
+            "DROP INDEX" => "DROP INDEX",
             w if w.ends_with("VIEW") => "CREATE VIEW",
             _ => "CREATE INDEX",
         };

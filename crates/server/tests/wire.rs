@@ -1103,6 +1103,13 @@ async fn psql_describes_keys_and_indexes() {
     } else {
         eprintln!("psql is not installed: \\d keyed and \\di not checked (apt-get install postgresql-client)");
     }
+    // DROP INDEX, with PostgreSQL's tag: gone from the catalog; IF EXISTS of a missing one
+    // is a notice's worth, not an error; a missing one without it is an error.
+    assert_eq!(c.query("DROP INDEX keyed_v").await, ["C:DROP INDEX"]);
+    assert_eq!(c.query("SELECT count(*) FROM pg_catalog.pg_class WHERE relname = 'keyed_v'").await, ["D:0", "C:SELECT 1"]);
+    assert_eq!(c.query("DROP INDEX IF EXISTS keyed_v").await, ["C:DROP INDEX"]);
+    let missing = c.query("drop index keyed_v").await;
+    assert!(missing.len() == 1 && missing[0].starts_with("E:") && missing[0].contains("keyed_v"), "{missing:?}");
     server.shutdown().await;
 }
 
