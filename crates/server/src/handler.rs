@@ -154,6 +154,10 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
     let to_pg = |e: datafusion::error::DataFusionError| sql_error_to_pg(&flashscan_sql::SqlError::from(e));
     let dialect = state.config().options().sql_parser.dialect;
     let statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
+    // The forms of UPDATE / DELETE / MERGE flashscan refuses, as `flashscan sql` refuses
+    // them (one place: change.rs), before DataFusion's plan folds them away (it keeps
+    // only the last of `SET x = 1, x = 2`).
+    flashscan_sql::change::change_target(&statement).map_err(|e| sql_error_to_pg(&e))?;
     let plan = crate::pg_catalog::statement_to_plan(&state, statement).await.map_err(to_pg)?;
     if let LogicalPlan::Dml(dml) = &plan {
         let target = dml.table_name.table().to_string();

@@ -19,7 +19,7 @@ mod runner;
 use runner::{FileOutcome, Totals, RECORD_TIMEOUT_DEFAULT};
 
 /// Records of tests/slt/sqlite that must pass (measured: see docs/sql.md, "Conformance").
-const SQLITE_PASSED_FLOOR: usize = 10986;
+const SQLITE_PASSED_FLOOR: usize = 10983;
 
 /// Statements flashscan does not run yet, by their first words, with where they come from.
 /// A failing record whose SQL starts so is counted here; every other failure is listed as
@@ -32,9 +32,10 @@ const KNOWN_UNSUPPORTED: [(&str, &str); 4] = [
 ];
 
 /// Refusals of a statement flashscan parses, by a piece of the server's message.
-const KNOWN_REFUSALS: [(&str, &str); 2] = [
+const KNOWN_REFUSALS: [(&str, &str); 3] = [
     ("an index on the expression", "expression indexes: issue \"Indexes\""),
     ("ALTER TABLE", "ALTER TABLE forms other than keys: not planned yet"),
+    ("multiple assignments to same column", "UPDATE SET x = 1, x = 2: refused as PostgreSQL does (SQLite lets the last win)"),
 ];
 
 fn corpus_dir(name: &str) -> PathBuf {

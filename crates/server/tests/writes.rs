@@ -100,6 +100,9 @@ async fn insert_create_and_drop_over_the_wire() {
         }
         assert!(!message_of(&e).contains('\n'), "one line: {}", message_of(&e));
     }
+    // A column assigned twice is refused as PostgreSQL refuses it, never the last kept.
+    let e = client.simple_query("UPDATE items SET k = 1, K = 2").await.expect_err("two assignments");
+    assert!(message_of(&e).contains("multiple assignments to same column \"k\""), "{}", message_of(&e));
     let e = client.execute(&stmt, &[&None::<i64>, &"x", &None::<chrono::NaiveDate>]).await.expect_err("NULL key");
     assert_eq!(code_of(&e), "23502", "{}", message_of(&e));
     assert_eq!(one(&client, "select count(*) from items").await, "62");

@@ -82,6 +82,21 @@ pub fn change_target(statement: &DFStatement) -> Result<Option<(ChangeKind, Stri
             if !update.table.joins.is_empty() {
                 return Err(SqlError::Plan("UPDATE of a join is not supported: UPDATE one table, with the others in FROM".into()));
             }
+            // PostgreSQL refuses `SET x = 1, x = 2` (SQLite lets the last win): no value a
+            // client wrote is silently dropped.
+            let mut assigned = std::collections::HashSet::new();
+            for a in &update.assignments {
+                // The column as PostgreSQL folds it: unquoted names to lower case.
+                let written = a.target.to_string();
+                let last = written.rsplit('.').next().unwrap_or(&written);
+                let name = match last.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+                    Some(quoted) => quoted.to_string(),
+                    None => last.to_ascii_lowercase(),
+                };
+                if !assigned.insert(name.clone()) {
+                    return Err(SqlError::Plan(format!("multiple assignments to same column \"{name}\": assign each column once")));
+                }
+            }
             Ok(Some((ChangeKind::Update, relation_name(&update.table.relation)?)))
         }
         SqlStatement::Delete(delete) => {

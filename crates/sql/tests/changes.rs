@@ -149,6 +149,9 @@ fn refused_changes_change_nothing() {
     assert!(returning.contains("RETURNING is not supported"), "{returning}");
     let missing = fails(&rt, &s, "UPDATE t SET nope = 1");
     assert!(missing.to_lowercase().contains("nope"), "{missing}");
+    // One column assigned twice in one statement: refused as PostgreSQL does, nothing dropped.
+    let repeated = fails(&rt, &s, "UPDATE t SET v = 1, V = 2 WHERE id = 3");
+    assert!(repeated.contains("multiple assignments to same column \"v\""), "{repeated}");
     // An isolation level flashscan does not provide is refused, never run as READ COMMITTED.
     for sql in ["BEGIN ISOLATION LEVEL REPEATABLE READ", "START TRANSACTION ISOLATION LEVEL SERIALIZABLE", "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"] {
         let e = fails(&rt, &s, sql);
