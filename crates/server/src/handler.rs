@@ -1146,6 +1146,8 @@ impl QueryHandler {
 /// `SET [LOCAL] name = value` on `backend` — from a statement, or from the startup packet's
 /// options (`-c name=value`, libpq's PGOPTIONS), which PostgreSQL applies the same way.
 pub(crate) fn apply_set(backend: &Backend, name: &str, value: &str, local: bool, in_block: bool) -> PgWireResult<()> {
+    let name = name.to_ascii_lowercase();
+    let name = name.as_str();
     if name == crate::synchronous_commit::NAME {
         return backend.synchronous_commit().set(value, local, in_block);
     }
@@ -1159,12 +1161,29 @@ pub(crate) fn apply_set(backend: &Backend, name: &str, value: &str, local: bool,
         set_flashscan(backend, key, value)?;
     } else if name.starts_with("datafusion.") {
         return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("SET {name}: DataFusion settings are the server's, not a session's")));
+    } else if let Some(current) = crate::pg_catalog::fixed_setting(name) {
+        // A setting the server keeps at one value: asking for that value is honoured (clients
+        // send `client_encoding = 'UTF8'`, `DateStyle = 'ISO'`); any other is refused, never
+        // taken and ignored.
+        if !crate::pg_settings::same_as_fixed(name, &current, value) {
+            return Err(pg_error(sqlstate::CANT_CHANGE_RUNTIME_PARAM, format!("SET {name} = {value}: flashscan keeps {name} at '{current}' and cannot change it: leave it out")));
+        }
+    } else if name == "extra_float_digits" && value.trim().trim_matches('\'').parse::<i32>().map_or(true, |d| d < 1) {
+        // Fewer digits than the shortest exact form is a rounding flashscan does not do.
+        return Err(pg_error(sqlstate::INVALID_PARAMETER_VALUE, format!("SET extra_float_digits = {value}: flashscan always sends the shortest exact form (PostgreSQL's for 1 to 3): use 1, 2 or 3, or leave it out")));
+    } else if !ANSWER_NEUTRAL_SETTINGS.contains(&name) {
+        return Err(pg_error(
+            sqlstate::FEATURE_NOT_SUPPORTED,
+            format!("SET {name}: flashscan has no such setting to honour: leave it out (SHOW {name} and pg_settings list what there is)"),
+        ));
     }
-    // Other client settings (client_encoding, DateStyle, application_name,
-    // extra_float_digits, search_path...) are accepted: the server's answers do not depend
-    // on them.
     Ok(())
 }
+
+/// PostgreSQL settings a client may set that change nothing a flashscan client sees: labels
+/// and the verbosity of notices (flashscan sends none below WARNING), and float output,
+/// which is always the shortest exact form (PostgreSQL's for `extra_float_digits` ≥ 1).
+const ANSWER_NEUTRAL_SETTINGS: [&str; 3] = ["application_name", "client_min_messages", "extra_float_digits"];
 
 fn set_flashscan(backend: &Backend, key: &str, value: &str) -> PgWireResult<()> {
     if flashscan_sql::FlashscanSettings::TABLE_KEYS.contains(&key) {

@@ -60,6 +60,27 @@ pub fn fixed_setting(name: &str) -> Option<String> {
     })
 }
 
+/// Whether `value` (as SET or a startup option gives it) asks for what `name`, a fixed
+/// setting whose value is `current`, already is: names of one thing compared without case
+/// or quotes (`'UTF-8'` is UTF8, `'ISO'` is the ISO half of `ISO, MDY`, `"$user", public`
+/// is `public` since no schema is named for a user).
+pub fn same_as_fixed(name: &str, current: &str, value: &str) -> bool {
+    let norm = |v: &str| v.trim().trim_matches(|c| c == '\'' || c == '"').trim().to_ascii_lowercase();
+    let value = norm(value);
+    if value == "default" || value == current.to_ascii_lowercase() {
+        return true;
+    }
+    let parts = || value.split(',').map(norm).filter(|p| !p.is_empty());
+    match name {
+        "client_encoding" => matches!(value.as_str(), "utf8" | "utf-8" | "unicode"),
+        "datestyle" => parts().all(|p| p == "iso" || p == "mdy"),
+        "timezone" => matches!(value.as_str(), "utc" | "gmt" | "etc/utc" | "z" | "zulu" | "universal"),
+        "search_path" => parts().all(|p| p == SCHEMA_NAME || p == "$user" || p == "pg_catalog"),
+        "jit" | "transaction_read_only" | "default_transaction_read_only" => matches!((current, value.as_str()), ("off", "false" | "0" | "no") | ("on", "true" | "1" | "yes")),
+        _ => false,
+    }
+}
+
 fn text_arrays(args: &[ColumnarValue], rows: usize) -> Result<Vec<StringArray>> {
     args.iter()
         .map(|a| {
@@ -115,8 +136,9 @@ pub fn set_config_udf() -> ScalarUDF {
             .zip(values.iter())
             .map(|(n, v)| {
                 let (Some(n), Some(v)) = (n, v) else { return Ok(None) };
-                match fixed_setting(&n.to_ascii_lowercase()) {
-                    Some(current) if current.eq_ignore_ascii_case(v.trim()) => Ok(Some(current)),
+                let name = n.to_ascii_lowercase();
+                match fixed_setting(&name) {
+                    Some(current) if same_as_fixed(&name, &current, &v) => Ok(Some(current)),
                     Some(current) => Err(DataFusionError::Execution(format!("set_config('{n}', '{v}'): flashscan keeps {n} at '{current}' and cannot change it"))),
                     None => Err(DataFusionError::Execution(format!("set_config('{n}', …) is not supported: use SET {n} = … for the connection's settings (SHOW lists them)"))),
                 }

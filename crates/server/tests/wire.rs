@@ -535,10 +535,19 @@ async fn flashscan_settings_are_the_connections() {
         ("SET flashscan.views = false", "55P02"),
         ("SET flashscan.runtime_filters = maybe", "22023"),
         ("SET flashscan.no_such_switch = true", "42704"),
+        // PostgreSQL settings flashscan keeps at one value: that value is taken, others refused;
+        // settings it does not have are refused, never taken and ignored.
+        ("SET DateStyle = 'German'", "55P02"),
+        ("SET search_path = other_schema", "55P02"),
+        ("SET work_mem = '64MB'", "0A000"),
+        ("SET extra_float_digits = 0", "22023"),
         ("SHOW flashscan.no_such_switch", "42704"),
     ] {
         let err = client.simple_query(sql).await.expect_err(sql);
         assert_eq!(code_of(&err), code, "{sql}: {err}");
+    }
+    for sql in ["SET DateStyle = 'ISO, MDY'", "SET datestyle TO ISO", "SET client_encoding = 'UTF8'", "SET search_path = \"$user\", public", "SET application_name = 'reports'", "SET extra_float_digits = 3", "SET TimeZone = 'UTC'"] {
+        client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
     assert_eq!(wire_rows(&client, "show flashscan.runtime_filters").await, shown(false), "a refused SET changes nothing");
     client.simple_query("RESET flashscan.runtime_filters").await.expect("reset");

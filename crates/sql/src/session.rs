@@ -579,6 +579,14 @@ impl FlashscanSession {
                 let known = if names.is_empty() { "(none)".to_string() } else { names.join(", ") };
                 SqlError::Plan(format!("{m}; tables in {}: {known}", self.db_dir.display()))
             }
+            // DataFusion's "could not find config namespace for key \"datestyle\"" says
+            // neither what is settable here nor where PostgreSQL's settings are.
+            other if other.to_string().contains("could not find config namespace for key") => {
+                let key = other.to_string().split('"').nth(1).unwrap_or("that setting").to_string();
+                SqlError::Plan(format!(
+                    "SET {key}: not a setting of `flashscan sql`, which takes datafusion.* and flashscan.* (SHOW ALL lists them); PostgreSQL's session settings (synchronous_commit, DateStyle, search_path …) are taken over the wire by `flashscan serve`"
+                ))
+            }
             other => other,
         }
     }

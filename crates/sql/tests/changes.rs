@@ -158,6 +158,9 @@ fn refused_changes_change_nothing() {
         assert!(e.contains("not supported yet"), "{sql}: {e}");
     }
     assert!(!s.in_transaction(), "a refused BEGIN opens no transaction");
+    // PostgreSQL's session settings are the server's: refused here, saying where they go.
+    let e = fails(&rt, &s, "SET DateStyle = 'ISO'");
+    assert!(e.contains("SET datestyle: not a setting of `flashscan sql`") && e.contains("flashscan serve"), "{e}");
     run(&rt, &s, "BEGIN");
     run(&rt, &s, "UPDATE t SET v = v + 1 WHERE id = 3");
     let twice = fails(&rt, &s, "UPDATE t SET v = v + 1 WHERE id = 3");
