@@ -80,6 +80,7 @@ pub enum Command {
 static SET_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?is)^set\s+(session\s+|local\s+)?([a-z_][a-z0-9_.]*)\s*(?:=|\s+to\s+|\s)\s*(.*?)\s*$").expect("static regex")
 });
+static SET_TIME_ZONE_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^set\s+(session\s+|local\s+)?time\s+zone\s+(.*?)\s*$").expect("static regex"));
 static SHOW_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^show\s+([a-z_][a-z0-9_.]*)\s*$").expect("static regex"));
 static RESET_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)^reset\s+([a-z_][a-z0-9_.]*)\s*$").expect("static regex"));
 static COPY_TO_RE: LazyLock<Regex> = LazyLock::new(|| {
@@ -235,10 +236,18 @@ pub fn classify(text: &str) -> Command {
         "discard" if second == "all" => return Command::DiscardAll,
         "discard" => return Command::NoOp("DISCARD ALL"),
         "deallocate" => return Command::NoOp("DEALLOCATE"),
-        "listen" | "unlisten" => return Command::NoOp("LISTEN"),
+        // Nothing is ever listened to, so UNLISTEN (asyncpg's pool reset sends `UNLISTEN *`)
+        // has nothing to undo; a LISTEN would wait for notifications that never come.
+        "unlisten" => return Command::NoOp("UNLISTEN"),
+        "listen" | "notify" => return Command::Unsupported(format!("{} is not supported: flashscan has no LISTEN/NOTIFY channels; poll a table instead", first.to_ascii_uppercase())),
         _ => {}
     }
     if first == "set" {
+        // `SET [SESSION | LOCAL] TIME ZONE x` is PostgreSQL's other spelling of `SET TimeZone = x`.
+        if let Some(c) = SET_TIME_ZONE_RE.captures(t) {
+            let local = c.get(1).is_some_and(|m| m.as_str().trim().eq_ignore_ascii_case("local"));
+            return Command::Set { name: "timezone".into(), value: c[2].trim().to_string(), local };
+        }
         if let Some(c) = SET_RE.captures(t) {
             let local = c.get(1).is_some_and(|m| m.as_str().trim().eq_ignore_ascii_case("local"));
             let name = c[2].to_ascii_lowercase();
@@ -416,6 +425,9 @@ mod tests {
     fn session_commands_are_recognised() {
         assert_eq!(classify("SET statement_timeout = '5s'"), Command::Set { name: "statement_timeout".into(), value: "'5s'".into(), local: false });
         assert_eq!(classify("set statement_timeout to 100;"), Command::Set { name: "statement_timeout".into(), value: "100".into(), local: false });
+        assert_eq!(classify("SET TIME ZONE 'UTC'"), Command::Set { name: "timezone".into(), value: "'UTC'".into(), local: false });
+        assert_eq!(classify("UNLISTEN *"), Command::NoOp("UNLISTEN"));
+        assert!(matches!(classify("LISTEN jobs"), Command::Unsupported(m) if m.contains("LISTEN is not supported")));
         assert_eq!(classify("SET LOCAL synchronous_commit TO off"), Command::Set { name: "synchronous_commit".into(), value: "off".into(), local: true });
         assert_eq!(classify("set session synchronous_commit = on"), Command::Set { name: "synchronous_commit".into(), value: "on".into(), local: false });
         assert_eq!(classify("SHOW statement_timeout"), Command::Show { name: "statement_timeout".into() });
