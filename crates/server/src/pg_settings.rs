@@ -44,7 +44,9 @@ pub fn fixed_setting(name: &str) -> Option<String> {
         "server_version" => crate::startup::SERVER_VERSION.to_string(),
         "server_version_num" => "150000".to_string(),
         "transaction_isolation" | "default_transaction_isolation" => "read committed".to_string(),
-        "transaction_read_only" | "default_transaction_read_only" => "on".to_string(),
+        // The server is the database's writer (lib.rs `start`): every transaction may write.
+        // (libpq's `target_session_attrs=read-write` reads this.)
+        "transaction_read_only" | "default_transaction_read_only" => "off".to_string(),
         "standard_conforming_strings" | "integer_datetimes" => "on".to_string(),
         "client_encoding" | "server_encoding" => "UTF8".to_string(),
         "datestyle" => "ISO, MDY".to_string(),

@@ -250,7 +250,7 @@ impl ServerParameterProvider for Parameters {
         p.insert("integer_datetimes".into(), "on".into());
         p.insert("standard_conforming_strings".into(), "on".into());
         p.insert("is_superuser".into(), "off".into());
-        p.insert("default_transaction_read_only".into(), "on".into());
+        p.insert("default_transaction_read_only".into(), crate::pg_settings::fixed_setting("default_transaction_read_only").unwrap_or_default());
         if let Some(user) = client.metadata().get(METADATA_USER) {
             p.insert("session_authorization".into(), user.clone());
         }

@@ -546,6 +546,7 @@ async fn flashscan_settings_are_the_connections() {
         let err = client.simple_query(sql).await.expect_err(sql);
         assert_eq!(code_of(&err), code, "{sql}: {err}");
     }
+    assert_eq!(wire_rows(&client, "show transaction_read_only").await, vec![vec![Some("off".to_string())]], "the server takes writes");
     for sql in ["SET DateStyle = 'ISO, MDY'", "SET datestyle TO ISO", "SET client_encoding = 'UTF8'", "SET search_path = \"$user\", public", "SET application_name = 'reports'", "SET extra_float_digits = 3", "SET TimeZone = 'UTC'"] {
         client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
