@@ -1,5 +1,5 @@
-//! The fast path of `INSERT INTO t [(cols)] VALUES (…)[, (…)]` with `$n` parameters and
-//! literals: recognised once, in the plan DataFusion made at Parse time; each Execute then
+//! The fast path of `INSERT INTO t [(cols)] VALUES (…)[, (…)]` with `$n` parameters,
+//! literals and `now()` / `CURRENT_TIMESTAMP`: recognised once, in the plan DataFusion made at Parse time; each Execute then
 //! builds the statement's rows straight from the bound parameters and hands them to the
 //! group committer — no logical plan bound, no physical plan made and run per execution
 //! (that cost ~400 µs of CPU per single-row INSERT, see docs/server.md).
@@ -10,8 +10,8 @@
 //! already cast to the types DataFusion inferred for their placeholders (the table's column
 //! types, `params::decode_params`), and the rows then go through the write crate's one
 //! commit protocol (its page encoder checks types, decimal ranges and row sizes as for any
-//! INSERT). Anything else — an expression other than a column, a literal, a placeholder or
-//! a cast; a literal whose cast fails; a parameter not of its column's type; a NULL for a
+//! INSERT). Anything else — an expression other than a column, a literal, a placeholder,
+//! `now()` or a cast; a literal whose cast fails; a parameter not of its column's type; a NULL for a
 //! NOT NULL column — is not handled here: that statement (or that one execution) takes the
 //! SQL path, so every error is the SQL path's error, word for word.
 
@@ -31,6 +31,32 @@ enum Cell {
     Param(usize),
     /// A constant, already cast to the column's type.
     Value(ScalarValue),
+    /// `now()` / `CURRENT_TIMESTAMP`: the execution's clock, in the VALUES column's type
+    /// (DataFusion's `now()`: nanoseconds in the session's zone), then cast to the
+    /// column's as the SQL path's projection would. Read per execution, never at Parse:
+    /// pgbench's history INSERT is one, and without this cell it took the SQL path (its
+    /// logical optimizer and physical planner were 15 % of the server's CPU under pgbench).
+    Now { zone: Option<Arc<str>>, column_type: DataType },
+}
+
+impl Cell {
+    /// This cell's value for one execution (`params` already of their placeholders' types);
+    /// `None` sends the execution to the SQL path.
+    /// `now_ns`: the execution's clock, one reading for all its rows (as PostgreSQL's
+    /// `now()` is one value per statement).
+    fn value<'a>(&'a self, params: &'a [ScalarValue], column_type: &DataType, now_ns: i64) -> Option<std::borrow::Cow<'a, ScalarValue>> {
+        use std::borrow::Cow;
+        match self {
+            Cell::Value(v) => Some(Cow::Borrowed(v)),
+            Cell::Param(k) => {
+                let v = params.get(*k)?;
+                (v.data_type() == *column_type).then_some(Cow::Borrowed(v))
+            }
+            Cell::Now { zone, column_type } => {
+                ScalarValue::TimestampNanosecond(Some(now_ns), zone.clone()).cast_to(column_type).ok().map(Cow::Owned)
+            }
+        }
+    }
 }
 
 /// A recognised `INSERT … VALUES`: the rows' recipe, one cell per row and column.
@@ -73,6 +99,11 @@ fn cell(e: &Expr, values_type: &DataType, column_type: &DataType) -> Option<Cell
         // The parameter arrives of its placeholder's type; only when that is the column's
         // type is the projection's cast a no-op.
         return (typed == column_type && values_type == column_type).then_some(Cell::Param(index));
+    }
+    if let Expr::ScalarFunction(f) = unalias(e) {
+        // `now()` returns its VALUES column's type (a nanosecond timestamp in the session's zone).
+        let DataType::Timestamp(arrow::datatypes::TimeUnit::Nanosecond, zone) = values_type else { return None };
+        return (f.name() == "now" && f.args.is_empty()).then(|| Cell::Now { zone: zone.clone(), column_type: column_type.clone() });
     }
     let v = constant(e)?;
     let v = if v.data_type() == *values_type { v } else { v.cast_to(values_type).ok()? };
@@ -149,29 +180,21 @@ impl FastInsert {
     /// a NOT NULL column, a parameter of another type, a missing parameter): its error is
     /// then the SQL path's.
     pub fn batch(&self, params: &[ScalarValue]) -> Option<RecordBatch> {
+        let now_ns = chrono::Utc::now().timestamp_nanos_opt()?;
         if let [row] = self.rows.as_slice() {
-            return self.one_row_batch(row, params);
+            return self.one_row_batch(row, params, now_ns);
         }
-        self.any_rows_batch(params)
+        self.any_rows_batch(params, now_ns)
     }
 
     /// [`FastInsert::batch`] for any number of rows: a column at a time through
     /// `ScalarValue::iter_to_array`.
-    fn any_rows_batch(&self, params: &[ScalarValue]) -> Option<RecordBatch> {
+    fn any_rows_batch(&self, params: &[ScalarValue], now_ns: i64) -> Option<RecordBatch> {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for (i, field) in self.schema.fields().iter().enumerate() {
             let mut values = Vec::with_capacity(self.rows.len());
             for row in &self.rows {
-                let v = match &row[i] {
-                    Cell::Value(v) => v.clone(),
-                    Cell::Param(k) => {
-                        let v = params.get(*k)?;
-                        if v.data_type() != *field.data_type() {
-                            return None;
-                        }
-                        v.clone()
-                    }
-                };
+                let v = row[i].value(params, field.data_type(), now_ns)?.into_owned();
                 if self.not_null[i] && v.is_null() {
                     return None;
                 }
@@ -188,19 +211,10 @@ impl FastInsert {
     /// generic builder — that path was 6.6 % of the server's CPU at 64 clients (perf,
     /// docs/benchmarks.md, server7). The same checks as the general path; the same arrays
     /// (the general path's `iter_to_array` of one value builds the same one-element array).
-    fn one_row_batch(&self, row: &[Cell], params: &[ScalarValue]) -> Option<RecordBatch> {
+    fn one_row_batch(&self, row: &[Cell], params: &[ScalarValue], now_ns: i64) -> Option<RecordBatch> {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(row.len());
         for (i, (cell, field)) in row.iter().zip(self.schema.fields().iter()).enumerate() {
-            let v = match cell {
-                Cell::Value(v) => v,
-                Cell::Param(k) => {
-                    let v = params.get(*k)?;
-                    if v.data_type() != *field.data_type() {
-                        return None;
-                    }
-                    v
-                }
-            };
+            let v = cell.value(params, field.data_type(), now_ns)?;
             if self.not_null[i] && v.is_null() {
                 return None;
             }
@@ -249,7 +263,7 @@ mod tests {
         let params: Vec<ScalarValue> = (0..types.len()).step_by(2).map(|i| values[i].clone()).collect();
         let one = fast.batch(&params).expect("one row");
         assert_eq!(one.num_rows(), 1);
-        assert_eq!(Some(one.clone()), fast.any_rows_batch(&params));
+        assert_eq!(Some(one.clone()), fast.any_rows_batch(&params, 0));
         assert_eq!(one.column(6).as_any().downcast_ref::<arrow::array::StringArray>().map(|a| a.value(0)), Some("one row per transaction"));
         // NULLs in nullable columns: the same batch both ways.
         let mut with_nulls = params.clone();
@@ -258,7 +272,7 @@ mod tests {
         }
         let nulls = fast.batch(&with_nulls).expect("nulls in nullable columns");
         assert_eq!(nulls.column(2).null_count(), 1);
-        assert_eq!(Some(nulls), fast.any_rows_batch(&with_nulls));
+        assert_eq!(Some(nulls), fast.any_rows_batch(&with_nulls, 0));
         // Declined by both: NULL for NOT NULL, a parameter of another type, one missing.
         let mut null_key = params.clone();
         null_key[0] = ScalarValue::Int64(None);
@@ -266,7 +280,25 @@ mod tests {
         other_type[0] = ScalarValue::Int32(Some(1));
         for bad in [null_key, other_type, params[..2].to_vec()] {
             assert!(fast.batch(&bad).is_none(), "{bad:?}");
-            assert!(fast.any_rows_batch(&bad).is_none(), "{bad:?}");
+            assert!(fast.any_rows_batch(&bad, 0).is_none(), "{bad:?}");
         }
+    }
+
+    /// `now()` is read per execution (never frozen at Parse), once for all the rows of
+    /// one execution, and cast to the column's type as the SQL path's projection casts it.
+    #[test]
+    fn now_is_each_executions_clock() {
+        let column_type = DataType::Timestamp(TimeUnit::Microsecond, None);
+        let schema: SchemaRef = Arc::new(Schema::new(vec![Field::new("ts", column_type.clone(), true)]));
+        let now = Cell::Now { zone: Some(Arc::from("+00:00")), column_type: column_type.clone() };
+        let fast = FastInsert { table: "t".into(), schema, not_null: vec![false], rows: vec![vec![now.clone()], vec![now]] };
+        let micros = |b: &RecordBatch, row: usize| b.column(0).as_any().downcast_ref::<arrow::array::TimestampMicrosecondArray>().map(|a| a.value(row)).unwrap_or(-1);
+        let before = chrono::Utc::now().timestamp_micros();
+        let first = fast.batch(&[]).expect("two rows");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let second = fast.batch(&[]).expect("two rows");
+        let after = chrono::Utc::now().timestamp_micros();
+        assert_eq!(micros(&first, 0), micros(&first, 1), "one clock reading per execution");
+        assert!(before <= micros(&first, 0) && micros(&first, 0) < micros(&second, 0) && micros(&second, 0) <= after);
     }
 }

@@ -149,6 +149,33 @@ async fn fast_path_gives_the_sql_paths_rows_and_errors() {
     assert_eq!(reopened(&fast_db, q).await, reopened(&sql_db, q).await);
 }
 
+/// `now()` / `CURRENT_TIMESTAMP` in VALUES (pgbench's history INSERT) takes the fast path,
+/// simple and prepared, and stores each execution's own clock: between what the client
+/// read before and after it, never a value frozen when the statement was prepared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn now_in_values_takes_the_fast_path_with_each_executions_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = init_db(dir.path(), "db");
+    let server = flashscan_server::start(config(&db, true)).await.expect("start");
+    let client = connect(&server).await;
+    client.simple_query("CREATE TABLE history (tid int, delta int, mtime timestamp, filler text)").await.expect("create");
+    let fast = || server.shared.database.committer.as_ref().expect("committer").counters.statements_fast_path.load(Relaxed);
+    let utc = || chrono::Utc::now().naive_utc().format("%Y-%m-%d %H:%M:%S%.6f").to_string();
+    let taken_before = fast();
+    let before = utc();
+    assert_eq!(simple_count(&client, "INSERT INTO history (tid, delta, mtime) VALUES (1, -2849, CURRENT_TIMESTAMP)").await.expect("simple"), 1);
+    let prepared = client.prepare("INSERT INTO history (tid, delta, mtime) VALUES ($1, $2, now())").await.expect("prepare");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let between = utc();
+    client.execute(&prepared, &[&2i32, &7i32]).await.expect("prepared");
+    let after = utc();
+    assert_eq!(fast() - taken_before, 2, "both took the fast path");
+    let count = |lo: &str, hi: &str| format!("select count(*) from history where mtime >= TIMESTAMP '{lo}' and mtime <= TIMESTAMP '{hi}'");
+    assert_eq!(rows(&client, &count(&before, &after)).await, vec![vec![Some("2".to_string())]], "both stored a time between the client's readings");
+    assert_eq!(rows(&client, &count(&between, &after)).await, vec![vec![Some("1".to_string())]], "the prepared one its execution's, not its Parse's");
+    server.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_prepared_inserters_are_durable() {
     let dir = tempfile::tempdir().expect("tempdir");
