@@ -696,8 +696,10 @@ impl QueryHandler {
                 let lease = backend.planning.lease(&self.shared, &settings, backend.pid);
                 (*lease).clone()
             };
-            let (changes, snapshot) = flashscan_sql::change::read_plan_changes(write, state, plan).await.map_err(|e| sql_error_to_pg(&e))?;
-            flashscan_sql::change::stage_changes(write, &mut txn, &table, &snapshot, &changes).map_err(|e| sql_error_to_pg(&e))
+            // Staging locks the rows and may wait for another transaction holding one.
+            let read = || flashscan_sql::change::read_plan_changes(write, state.clone(), plan.clone());
+            let stage = |snapshot: &flashscan_write::ReadSnapshot, changes: &flashscan_sql::change::RowChanges| crate::writes::run_blocking(|| flashscan_sql::change::stage_changes(write, &mut txn, &table, snapshot, changes));
+            flashscan_sql::change::read_and_stage(read, stage).await.map_err(|e| sql_error_to_pg(&e))
         }
         .await;
         let rows = match statements {

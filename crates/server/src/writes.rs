@@ -143,7 +143,7 @@ impl WriteFailure {
             WriteError::NotSupported(_) => sqlstate::FEATURE_NOT_SUPPORTED,
             WriteError::Deadlock { .. } => sqlstate::DEADLOCK_DETECTED,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => sqlstate::UNIQUE_VIOLATION,
-            WriteError::SerializationFailure { .. } => sqlstate::SERIALIZATION_FAILURE,
+            WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } => sqlstate::SERIALIZATION_FAILURE,
             WriteError::LockTimeout { .. } => sqlstate::LOCK_NOT_AVAILABLE,
             WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. } | flashscan_storage::StorageError::UnknownView { .. }) => sqlstate::UNDEFINED_TABLE,
             WriteError::Storage(flashscan_storage::StorageError::RelationExists { .. }) => sqlstate::DUPLICATE_TABLE,

@@ -529,6 +529,53 @@ async fn concurrent_updates_of_one_row_lose_no_increment() {
     server.shutdown().await;
 }
 
+/// Row locks (crates/write table_lock.rs): while one transaction holds a row it updated,
+/// another updates and deletes other rows of the same keyed table at once (before, the
+/// table's change lock made it wait); a writer of the held row waits, then changes the
+/// version the first one committed (no lost update) or finds it gone (UPDATE 0); an UPDATE
+/// that changes the key waits for every open changer of the table (uniqueness is checked
+/// at table grain).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_locks_let_writers_of_other_rows_go_on() {
+    let Served { _guard, db, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE acct (id bigint PRIMARY KEY, n bigint NOT NULL); INSERT INTO acct SELECT value, 0 FROM generate_series(1, 10)").await.expect("setup");
+    let holder = connect(&server).await;
+    holder.batch_execute("BEGIN; UPDATE acct SET n = n + 1 WHERE id = 1; DELETE FROM acct WHERE id = 9").await.expect("holds rows 1 and 9");
+    // Other rows: answered while the holder is open (a wait would pass the timeout).
+    let other = connect(&server).await;
+    let quick = async {
+        assert_eq!(other.execute("UPDATE acct SET n = n + 5 WHERE id = 2", &[]).await.expect("other row"), 1);
+        other.batch_execute("BEGIN; UPDATE acct SET n = n + 5 WHERE id = 3; DELETE FROM acct WHERE id = 4; COMMIT").await.expect("other rows in a block");
+    };
+    tokio::time::timeout(Duration::from_secs(5), quick).await.expect("writers of other rows do not wait for the holder");
+    // The held rows: each writer waits for the holder, then sees what it committed.
+    let waiter = |sql: &'static str| {
+        let port = server.listen.port();
+        tokio::spawn(async move {
+            let c = common::connect_port(port).await;
+            let started = Instant::now();
+            let n = c.execute(sql, &[]).await.expect(sql);
+            (n, started.elapsed())
+        })
+    };
+    let increment = waiter("UPDATE acct SET n = n + 10 WHERE id = 1");
+    let update_deleted = waiter("UPDATE acct SET n = n + 10 WHERE id = 9");
+    let key_change = waiter("UPDATE acct SET id = 100 WHERE id = 10");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!increment.is_finished() && !update_deleted.is_finished() && !key_change.is_finished(), "writers of held rows, and a key change, wait");
+    holder.batch_execute("COMMIT").await.expect("commit");
+    let (n1, waited1) = increment.await.expect("increment");
+    let (n9, _) = update_deleted.await.expect("update of the deleted row");
+    let (n10, _) = key_change.await.expect("key change");
+    assert!(waited1 >= Duration::from_millis(250), "it waited for the holder: {waited1:?}");
+    assert_eq!((n1, n9, n10), (1, 0, 1), "the increment applied to the committed version, the deleted row is gone, the key changed");
+    let all = "SELECT id, n FROM acct ORDER BY id";
+    let expected: Vec<Vec<Option<String>>> = [(1, 11), (2, 5), (3, 5), (5, 0), (6, 0), (7, 0), (8, 0), (100, 0)].iter().map(|(i, n)| vec![Some(i.to_string()), Some(n.to_string())]).collect();
+    assert_eq!(rows(&client, all).await, expected);
+    server.shutdown().await;
+    assert_eq!(reopened(&db, "SELECT sum(id), sum(n) FROM acct").await, vec![vec!["132".to_string(), "21".to_string()]]);
+}
+
 /// Two transactions that each changed one table and wait to change the other's: one of
 /// them fails with 40P01 (deadlock detected) and the other goes on once it rolls back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

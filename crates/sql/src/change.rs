@@ -125,6 +125,9 @@ pub fn change_target(statement: &DFStatement) -> Result<Option<(ChangeKind, Stri
 pub struct RowChanges {
     pub row_ids: Vec<u64>,
     pub new_rows: Vec<RecordBatch>,
+    /// UPDATE: per table column, whether the statement assigns it (an unassigned column's
+    /// new value is its old one: a key it does not assign needs no uniqueness check).
+    pub assigned: Vec<bool>,
 }
 
 /// Plans `statement` on `state` with a snapshot of now attached (the caller holds the
@@ -175,8 +178,11 @@ pub async fn read_plan_changes(write: &WritePath, mut state: SessionState, plan:
             .map_err(|_| SqlError::Plan(format!("{} of {}: this form of the statement is not supported yet", kind.tag(), dml.table_name)))?;
         Ok(Expr::Column(Column::new(qualifier.cloned(), ROW_ID_COLUMN)))
     };
+    let mut assigned = Vec::new();
     let read = match (kind, input) {
         (ChangeKind::Update, LogicalPlan::Projection(p)) => {
+            let fields = table.table().columns.iter().map(|c| c.name.as_str());
+            assigned = p.expr.iter().zip(fields).map(|(e, name)| !matches!(unalias(e), Expr::Column(c) if c.name.eq_ignore_ascii_case(name))).collect();
             let mut exprs = vec![row_id_of(&p.input)?];
             exprs.extend(p.expr);
             LogicalPlan::Projection(Projection::try_new(exprs, p.input)?)
@@ -191,7 +197,17 @@ pub async fn read_plan_changes(write: &WritePath, mut state: SessionState, plan:
         Some(point) => datafusion::physical_plan::collect(point, state.task_ctx()).await?,
         None => DataFrame::new(state, read).collect().await?,
     };
-    Ok((changes_of(kind, batches, &table.table().arrow_schema())?, snapshot))
+    let mut changes = changes_of(kind, batches, &table.table().arrow_schema())?;
+    changes.assigned = assigned;
+    Ok((changes, snapshot))
+}
+
+/// `e` without the aliases around it.
+fn unalias(e: &Expr) -> &Expr {
+    match e {
+        Expr::Alias(a) => unalias(&a.expr),
+        other => other,
+    }
 }
 
 /// The row ids (first column) and new rows (the rest) a change's read returned. A row
@@ -219,7 +235,30 @@ fn changes_of(kind: ChangeKind, batches: Vec<RecordBatch>, table_schema: &Arc<Sc
             }
         }
     }
-    Ok(RowChanges { row_ids, new_rows })
+    Ok(RowChanges { row_ids, new_rows, assigned: Vec::new() })
+}
+
+/// How many times one statement reads again because rows it read were changed by commits
+/// before it locked them (`WriteError::RowsChanged`); each time another transaction
+/// committed, so this bounds a statement starved by a stream of writers of its rows.
+pub const STATEMENT_RESTARTS_MAX: usize = 100;
+
+/// One UPDATE or DELETE: `read` (a fresh snapshot each call) then `stage`, read again
+/// while `stage` finds rows changed since the read (READ COMMITTED's re-check,
+/// crates/write table_lock.rs). Returns the rows changed.
+pub async fn read_and_stage<R, Fut>(mut read: R, mut stage: impl FnMut(&ReadSnapshot, &RowChanges) -> Result<u64, SqlError>) -> Result<u64, SqlError>
+where
+    R: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(RowChanges, Arc<ReadSnapshot>), SqlError>>,
+{
+    let mut restarts = 0;
+    loop {
+        let (changes, snapshot) = read().await?;
+        match stage(&snapshot, &changes) {
+            Err(SqlError::Write(flashscan_write::WriteError::RowsChanged { .. })) if restarts < STATEMENT_RESTARTS_MAX => restarts += 1,
+            other => return other,
+        }
+    }
 }
 
 /// Stages what `read_changes` read into `txn`: the old rows deleted, the new versions
@@ -230,7 +269,7 @@ pub fn stage_changes(write: &WritePath, txn: &mut Transaction, table: &str, snap
     };
     let deleted = write.stage_delete(txn, table, view, &changes.row_ids)?;
     if !changes.new_rows.is_empty() {
-        let inserted = write.stage_insert(txn, table, &changes.new_rows)?;
+        let inserted = write.stage_new_versions(txn, table, &changes.new_rows, &changes.assigned)?;
         debug_assert_eq!(inserted, deleted, "one new version per row updated");
     }
     Ok(deleted)

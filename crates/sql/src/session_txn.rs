@@ -300,8 +300,8 @@ impl FlashscanSession {
         let staged = async {
             // One session: its own transaction is the only one that can hold the lock.
             w.lock_for_change(&mut txn, &table)?;
-            let (changes, snapshot) = crate::change::read_changes(&w, self.ctx.state(), statement, None).await?;
-            crate::change::stage_changes(&w, &mut txn, &table, &snapshot, &changes)
+            let read = || crate::change::read_changes(&w, self.ctx.state(), statement.clone(), None);
+            crate::change::read_and_stage(read, |snapshot, changes| crate::change::stage_changes(&w, &mut txn, &table, snapshot, changes)).await
         }
         .await;
         let scans = self.scan_log.take();

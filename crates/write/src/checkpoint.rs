@@ -601,7 +601,11 @@ impl WritePath {
         st.catalog = next;
         for name in &tables {
             let (Some(t), Some(old)) = (st.catalog.tables.get(name), st.deltas.get(name)) else { continue };
-            let fresh = crate::delta::TableDelta::after_checkpoint(t, old, moved.remove(name).unwrap_or_default());
+            let moved_rows = moved.remove(name).unwrap_or_default();
+            // Row locks on moved rows follow them (lockers translate their ids under this
+            // same state lock, so none sees the old name with the new delta).
+            self.table_locks.rename_rows(name, &moved_rows);
+            let fresh = crate::delta::TableDelta::after_checkpoint(t, old, moved_rows);
             debug_assert!(next_deleted.get(name).is_none_or(|d| d.total() == fresh.deleted().total()), "the deleted rows written are the ones the next delta keeps");
             st.deltas.insert(name.clone(), std::sync::Arc::new(fresh));
         }

@@ -40,6 +40,12 @@ pub enum WriteError {
     /// The rows a transaction changes were changed by another since it read them (SQLSTATE 40001).
     #[error("could not serialize access to table {table}: {why}; ROLLBACK and run the transaction again")]
     SerializationFailure { table: String, why: String },
+    /// A row an UPDATE or DELETE read from its snapshot was changed by a commit before the
+    /// statement locked it: the statement reads again from a new snapshot (READ COMMITTED's
+    /// re-check, table_lock.rs). Reaches a user only when that repeats past
+    /// `STATEMENT_RESTARTS_MAX` (then as SQLSTATE 40001).
+    #[error("could not change rows of table {table}: other transactions kept changing them while this statement read them; run it again")]
+    RowsChanged { table: String },
     /// A row would repeat the key of a unique index (SQLSTATE 23505); nothing of the
     /// statement was written.
     #[error("duplicate key value violates unique constraint \"{index}\" of table {table}: Key {key} already exists; nothing of the statement was written")]
@@ -63,7 +69,7 @@ impl WriteError {
             ),
             WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } => true,
             WriteError::DeltaFull { .. } => true,
-            WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } => false,
+            WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } => false,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,
             WriteError::File { .. } | WriteError::Corrupt { .. } | WriteError::Io(_) | WriteError::NoSpace { .. } => false,
         }

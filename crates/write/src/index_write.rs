@@ -21,6 +21,7 @@ use crate::error::WriteError;
 use crate::insert::{deletes_now, Staged, Transaction};
 use crate::key_index::{first_repeat, key_text, Key, KeyIndex};
 use crate::row_id::RowId;
+use crate::table_lock::LockMode;
 use crate::write_path::{key_of, State, WritePath};
 
 /// Rows per partition, each in the page's row encoding.
@@ -95,7 +96,13 @@ impl WritePath {
     /// Checks staged rows of table `key` against its unique indexes (see the module
     /// comment), taking the table's change lock first. Returns each unique index's keys of
     /// the rows, which the commit re-checks were taken against every unique index.
-    pub(crate) fn check_unique(&self, txn: &mut Transaction, key: &str, table: &TableMeta, rows: &PartitionRows) -> Result<Vec<(String, Vec<Key>)>, WriteError> {
+    ///
+    /// `keys_kept`: every row is a new version of a row the transaction deletes, with the
+    /// same values in every unique index's columns (an UPDATE that assigns none of them):
+    /// such rows cannot collide with anything their old versions did not, so they are not
+    /// checked and take no table lock — UPDATEs of other columns run side by side under
+    /// row locks (table_lock.rs). Their keys are still returned for the commit's re-check.
+    pub(crate) fn check_unique(&self, txn: &mut Transaction, key: &str, table: &TableMeta, rows: &PartitionRows, keys_kept: bool) -> Result<Vec<(String, Vec<Key>)>, WriteError> {
         let delta = {
             let mut st = self.lock_state_shared()?;
             Self::delta_of(&mut st, key, table)
@@ -104,7 +111,16 @@ impl WritePath {
         if !delta.indexes().has_unique() {
             return Ok(Vec::new());
         }
-        self.take_change_lock(txn, key)?;
+        if keys_kept {
+            let all_rows: Vec<&[u8]> = rows.iter().flatten().map(|r| r.as_slice()).collect();
+            let mut out = Vec::new();
+            for index in self.built_indexes(key)?.iter().filter(|i| i.is_unique()) {
+                let (_, batch) = index.keys_of_rows(table, all_rows.iter().copied())?;
+                out.push((index.name().to_string(), index.unique_keys_of(batch.columns())?.into_iter().flatten().collect()));
+            }
+            return Ok(out);
+        }
+        self.take_change_lock(txn, key, LockMode::Table)?;
         let indexes = self.built_indexes(key)?;
         // The delta as it is once the lock is held (commits before it are in it).
         let delta = {
@@ -180,7 +196,7 @@ impl WritePath {
         // Transactions changing the table end first (their rows were not checked against
         // the new index); new ones wait until the index is in.
         let mut lock = Transaction::new();
-        self.take_change_lock(&mut lock, &key)?;
+        self.take_change_lock(&mut lock, &key, LockMode::Table)?;
         let mut st = self.lock_state()?;
         self.refuse_cluster_host(&st, "CREATE INDEX")?;
         let Some(table) = st.catalog.tables.get(&key).cloned() else { return Err(WriteError::InvalidArgument(format!("table {key} was dropped meanwhile"))) };

@@ -40,7 +40,7 @@ use crate::delta::TableDelta;
 use crate::error::WriteError;
 use crate::gate::SharedGate;
 use crate::row_id::RowId;
-use crate::table_lock::TableLocks;
+use crate::table_lock::{LockMode, RowsLocked, TableLocks};
 use crate::snapshot::Visibility;
 use crate::write_path::{key_of, meta_of, State, WritePath};
 
@@ -192,6 +192,24 @@ impl WritePath {
     /// Adds one statement's rows to `txn` (validated and encoded now, logged at commit).
     /// On error `txn` is unchanged. Returns the rows staged.
     pub fn stage_insert(&self, txn: &mut Transaction, table_name: &str, batches: &[RecordBatch]) -> Result<u64, WriteError> {
+        self.stage_rows(txn, table_name, batches, false)
+    }
+
+    /// UPDATE's new versions of the rows it deleted (`stage_delete`), in the same order.
+    /// `assigned`: per table column, whether the UPDATE assigns it; when it assigns no
+    /// column of a unique index, the new versions keep their old versions' keys and are
+    /// not checked for uniqueness again (`check_unique`'s `keys_kept`).
+    pub fn stage_new_versions(&self, txn: &mut Transaction, table_name: &str, batches: &[RecordBatch], assigned: &[bool]) -> Result<u64, WriteError> {
+        let keys_kept = {
+            let st = self.lock_state_shared()?;
+            let (_, _, table) = self.table_for_insert(&st, table_name)?;
+            let assigns = |c: &str| table.column_index(c).map_or(true, |i| assigned.get(i).copied().unwrap_or(true));
+            table.indexes.iter().filter(|i| i.unique).all(|i| !i.columns.iter().any(|c| assigns(c)))
+        };
+        self.stage_rows(txn, table_name, batches, keys_kept)
+    }
+
+    fn stage_rows(&self, txn: &mut Transaction, table_name: &str, batches: &[RecordBatch], keys_kept: bool) -> Result<u64, WriteError> {
         // A log stopped by an I/O error (a full disk) is reopened first, if it can be: the
         // lookup below needs the writer.
         self.prepare_commit(table_name, 0)?;
@@ -202,7 +220,7 @@ impl WritePath {
         let mut rows: PartitionRows = vec![Vec::new(); table.partitions.len()];
         let n = encode_into(&mut new_encoder(&table)?, batches, &mut rows)?;
         if n > 0 {
-            let unique_keys = self.check_unique(txn, &key, &table, &rows)?;
+            let unique_keys = self.check_unique(txn, &key, &table, &rows, keys_kept)?;
             txn.staged.push(Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys });
         }
         Ok(n)
@@ -238,17 +256,47 @@ impl WritePath {
             }
             key
         };
-        self.take_change_lock(txn, &key)?;
+        self.take_change_lock(txn, &key, LockMode::Rows)?;
         Ok(key)
     }
 
-    /// Takes the change lock of the table `key` for `txn` (waiting for its holder).
-    pub(crate) fn take_change_lock(&self, txn: &mut Transaction, key: &str) -> Result<(), WriteError> {
+    /// Takes the change lock of the table `key` for `txn` in `mode` (waiting for holders
+    /// whose mode conflicts: table_lock.rs).
+    pub(crate) fn take_change_lock(&self, txn: &mut Transaction, key: &str, mode: LockMode) -> Result<(), WriteError> {
         if txn.locks.locks.is_none() {
             txn.locks = LockHolder { txn: NEXT_TXN.fetch_add(1, Ordering::Relaxed), locks: Some(self.table_locks.clone()) };
         }
-        self.table_locks.acquire(txn.locks.txn, key)?;
-        Ok(())
+        self.table_locks.acquire(txn.locks.txn, key, mode)
+    }
+
+    /// Locks the rows `ids` of table `key` (named as the delta `against` names them) for
+    /// `txn`, waiting for transactions that hold them; then `RowsChanged` if a commit since
+    /// `against`'s snapshot deleted or updated one of them: the statement reads again from
+    /// a new snapshot, keeping the locks it has (table_lock.rs). Returns the ids as the
+    /// current delta names them.
+    fn lock_rows(&self, txn: &Transaction, key: &str, against: &Arc<TableDelta>, ids: Vec<RowId>) -> Result<(Vec<RowId>, Arc<TableDelta>), WriteError> {
+        loop {
+            let st = self.lock_state_shared()?;
+            // The delta now: a checkpoint since the snapshot renamed its delta rows.
+            let Some(now) = st.deltas.get(key).cloned() else {
+                return Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was dropped or truncated since this statement read its rows".into() });
+            };
+            let now_ids = deletes_now(key, against, &now, ids.clone())?;
+            let raw: Vec<u64> = now_ids.iter().map(|id| id.0).collect();
+            match self.table_locks.try_lock_rows(txn.locks.txn, key, &raw) {
+                RowsLocked::All => {
+                    drop(st);
+                    if now.deleted().first_deleted(&now_ids).is_some() {
+                        return Err(WriteError::RowsChanged { table: key.to_string() });
+                    }
+                    return Ok((now_ids, now));
+                }
+                RowsLocked::HeldBy { row, holder: _ } => {
+                    drop(st);
+                    self.table_locks.wait_for_row(txn.locks.txn, key, row)?;
+                }
+            }
+        }
     }
 
     /// Stages deletions of `row_ids` (as `snapshot` names the rows of `table_name`, read
@@ -260,7 +308,7 @@ impl WritePath {
             let st = self.lock_state_shared()?;
             self.table_for_insert(&st, table_name)?
         };
-        if txn.locks.locks.is_none() || !self.table_locks.holds(txn.locks.txn, &key) {
+        if txn.locks.locks.is_none() || !self.table_locks.holds(txn.locks.txn, &key, LockMode::Rows) {
             return Err(WriteError::InvalidArgument(format!("DELETE from {key}: the transaction does not hold the table's change lock (lock_for_change first)")));
         }
         if row_ids.is_empty() {
@@ -269,14 +317,15 @@ impl WritePath {
         let mut ids: Vec<RowId> = row_ids.iter().map(|r| RowId(*r)).collect();
         ids.sort_unstable();
         ids.dedup();
+        let n = ids.len() as u64;
+        let (ids, now) = self.lock_rows(txn, &key, snapshot.delta(), ids)?;
         let earlier: std::collections::HashSet<RowId> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.deletes.iter().copied()).collect();
         if ids.iter().any(|id| earlier.contains(id)) {
             return Err(WriteError::NotSupported(format!(
                 "table {key}: a row this transaction already updated or deleted is changed again; changing one row twice in one transaction is not supported yet: COMMIT between the two statements"
             )));
         }
-        let n = ids.len() as u64;
-        txn.staged.push(Staged { key, table_id, table, rows: Vec::new(), lsns: Vec::new(), deletes: ids, deletes_against: Some(snapshot.delta().clone()), unique_keys: Vec::new() });
+        txn.staged.push(Staged { key, table_id, table, rows: Vec::new(), lsns: Vec::new(), deletes: ids, deletes_against: Some(now), unique_keys: Vec::new() });
         Ok(n)
     }
 
@@ -633,7 +682,7 @@ impl PreparedInsert<'_> {
         if n == 0 {
             return Ok(0);
         }
-        let keys = self.write.check_unique(&mut self.txn, &self.key, &self.table, &self.statement_rows)?;
+        let keys = self.write.check_unique(&mut self.txn, &self.key, &self.table, &self.statement_rows, false)?;
         let staged = &mut self.txn.staged[0];
         for (into, rows) in staged.rows.iter_mut().zip(self.statement_rows.iter_mut()) {
             into.append(rows);

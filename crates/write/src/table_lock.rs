@@ -1,23 +1,32 @@
-//! Change locks: a transaction that UPDATEs or DELETEs rows of a table holds the table's
-//! change lock from that statement until it commits or rolls back. A second transaction
-//! that wants to change the same table waits for it, then reads a fresh snapshot — so it
-//! sees the first one's changes and never deletes a row twice (READ COMMITTED's "wait,
-//! then re-check", at table grain). INSERT takes no lock, and readers never wait: they read
-//! their snapshot.
+//! Change locks: what a transaction that changes rows holds until it commits or rolls back.
 //!
-//! Why a table's lock and not a row's (PostgreSQL locks the row): rows change through a
-//! statement that first reads its snapshot, and a row lock would need that read to wait
-//! row by row and re-evaluate its predicate (EvalPlanQual). The table grain gives the same
-//! answers — statements that change one table run one transaction after another — at the
-//! cost of concurrency between writers of the same table. Row locks are the next step
-//! (docs/architecture.md, "Transactions and snapshots").
+//! Two grains, PostgreSQL's READ COMMITTED contract at both:
+//! - **Row locks** (UPDATE and DELETE): the statement takes its table's lock in
+//!   [`LockMode::Rows`] (shared by every row changer), reads its snapshot, then locks each
+//!   row it changes. A row another open transaction changed makes it wait for that
+//!   transaction; once the row is locked, a row deleted or updated by a commit after the
+//!   snapshot makes the statement read again from a new snapshot, under the locks it holds
+//!   (PostgreSQL re-checks the row's newest version, EvalPlanQual; flashscan re-reads the
+//!   statement: the same rows in the end, since every row it changes is locked and newest).
+//!   So two UPDATEs of one row both apply, in order, and UPDATEs of different rows of one
+//!   table run side by side (pgbench's clients, each on its own account).
+//! - **Table locks** ([`LockMode::Table`], exclusive): a writer whose rows must be checked
+//!   against a unique index (an INSERT into a keyed table, an UPDATE that changes a key),
+//!   and CREATE INDEX. While it holds the table no other transaction has uncommitted rows
+//!   in it, so the check sees every row a key can collide with (index_write.rs). A second
+//!   inserter of a key waits for the first, then fails or goes on, as in PostgreSQL.
+//!
+//! A row is named by its row id as the table's current delta names it; a checkpoint that
+//! moves delta rows into pages renames the locks on them (`rename_rows`) under the write
+//! path's state lock, where lockers translate their ids too. INSERT into a table without a
+//! unique index takes no lock, and readers never wait: they read their snapshot.
 //!
 //! Deadlocks (T1 holds a and waits for b, T2 holds b and waits for a) are found when a
 //! wait begins or while it goes on, by following who waits for whom; the transaction that
 //! closes the cycle fails with SQLSTATE 40P01 and the other goes on once it rolls back.
 
-use std::collections::HashMap;
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::WriteError;
@@ -28,28 +37,59 @@ const DEADLOCK_CHECK_INTERVAL: Duration = Duration::from_millis(50);
 /// A wait longer than this fails with what to do (lock_timeout in PostgreSQL terms).
 pub const LOCK_WAIT_MAX: Duration = Duration::from_secs(60);
 
+/// How a transaction holds a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockMode {
+    /// Shared by every transaction that changes rows it locks one by one.
+    Rows,
+    /// Exclusive: no other transaction changes the table while it is held.
+    Table,
+}
+
+#[derive(Debug, Default)]
+struct TableHold {
+    /// Transactions holding the table in `Rows` mode (a `Table` holder may be one too).
+    rows_mode: HashSet<u64>,
+    table_mode: Option<u64>,
+}
+
 #[derive(Debug, Default)]
 struct Locks {
-    /// Table key → the transaction holding its change lock.
-    holders: HashMap<String, u64>,
-    /// Waiting transaction → the transaction it waits for.
-    waits_for: HashMap<u64, u64>,
+    tables: HashMap<String, TableHold>,
+    /// (table key, row id) → the transaction holding the row.
+    rows: HashMap<(String, u64), u64>,
+    /// Per transaction, the rows it holds (released together).
+    rows_of: HashMap<u64, Vec<(String, u64)>>,
+    /// Waiting transaction → the transactions it waits for.
+    waits_for: HashMap<u64, Vec<u64>>,
 }
 
 impl Locks {
-    /// Whether `txn` waiting for `holder` closes a cycle.
-    fn closes_cycle(&self, txn: u64, holder: u64) -> bool {
-        let mut at = holder;
-        for _ in 0..=self.waits_for.len() {
+    /// Whether `txn` waiting for `holders` closes a cycle.
+    fn closes_cycle(&self, txn: u64, holders: &[u64]) -> bool {
+        let mut seen = HashSet::new();
+        let mut stack: Vec<u64> = holders.to_vec();
+        while let Some(at) = stack.pop() {
             if at == txn {
                 return true;
             }
-            match self.waits_for.get(&at) {
-                Some(next) => at = *next,
-                None => return false,
+            if seen.insert(at) {
+                if let Some(next) = self.waits_for.get(&at) {
+                    stack.extend(next.iter().copied());
+                }
             }
         }
         false
+    }
+
+    /// The transactions `txn` must wait for to hold `table` in `mode` (none: it may now).
+    fn table_blockers(&self, txn: u64, table: &str, mode: LockMode) -> Vec<u64> {
+        let Some(hold) = self.tables.get(table) else { return Vec::new() };
+        let mut out: Vec<u64> = hold.table_mode.filter(|h| *h != txn).into_iter().collect();
+        if mode == LockMode::Table {
+            out.extend(hold.rows_mode.iter().copied().filter(|h| *h != txn));
+        }
+        out
     }
 }
 
@@ -59,48 +99,136 @@ pub(crate) struct TableLocks {
     released: Condvar,
 }
 
+/// What a try to lock rows found.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RowsLocked {
+    /// Every row is held by the transaction now.
+    All,
+    /// This row is held by another transaction: wait for it (`wait_for_row`), then try again.
+    HeldBy { row: u64, holder: u64 },
+}
+
 impl TableLocks {
-    /// Takes `table`'s change lock for `txn`, waiting while another transaction holds it.
-    /// Returns false if `txn` held it already.
-    pub(crate) fn acquire(&self, txn: u64, table: &str) -> Result<bool, WriteError> {
+    fn lock(&self) -> MutexGuard<'_, Locks> {
+        self.locks.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Waits while `blockers(locks)` names other transactions, failing on a deadlock or
+    /// after `LOCK_WAIT_MAX`; returns the guard once none is left.
+    fn wait_until_free<'a>(&'a self, mut locks: MutexGuard<'a, Locks>, txn: u64, table: &str, blockers: impl Fn(&Locks) -> Vec<u64>) -> Result<MutexGuard<'a, Locks>, WriteError> {
         let started = Instant::now();
-        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
         loop {
-            match locks.holders.get(table).copied() {
+            let holders = blockers(&locks);
+            if holders.is_empty() {
+                locks.waits_for.remove(&txn);
+                return Ok(locks);
+            }
+            if locks.closes_cycle(txn, &holders) {
+                locks.waits_for.remove(&txn);
+                return Err(WriteError::Deadlock { table: table.to_string() });
+            }
+            if started.elapsed() >= LOCK_WAIT_MAX {
+                locks.waits_for.remove(&txn);
+                return Err(WriteError::LockTimeout { table: table.to_string(), waited_s: started.elapsed().as_secs() });
+            }
+            locks.waits_for.insert(txn, holders);
+            locks = self.released.wait_timeout(locks, DEADLOCK_CHECK_INTERVAL).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// Takes `table` in `mode` for `txn`, waiting while other transactions hold it in a
+    /// mode that conflicts (`Table` conflicts with everything, `Rows` with `Table`).
+    /// Holding `Table` covers `Rows`; asking `Table` while holding `Rows` upgrades (two
+    /// upgraders of one table deadlock, and one of them fails).
+    pub(crate) fn acquire(&self, txn: u64, table: &str, mode: LockMode) -> Result<(), WriteError> {
+        let locks = self.lock();
+        let mut locks = self.wait_until_free(locks, txn, table, |l| l.table_blockers(txn, table, mode))?;
+        let hold = locks.tables.entry(table.to_string()).or_default();
+        match mode {
+            LockMode::Rows => {
+                hold.rows_mode.insert(txn);
+            }
+            LockMode::Table => hold.table_mode = Some(txn),
+        }
+        Ok(())
+    }
+
+    /// Tries to lock `rows` of `table` for `txn` (which holds the table), without waiting:
+    /// the rows up to the first held by another transaction are taken.
+    pub(crate) fn try_lock_rows(&self, txn: u64, table: &str, rows: &[u64]) -> RowsLocked {
+        let mut locks = self.lock();
+        debug_assert!(locks.tables.get(table).is_some_and(|h| h.rows_mode.contains(&txn) || h.table_mode == Some(txn)), "rows are locked under the table's lock");
+        for &row in rows {
+            let key = (table.to_string(), row);
+            match locks.rows.get(&key).copied() {
+                Some(holder) if holder == txn => {}
+                Some(holder) => return RowsLocked::HeldBy { row, holder },
                 None => {
-                    locks.holders.insert(table.to_string(), txn);
-                    locks.waits_for.remove(&txn);
-                    return Ok(true);
-                }
-                Some(holder) if holder == txn => return Ok(false),
-                Some(holder) => {
-                    if locks.closes_cycle(txn, holder) {
-                        locks.waits_for.remove(&txn);
-                        return Err(WriteError::Deadlock { table: table.to_string() });
-                    }
-                    if started.elapsed() >= LOCK_WAIT_MAX {
-                        locks.waits_for.remove(&txn);
-                        return Err(WriteError::LockTimeout { table: table.to_string(), waited_s: started.elapsed().as_secs() });
-                    }
-                    locks.waits_for.insert(txn, holder);
-                    locks = self.released.wait_timeout(locks, DEADLOCK_CHECK_INTERVAL).unwrap_or_else(PoisonError::into_inner).0;
+                    locks.rows.insert(key.clone(), txn);
+                    locks.rows_of.entry(txn).or_default().push(key);
                 }
             }
         }
+        RowsLocked::All
+    }
+
+    /// Waits until `row` of `table` is no longer held by another transaction (its holder
+    /// ended, or a checkpoint renamed it: the caller tries again either way).
+    pub(crate) fn wait_for_row(&self, txn: u64, table: &str, row: u64) -> Result<(), WriteError> {
+        let key = (table.to_string(), row);
+        let locks = self.lock();
+        self.wait_until_free(locks, txn, table, |l| l.rows.get(&key).copied().filter(|h| *h != txn).into_iter().collect()).map(drop)
+    }
+
+    /// A checkpoint moved delta rows into pages: locks on them follow their new ids
+    /// (`moved`: delta row id → page row id).
+    pub(crate) fn rename_rows(&self, table: &str, moved: &HashMap<u64, u64>) {
+        let mut locks = self.lock();
+        let renamed: Vec<((String, u64), u64)> = locks.rows.iter().filter(|((t, row), _)| t == table && moved.contains_key(row)).map(|(k, h)| (k.clone(), *h)).collect();
+        if renamed.is_empty() {
+            return;
+        }
+        for ((t, row), holder) in renamed {
+            locks.rows.remove(&(t.clone(), row));
+            let to = (t, moved[&row]);
+            locks.rows.insert(to.clone(), holder);
+            if let Some(held) = locks.rows_of.get_mut(&holder) {
+                if let Some(k) = held.iter_mut().find(|k| k.0 == to.0 && k.1 == row) {
+                    *k = to;
+                }
+            }
+        }
+        drop(locks);
+        self.released.notify_all();
     }
 
     /// Releases every lock `txn` holds (commit, rollback, or a dropped transaction).
     pub(crate) fn release_all(&self, txn: u64) {
-        let mut locks = self.locks.lock().unwrap_or_else(PoisonError::into_inner);
-        locks.holders.retain(|_, holder| *holder != txn);
+        let mut locks = self.lock();
+        locks.tables.retain(|_, hold| {
+            hold.rows_mode.remove(&txn);
+            if hold.table_mode == Some(txn) {
+                hold.table_mode = None;
+            }
+            !hold.rows_mode.is_empty() || hold.table_mode.is_some()
+        });
+        if let Some(rows) = locks.rows_of.remove(&txn) {
+            for key in rows {
+                if locks.rows.get(&key) == Some(&txn) {
+                    locks.rows.remove(&key);
+                }
+            }
+        }
         locks.waits_for.remove(&txn);
         drop(locks);
         self.released.notify_all();
     }
 
-    /// Whether `txn` holds `table`'s change lock.
-    pub(crate) fn holds(&self, txn: u64, table: &str) -> bool {
-        self.locks.lock().unwrap_or_else(PoisonError::into_inner).holders.get(table) == Some(&txn)
+    /// Whether `txn` holds `table` in `mode` (holding it in `Table` mode covers `Rows`).
+    pub(crate) fn holds(&self, txn: u64, table: &str, mode: LockMode) -> bool {
+        let locks = self.lock();
+        let Some(hold) = locks.tables.get(table) else { return false };
+        hold.table_mode == Some(txn) || (mode == LockMode::Rows && hold.rows_mode.contains(&txn))
     }
 }
 
@@ -113,31 +241,100 @@ mod tests {
     #[test]
     fn a_second_transaction_waits_for_the_first() {
         let locks = Arc::new(TableLocks::default());
-        assert!(locks.acquire(1, "t").unwrap());
-        assert!(!locks.acquire(1, "t").unwrap(), "held already");
+        locks.acquire(1, "t", LockMode::Table).unwrap();
+        locks.acquire(1, "t", LockMode::Table).unwrap();
         let l = locks.clone();
         let waiter = std::thread::spawn(move || {
             let started = Instant::now();
-            l.acquire(2, "t").unwrap();
+            l.acquire(2, "t", LockMode::Table).unwrap();
             started.elapsed()
         });
         std::thread::sleep(Duration::from_millis(100));
         locks.release_all(1);
         assert!(waiter.join().unwrap() >= Duration::from_millis(90));
-        assert!(locks.holds(2, "t"));
+        assert!(locks.holds(2, "t", LockMode::Table));
+        assert!(locks.holds(2, "t", LockMode::Rows), "the table covers its rows");
     }
 
     #[test]
     fn the_transaction_that_closes_a_cycle_fails() {
         let locks = Arc::new(TableLocks::default());
-        locks.acquire(1, "a").unwrap();
-        locks.acquire(2, "b").unwrap();
+        locks.acquire(1, "a", LockMode::Table).unwrap();
+        locks.acquire(2, "b", LockMode::Table).unwrap();
         let l = locks.clone();
-        let first = std::thread::spawn(move || l.acquire(1, "b"));
+        let first = std::thread::spawn(move || l.acquire(1, "b", LockMode::Table));
         std::thread::sleep(Duration::from_millis(100));
-        let second = locks.acquire(2, "a");
+        let second = locks.acquire(2, "a", LockMode::Table);
         assert!(matches!(second, Err(WriteError::Deadlock { .. })), "{second:?}");
         locks.release_all(2);
-        assert!(first.join().unwrap().unwrap());
+        first.join().unwrap().unwrap();
+    }
+
+    /// Row changers share the table and wait only for each other's rows; a table holder
+    /// waits for all of them, and they for it.
+    #[test]
+    fn row_changers_share_a_table_and_wait_per_row() {
+        let locks = Arc::new(TableLocks::default());
+        locks.acquire(1, "t", LockMode::Rows).unwrap();
+        locks.acquire(2, "t", LockMode::Rows).unwrap();
+        assert_eq!(locks.try_lock_rows(1, "t", &[10, 11]), RowsLocked::All);
+        assert_eq!(locks.try_lock_rows(2, "t", &[12]), RowsLocked::All, "another row: no wait");
+        assert_eq!(locks.try_lock_rows(2, "t", &[13, 11]), RowsLocked::HeldBy { row: 11, holder: 1 });
+        assert_eq!(locks.try_lock_rows(1, "t", &[11]), RowsLocked::All, "its own row again");
+        // A table locker waits for both row changers.
+        let l = locks.clone();
+        let table = std::thread::spawn(move || {
+            let started = Instant::now();
+            l.acquire(3, "t", LockMode::Table).unwrap();
+            started.elapsed()
+        });
+        let l = locks.clone();
+        let row_waiter = std::thread::spawn(move || {
+            let started = Instant::now();
+            l.wait_for_row(2, "t", 11).unwrap();
+            started.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        locks.release_all(1);
+        assert!(row_waiter.join().unwrap() >= Duration::from_millis(90));
+        assert_eq!(locks.try_lock_rows(2, "t", &[11]), RowsLocked::All, "free once its holder ended");
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!locks.holds(3, "t", LockMode::Table), "still waits for transaction 2");
+        locks.release_all(2);
+        assert!(table.join().unwrap() >= Duration::from_millis(140));
+        assert!(locks.holds(3, "t", LockMode::Table));
+        locks.release_all(3);
+        assert!(locks.lock().rows.is_empty() && locks.lock().tables.is_empty(), "nothing left behind");
+    }
+
+    /// Two row changers that each wait for the other's row: one fails with a deadlock.
+    #[test]
+    fn crossed_row_waits_are_a_deadlock() {
+        let locks = Arc::new(TableLocks::default());
+        locks.acquire(1, "t", LockMode::Rows).unwrap();
+        locks.acquire(2, "t", LockMode::Rows).unwrap();
+        assert_eq!(locks.try_lock_rows(1, "t", &[1]), RowsLocked::All);
+        assert_eq!(locks.try_lock_rows(2, "t", &[2]), RowsLocked::All);
+        let l = locks.clone();
+        let first = std::thread::spawn(move || l.wait_for_row(1, "t", 2));
+        std::thread::sleep(Duration::from_millis(100));
+        let second = locks.wait_for_row(2, "t", 1);
+        assert!(matches!(second, Err(WriteError::Deadlock { .. })), "{second:?}");
+        locks.release_all(2);
+        first.join().unwrap().unwrap();
+    }
+
+    /// A checkpoint's renaming moves a held lock to the row's page id, and release frees it.
+    #[test]
+    fn renamed_rows_stay_locked_under_their_new_ids() {
+        let locks = TableLocks::default();
+        locks.acquire(1, "t", LockMode::Rows).unwrap();
+        locks.acquire(2, "t", LockMode::Rows).unwrap();
+        assert_eq!(locks.try_lock_rows(1, "t", &[7]), RowsLocked::All);
+        locks.rename_rows("t", &HashMap::from([(7, 70)]));
+        assert_eq!(locks.try_lock_rows(2, "t", &[70]), RowsLocked::HeldBy { row: 70, holder: 1 });
+        assert_eq!(locks.try_lock_rows(2, "t", &[7]), RowsLocked::All, "the old name is free");
+        locks.release_all(1);
+        assert_eq!(locks.try_lock_rows(2, "t", &[70]), RowsLocked::All);
     }
 }
