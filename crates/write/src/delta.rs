@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::record_batch::RecordBatch;
 use flashscan_storage::heap::header::{read_header, seal};
@@ -135,14 +135,25 @@ pub struct TableDelta {
     /// The delta rows the checkpoint that began this delta moved into pages: delta row id
     /// → page row id. A transaction that staged deletes against the previous delta names
     /// its rows through this at commit (`WritePath::commit`).
-    moved: HashMap<u64, u64>,
+    moved: Arc<HashMap<u64, u64>>,
     /// This delta's id among every delta of this process: which one a transaction's
     /// staged deletes were made against.
     id: u64,
-    /// The id of the delta the checkpoint that began this one wrote (`moved` names its rows).
-    follows: Option<u64>,
     /// The table's SQL indexes, handed on from delta to delta (key_index.rs).
     indexes: Arc<TableIndexes>,
+    /// The delta the next checkpoint began after this one, once it has: how a transaction
+    /// that read rows from this delta names them after any number of checkpoints
+    /// (`insert::deletes_now`). Holds only the ids and `moved` maps of the chain, not the
+    /// later deltas' rows.
+    successor: Arc<OnceLock<Successor>>,
+}
+
+/// A link of the chain of deltas one checkpoint after another (`TableDelta::successor`).
+#[derive(Debug)]
+pub(crate) struct Successor {
+    pub(crate) id: u64,
+    pub(crate) moved: Arc<HashMap<u64, u64>>,
+    pub(crate) successor: Arc<OnceLock<Successor>>,
 }
 
 /// Hands out `TableDelta::id`s.
@@ -157,7 +168,7 @@ impl std::fmt::Debug for TableDelta {
 impl TableDelta {
     /// The delta of a table that has no deleted rows (a new or emptied table).
     pub fn new(table: &TableMeta) -> TableDelta {
-        TableDelta::with_deleted(table, DeletedRows::default(), HashMap::new(), None, Arc::new(TableIndexes::of(table)))
+        TableDelta::with_deleted(table, DeletedRows::default(), HashMap::new(), Arc::new(TableIndexes::of(table)))
     }
 
     /// The delta of `table` as committed in `db_dir`: its deleted rows file read (and
@@ -167,13 +178,15 @@ impl TableDelta {
             Some(meta) => DeletedRows::from_durable(&flashscan_storage::deleted_rows::read_deleted_rows(db_dir, meta)?),
             None => DeletedRows::default(),
         };
-        Ok(TableDelta::with_deleted(table, deleted, HashMap::new(), None, Arc::new(TableIndexes::of(table))))
+        Ok(TableDelta::with_deleted(table, deleted, HashMap::new(), Arc::new(TableIndexes::of(table))))
     }
 
     /// The delta that follows `previous` after a checkpoint wrote it into `table`'s pages.
     pub(crate) fn after_checkpoint(table: &TableMeta, previous: &TableDelta, moved: HashMap<u64, u64>) -> TableDelta {
         let deleted = previous.deleted.translated(&moved);
-        let next = TableDelta::with_deleted(table, deleted, moved, Some(previous.id), previous.indexes.clone());
+        let next = TableDelta::with_deleted(table, deleted, moved, previous.indexes.clone());
+        let linked = previous.successor.set(Successor { id: next.id, moved: next.moved.clone(), successor: next.successor.clone() });
+        debug_assert!(linked.is_ok(), "one checkpoint follows a delta");
         let dead = previous.deleted.dead_for_all();
         for index in next.indexes.all() {
             index.after_checkpoint(&next.moved, previous.id, next.id, &dead);
@@ -182,7 +195,7 @@ impl TableDelta {
         next
     }
 
-    fn with_deleted(table: &TableMeta, deleted: DeletedRows, moved: HashMap<u64, u64>, follows: Option<u64>, indexes: Arc<TableIndexes>) -> TableDelta {
+    fn with_deleted(table: &TableMeta, deleted: DeletedRows, moved: HashMap<u64, u64>, indexes: Arc<TableIndexes>) -> TableDelta {
         let column_count = table.columns.len() as u16;
         TableDelta {
             table: table.name.clone(),
@@ -191,10 +204,10 @@ impl TableDelta {
             partitions: Mutex::new((0..table.partitions.len()).map(|_| PartitionDelta::new(column_count)).collect()),
             row_count: AtomicU64::new(0),
             deleted,
-            moved,
+            moved: Arc::new(moved),
             id: NEXT_DELTA_ID.fetch_add(1, Ordering::Relaxed),
-            follows,
             indexes,
+            successor: Arc::new(OnceLock::new()),
         }
     }
 
@@ -228,17 +241,15 @@ impl TableDelta {
         &self.deleted
     }
 
-    pub(crate) fn moved(&self) -> &HashMap<u64, u64> {
-        &self.moved
-    }
-
     pub(crate) fn id(&self) -> u64 {
         self.id
     }
 
-    pub(crate) fn follows(&self) -> Option<u64> {
-        self.follows
+    /// The delta the next checkpoint began, once one has.
+    pub(crate) fn successor(&self) -> Option<&Successor> {
+        self.successor.get()
     }
+
 
     /// Per delta row of `partition`, its page row id once the delta is written as pages
     /// starting at page `first_page` of file `file_id` (the checkpoint's placement): rows

@@ -550,17 +550,25 @@ pub(crate) fn deletes_now(key: &str, against: &Arc<TableDelta>, now: &Arc<TableD
     if Arc::ptr_eq(against, now) {
         return Ok(ids);
     }
-    if now.follows() != Some(against.id()) {
-        return Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was checkpointed twice, truncated or reopened since this transaction read the rows it changes".into() });
+    // Along the checkpoints since `against`: each moved that delta's rows into pages.
+    let mut ids = ids;
+    let mut link = against.successor();
+    while let Some(step) = link {
+        ids = ids
+            .into_iter()
+            .map(|id| match (id.is_delta(), step.moved.get(&id.0)) {
+                (false, _) => Ok(id),
+                (true, Some(to)) => Ok(RowId(*to)),
+                // A delta row of an earlier delta than this step's was moved by an earlier step.
+                (true, None) => Err(WriteError::Corrupt { lsn: id.delta_lsn().unwrap_or(0), what: format!("table {key}: a delta row the checkpoint did not move") }),
+            })
+            .collect::<Result<_, _>>()?;
+        if step.id == now.id() {
+            return Ok(ids);
+        }
+        link = step.successor.get();
     }
-    ids.into_iter()
-        .map(|id| {
-            if !id.is_delta() {
-                return Ok(id);
-            }
-            now.moved().get(&id.0).map(|to| RowId(*to)).ok_or_else(|| WriteError::Corrupt { lsn: id.delta_lsn().unwrap_or(0), what: format!("table {key}: a delta row the checkpoint did not move") })
-        })
-        .collect()
+    Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was truncated, dropped or reopened since this transaction read the rows it changes".into() })
 }
 
 /// A commit logged by [`WritePath::try_begin_commit`], waiting for its flush. It holds the
