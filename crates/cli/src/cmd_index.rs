@@ -56,7 +56,7 @@ pub fn run(command: IndexCommand) -> anyhow::Result<()> {
 
 fn create(args: CreateArgs) -> anyhow::Result<()> {
     let request = CreateIndex { table: args.table.clone(), name: args.name.clone(), columns: args.columns.clone(), build_options: None };
-    crate::cmd_write::refuse_unless_pages_are_whole(&args.db, &args.table, "flashscan index create")?;
+    crate::cmd_write::checkpoint_if_unflushed(&args.db, &args.table, "flashscan index create")?;
     let meta = create_index(&args.db, &request).map_err(index_error)?;
     if args.json {
         return crate::print_json(&meta);

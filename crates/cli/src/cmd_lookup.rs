@@ -129,7 +129,7 @@ pub fn run(args: LookupArgs) -> anyhow::Result<()> {
     let pool = BufferPool::init_global(pool_bytes).map_err(crate::exit::classify)?;
     let options = LookupOptions { prefetch_from_rows: args.prefetch_from, depth: args.depth, io_size_bytes, direct: args.cold, engine, single_thread_engine: true };
     let mut notice = |m: &str| eprintln!("flashscan: {m}");
-    crate::cmd_write::refuse_unless_pages_are_whole(&args.db, &args.table, "flashscan lookup")?;
+    crate::cmd_write::checkpoint_if_unflushed(&args.db, &args.table, "flashscan lookup")?;
     let mut session = LookupSession::open(&args.db, &args.table, &args.index, pool, options, &mut notice).map_err(index_error)?;
     let keys: Vec<Vec<u8>> = match args.random {
         Some(n) => session.tree.sample_keys(n, args.seed).map_err(index_error)?,
@@ -187,6 +187,9 @@ pub fn run(args: LookupArgs) -> anyhow::Result<()> {
         stats.engine,
         if args.cold { "cold: O_DIRECT, empty pool" } else { "warm: from the buffer pool" }
     );
+    if stats.deleted_rows_skipped > 0 {
+        println!("  {} index entries name rows a DELETE removed: skipped, not read", stats.deleted_rows_skipped);
+    }
     println!(
         "  elapsed {:.3} ms   {:.0} rows/s   {:.0} reads/s   reads {} (heap {}, {:.1} MB)",
         ms(stats.elapsed_ns),

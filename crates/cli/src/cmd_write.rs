@@ -58,14 +58,6 @@ pub fn checkpoint_if_unflushed(db: &Path, table: &str, what: &str) -> anyhow::Re
     Ok(())
 }
 
-/// Prepares `table` for `what`, a reader of pages that does not skip deleted rows: changes
-/// only in the log are checkpointed, and a table with deleted rows is refused (`flashscan
-/// rebuild` leaves them behind).
-pub fn refuse_unless_pages_are_whole(db: &Path, table: &str, what: &str) -> anyhow::Result<()> {
-    checkpoint_if_unflushed(db, table, what)?;
-    flashscan_write::refuse_if_deleted_rows(db, table, what).map_err(write_error)
-}
-
 pub fn init(args: InitArgs) -> anyhow::Result<()> {
     let options = InitOptions { volumes: args.volumes, wal_dir: args.wal_dir, segment_size_bytes: None };
     let r = flashscan_write::init_database(&args.db, &options).map_err(write_error)?;

@@ -78,7 +78,12 @@ pub struct ScanReport {
 /// (`ScanReport::figures`) and the check reads them.
 #[derive(Debug, Clone, Serialize)]
 pub struct PassFigures {
+    /// Live rows: rows a DELETE removed are read but not counted here (`deleted_rows_skipped`).
     pub rows_scanned: u64,
+    /// Rows read and skipped because a DELETE (or an UPDATE's old version) removed them:
+    /// their bytes are in `bytes_read` and cost decode time, yet no row comes of them, so
+    /// MB/s overstates the useful rate by their share (`flashscan rebuild` reclaims them).
+    pub deleted_rows_skipped: u64,
     pub pages_read: u64,
     pub bytes_read: u64,
     pub elapsed_s: f64,
@@ -117,6 +122,7 @@ impl PassFigures {
             .collect();
         PassFigures {
             rows_scanned: total.rows_scanned,
+            deleted_rows_skipped: total.deleted_rows_skipped,
             pages_read: pages,
             bytes_read: total.read.bytes_read,
             elapsed_s,

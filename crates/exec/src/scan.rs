@@ -62,7 +62,10 @@ pub struct ReadConfig {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct WorkerStats {
     pub pages_read: u64,
+    /// Live rows decoded (or counted) and handed on.
     pub rows_scanned: u64,
+    /// Rows read but skipped: a DELETE removed them (the table's deleted rows file).
+    pub deleted_rows_skipped: u64,
     pub chunks_read: u64,
     pub read: ReadAheadStats,
     pub decode_ns: u64,
@@ -95,6 +98,7 @@ impl ScanStats {
         for w in &self.workers {
             t.pages_read += w.pages_read;
             t.rows_scanned += w.rows_scanned;
+            t.deleted_rows_skipped += w.deleted_rows_skipped;
             t.chunks_read += w.chunks_read;
             t.read.add(&w.read);
             t.decode_ns += w.decode_ns;
@@ -229,6 +233,23 @@ fn count_kernel_chunk(stats: &mut WorkerStats, chunk: &Chunk, rows: u64, decode_
 
 impl<S: BatchSink> ChunkWork for DecodeWork<S> {
     fn on_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError> {
+        let decoded = self.decode_chunk(chunk, bytes, path, stats);
+        // Taken either way (the count starts over), counted with the chunk's rows: a chunk
+        // that failed or stopped the scan counts neither.
+        let skipped = self.decoder.take_deleted_rows_skipped();
+        if decoded.is_ok() {
+            stats.deleted_rows_skipped += skipped;
+        }
+        decoded
+    }
+
+    fn finish(&mut self) -> Result<(), ExecError> {
+        self.decoder.finish()
+    }
+}
+
+impl<S: BatchSink> DecodeWork<S> {
+    fn decode_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &std::path::Path, stats: &mut WorkerStats) -> Result<(), ExecError> {
         let decode_start = Instant::now();
         if let Some(segment_sink) = self.sink.segment_sink() {
             let mut timed = TimedSegmentSink { inner: segment_sink, query_ns: 0 };
@@ -263,10 +284,6 @@ impl<S: BatchSink> ChunkWork for DecodeWork<S> {
         stats.query_ns += query_ns;
         stats.pages_read += chunk.page_count as u64;
         Ok(())
-    }
-
-    fn finish(&mut self) -> Result<(), ExecError> {
-        self.decoder.finish()
     }
 }
 

@@ -34,11 +34,17 @@ pub struct RunSpec {
 /// Turns pages into a batch of the projected columns. One per worker, reused for every
 /// chunk, so buffers are allocated once.
 pub trait PageDecoder: Send {
-    /// Verifies and decodes one page (checksum, page id); returns the rows it holds.
+    /// Verifies and decodes one page (checksum, page id); returns the rows it yields: its
+    /// live rows (those no DELETE removed).
     fn push_page(&mut self, page: &[u8], expected_page_id: u64, path: &Path, offset_bytes: u64) -> Result<u32, ExecError>;
     /// The rows pushed since the last call, as one batch with the projected columns in
     /// projection order (a batch with no columns still carries its row count).
     fn finish_batch(&mut self) -> Result<RecordBatch, ExecError>;
+    /// Rows the pages pushed since the last call held but a DELETE removed: read, skipped,
+    /// in no batch and not among the rows `push_page` returned.
+    fn take_deleted_rows_skipped(&mut self) -> u64 {
+        0
+    }
 }
 
 /// Where a chunk decoder hands each batch it completes.
@@ -68,6 +74,12 @@ pub trait ChunkDecoder: Send {
     fn finish(&mut self) -> Result<(), ExecError> {
         Ok(())
     }
+
+    /// Rows the chunks decoded since the last call held but a DELETE removed (read and
+    /// skipped; not among the rows the decode calls returned).
+    fn take_deleted_rows_skipped(&mut self) -> u64 {
+        0
+    }
 }
 
 /// Page formats' chunk decoder: every page of the chunk through a `PageDecoder`, one batch
@@ -93,6 +105,10 @@ impl ChunkDecoder for PagesChunkDecoder {
         }
         emit(&self.pages.finish_batch()?)?;
         Ok(rows)
+    }
+
+    fn take_deleted_rows_skipped(&mut self) -> u64 {
+        self.pages.take_deleted_rows_skipped()
     }
 }
 
@@ -202,6 +218,7 @@ pub trait TableSource: Sync {
     }
     fn schema(&self) -> SchemaRef;
     fn page_size_bytes(&self) -> usize;
+    /// Live rows: those a scan yields (rows a DELETE removed are not counted).
     fn row_count(&self) -> u64;
     fn partition_count(&self) -> u32;
     /// Every run of the table, partition by partition.

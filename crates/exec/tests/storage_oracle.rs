@@ -1,8 +1,9 @@
 //! The whole path: lineitem loaded through flashscan-storage (heap pages, 3 partitions),
 //! scanned through flashscan (reader, decoder, kernels), each answer equal to the same
 //! query over the tpchgen-arrow batches (themselves checked against Arrow's kernels in
-//! oracle.rs), in every storage format (heap, row, page, columnstore, columnstore_archive).
-//! Buffered reads, since the temp directory may refuse O_DIRECT.
+//! oracle.rs), in every storage format (heap, row, page, columnstore, columnstore_archive),
+//! and without the rows a DELETE removed. Buffered reads, since the temp directory may
+//! refuse O_DIRECT.
 
 mod common;
 
@@ -16,7 +17,8 @@ use flashscan_exec::segments::set_vector_kernels;
 use flashscan_io::EngineKind;
 use flashscan_storage::columnstore::CodecId;
 use flashscan_storage::load::tpch::tpch_source;
-use flashscan_storage::{load_table, rebuild_table, Database, LoadOptions, RebuildOptions, RebuildTarget};
+use flashscan_storage::testkit::mark_rows_deleted;
+use flashscan_storage::{load_table, rebuild_table, Database, LoadOptions, PageId, RebuildOptions, RebuildTarget, RowId, PAGE_SIZE_BYTES};
 
 const SF: f64 = 0.02;
 
@@ -203,4 +205,91 @@ fn batches_matching(key_max: i64) -> usize {
             keys.values().iter().filter(|k| **k <= key_max).count()
         })
         .sum()
+}
+
+/// The row ids of `table`'s rows whose `l_orderkey` satisfies `deleted`, and how many of its
+/// pages hold one: every page decoded in slot order (row i of a page is slot i), whatever
+/// its heap format.
+fn row_ids_of_orders(db: &Database, table: &str, deleted: &dyn Fn(i64) -> bool) -> (Vec<u64>, u64) {
+    let meta = db.table(table).unwrap();
+    let key = meta.columns.iter().position(|c| c.name == "l_orderkey").unwrap();
+    let mut decoder = flashscan_storage::HeapDecoder::try_new(meta, &[key]).unwrap();
+    let (mut ids, mut pages) = (Vec::new(), 0);
+    for run in meta.partitions.iter().flat_map(|p| &p.runs) {
+        let path = db.file_path(run);
+        let bytes = std::fs::read(&path).unwrap();
+        for i in 0..run.page_count as u64 {
+            let page_id = run.first_page_id + i;
+            let offset = (run.offset_bytes + i * PAGE_SIZE_BYTES as u64) as usize;
+            decoder.push_page(&bytes[offset..offset + PAGE_SIZE_BYTES], page_id, &path, offset as u64).unwrap();
+            let keys = decoder.finish();
+            let keys = keys.column(0).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap();
+            let before = ids.len();
+            ids.extend(keys.values().iter().enumerate().filter(|(_, k)| deleted(**k)).map(|(slot, _)| RowId::in_page(PageId(page_id), slot as u32).unwrap().0));
+            pages += u64::from(ids.len() > before);
+        }
+    }
+    ids.sort_unstable();
+    (ids, pages)
+}
+
+/// Rows a DELETE removed (a deleted rows file beside the pages, as the checkpoint writes
+/// it) are skipped by every query, in the plain and the page-compressed heap, on both
+/// paths: pages read in place by the kernels (pages without deleted rows) beside pages
+/// decoded and filtered, and every page decoded (vector kernels off). Each answer is the
+/// generated batches' without those rows; COUNT(*) subtracts them from page headers; the
+/// report counts live rows and says how many it skipped.
+#[test]
+fn deleted_rows_are_skipped_on_the_page_path_and_the_decode_path() {
+    // Orders whose key is a multiple of 97: some pages hold their lines, most do not.
+    let deleted = |key: i64| key % 97 == 0;
+    let live: Vec<_> = common::lineitem(SF, 1)
+        .iter()
+        .map(|b| {
+            let keys = b.column(b.schema().index_of("l_orderkey").unwrap()).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().clone();
+            let keep: arrow::array::BooleanArray = keys.values().iter().map(|k| Some(!deleted(*k))).collect();
+            arrow::compute::filter_record_batch(b, &keep).unwrap()
+        })
+        .collect();
+    let live_rows: u64 = live.iter().map(|b| b.num_rows() as u64).sum();
+    let expected: Vec<_> = all_queries().iter().map(|q| run_on_batches(q, &live, 1).unwrap()).collect();
+    for (format, compression) in [("heap", None), ("heap_page", Some("page"))] {
+        // A new load each time: a rebuild would leave the last round's deleted rows behind.
+        let dir = lineitem_db(2);
+        if let Some(c) = compression {
+            rebuild_table(dir.path(), "lineitem", RebuildTarget::parse(c).unwrap(), &RebuildOptions::default()).unwrap();
+        }
+        let (ids, pages_with_deleted) = row_ids_of_orders(&Database::open(dir.path()).unwrap(), "lineitem", &deleted);
+        mark_rows_deleted(dir.path(), "lineitem", &ids);
+        let db = Database::open(dir.path()).unwrap();
+        let table = StorageTable::new(&db, "lineitem").unwrap();
+        assert_eq!(table.meta().format, format);
+        assert!(pages_with_deleted > 0 && pages_with_deleted * 2 < table.meta().page_count(), "{format}: {pages_with_deleted} pages with deleted rows");
+        assert_eq!(table.row_count(), live_rows, "{format}");
+        assert_eq!(table.deleted_row_count(), ids.len() as u64);
+        for vector_kernels in [true, false] {
+            set_vector_kernels(vector_kernels);
+            for (i, query) in all_queries().iter().enumerate() {
+                let case = format!("{} on {format}, vector kernels {vector_kernels}", query.name());
+                let report = run_query(&table, query, &options(i, CacheMode::Warm)).unwrap();
+                assert_eq!(report.result, expected[i], "{case}");
+                assert_eq!(report.figures.rows_scanned, live_rows, "{case}");
+                assert_eq!(report.figures.deleted_rows_skipped, ids.len() as u64, "{case}");
+                assert_eq!(report.figures.pages_read, table.meta().page_count(), "{case}: every page read");
+            }
+        }
+        set_vector_kernels(true);
+    }
+}
+
+/// A column store never has deleted rows (no DELETE takes one, rebuild leaves none): one
+/// that names a deleted rows file is refused, never scanned as if all its rows were live.
+#[test]
+fn a_column_store_with_a_deleted_rows_file_is_refused() {
+    let dir = lineitem_db(1);
+    rebuild_table(dir.path(), "lineitem", RebuildTarget::parse("columnstore").unwrap(), &RebuildOptions::default()).unwrap();
+    mark_rows_deleted(dir.path(), "lineitem", &[1]);
+    let db = Database::open(dir.path()).unwrap();
+    let refused = open_source(&db, "lineitem").err().expect("refused").to_string();
+    assert!(refused.contains("column store with a deleted rows file"), "{refused}");
 }

@@ -1,8 +1,8 @@
 //! `index create`: read every heap page of the table (sequential, large reads), take each
-//! row's key and locator, sort, and bulk build the tree; then register it in the index
-//! catalog (`catalog.json`), all under the database lock. The tree file is listed as
-//! unreferenced in the catalog before it is created (`O_EXCL|O_NOFOLLOW`), and referenced by
-//! the commit that adds the index.
+//! live row's key and locator (rows a DELETE removed are skipped), sort, and bulk build the
+//! tree; then register it in the index catalog (`catalog.json`), all under the database
+//! lock. The tree file is listed as unreferenced in the catalog before it is created
+//! (`O_EXCL|O_NOFOLLOW`), and referenced by the commit that adds the index.
 
 use std::fs;
 use std::path::Path;
@@ -13,7 +13,7 @@ use flashscan_storage::heap::row_codec::RowLayout;
 use flashscan_storage::load::lock_database;
 use flashscan_storage::orphans::sweep_unreferenced;
 use flashscan_storage::heap::page_encoder::HeapFormat;
-use flashscan_storage::{verify_page, Catalog, Database, PageId, TableFormat, PAGE_SIZE_BYTES};
+use flashscan_storage::{verify_page, Catalog, Database, DeletedRowSet, PageId, TableFormat, PAGE_SIZE_BYTES};
 
 use crate::btree::{BuildOptions, TreeBuilder};
 use crate::catalog::{IndexCatalog, IndexMeta};
@@ -133,10 +133,12 @@ pub fn drop_index(dir: &Path, table: &str, name: &str) -> Result<IndexMeta, Inde
     Ok(meta)
 }
 
-/// Every row's (key, locator), in table order.
+/// Every live row's (key, locator), in table order: rows a DELETE removed (the table's
+/// deleted rows file) are left out, as no reader may find them.
 fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: &KeySchema) -> Result<Vec<(KeyWords, RowLocator)>, IndexError> {
     let layout = RowLayout::new(&table.columns);
-    let mut entries = Vec::with_capacity(table.row_count as usize);
+    let deleted = DeletedRowSet::of_table(db.dir(), table)?;
+    let mut entries = Vec::with_capacity((table.row_count - deleted.len()) as usize);
     // Read through the pool's streaming path (in order, 1 MB at a time), so an index is
     // built from the table as the pool sees it.
     let runs = table.partitions.iter().flat_map(|partition| &partition.runs);
@@ -165,7 +167,14 @@ fn collect_entries(db: &Database, table: &flashscan_storage::TableMeta, schema: 
                     }
                     let rows = HeapPageRows::new(page, page_id, &path, page_offset)?;
                     debug_assert_eq!(rows.row_count(), header.row_count);
+                    let on_page = deleted.on_page(page_id);
+                    on_page.live_rows(rows.row_count() as u32).map_err(|e| e.at(&path, page_id.0, page_offset))?;
+                    // Both ascending: a deleted slot is met when the loop reaches it.
+                    let mut deleted_slots = on_page.slots().peekable();
                     for slot in 0..rows.row_count() {
+                        if deleted_slots.next_if_eq(&slot).is_some() {
+                            continue;
+                        }
                         let row = rows.row(slot)?;
                         if row.len() < layout.fixed_end_bytes {
                             return Err(flashscan_storage::StorageError::PageCorrupt {

@@ -1,7 +1,7 @@
 //! Lookups return exactly the rows an oracle finds by decoding every page of the table
 //! with the storage crate's row decoder — sync and prefetch paths, 8 KB and 64 KB reads,
-//! unique and duplicate keys, warm and after clearing the pool — and damaged heap pages
-//! surface as checksum errors.
+//! unique and duplicate keys, warm and after clearing the pool, never a deleted row — and
+//! damaged heap pages surface as checksum errors.
 
 use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom, Write};
@@ -14,7 +14,8 @@ use flashscan_index::{create_index, CreateIndex, IndexError, KeyQuery, LookupOpt
 use flashscan_io::EngineKind;
 use flashscan_storage::heap::heap_page::decode_page_rows;
 use flashscan_storage::heap::row_codec::{decode_row, RowLayout, Value};
-use flashscan_storage::{Database, PageId, PAGE_SIZE_BYTES};
+use flashscan_storage::testkit::mark_rows_deleted;
+use flashscan_storage::{Database, PageId, RowId, PAGE_SIZE_BYTES};
 use rand::{Rng, SeedableRng};
 
 type Row = Vec<Value>;
@@ -216,4 +217,43 @@ fn catalog_errors_are_typed() {
     let pool = BufferPool::with_frames(64).unwrap();
     let missing = LookupSession::open(dir.path(), "t", "nope", &pool, LookupOptions::default(), &mut |_| {});
     assert!(matches!(missing, Err(IndexError::UnknownIndex { .. })));
+}
+
+/// Rows a DELETE removed are never returned: an index holding their entries (built before
+/// the deleted rows file named them) drops them before any read, on both paths, and an
+/// index built afterwards leaves them out.
+#[test]
+fn deleted_rows_are_neither_returned_nor_indexed() {
+    let (dir, by_id) = setup(20, 2000);
+    let pool = BufferPool::with_frames(512).unwrap();
+    let all: Vec<i64> = (0..2000).collect();
+    // Where each id lives, as the index says.
+    let mut places: Vec<(i64, u64)> = Vec::new();
+    let mut s = session(dir.path(), "by_id", &pool, options(25, 8192, 8));
+    let layout = RowLayout::new(&s.table.columns);
+    s.run(&keys_query(&all), &mut |loc, bytes| {
+        let Value::Int64(id) = decode_row(&layout, bytes).unwrap()[0] else { panic!("id not Int64") };
+        places.push((id, RowId::in_page(PageId(loc.page_id), loc.slot as u32).unwrap().0));
+    })
+    .unwrap();
+    drop(s);
+    let deleted = |id: i64| id % 3 == 0;
+    let mut deleted_ids: Vec<u64> = places.iter().filter(|(id, _)| deleted(*id)).map(|(_, row)| *row).collect();
+    deleted_ids.sort_unstable();
+    mark_rows_deleted(dir.path(), "t", &deleted_ids);
+    let live: Vec<i64> = all.iter().copied().filter(|id| !deleted(*id)).collect();
+
+    let by_id_live = create_index(dir.path(), &CreateIndex { table: "t".into(), name: "by_id_live".into(), columns: vec!["id".into()], build_options: None }).unwrap();
+    assert_eq!(by_id_live.tree.entry_count, live.len() as u64, "the deleted rows are not indexed");
+    for (index, skipped) in [("by_id", deleted_ids.len() as u64), ("by_id_live", 0)] {
+        for prefetch_from in [0u32, u32::MAX] {
+            pool.clear().unwrap();
+            let mut s = session(dir.path(), index, &pool, options(prefetch_from, 8192, 8));
+            let (got, stats) = run(&mut s, &all);
+            assert_eq!(got, expected(&by_id, &live), "{index} prefetch_from {prefetch_from}");
+            assert_eq!(stats.deleted_rows_skipped, skipped, "{index}");
+            let (none, _) = run(&mut s, &[0, 3, 1998]);
+            assert!(none.is_empty(), "{index}: deleted keys found {none:?}");
+        }
+    }
 }

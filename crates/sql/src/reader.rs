@@ -22,7 +22,7 @@ use flashscan_exec::segments::{RowGroupSegments, SegmentSink};
 use flashscan_exec::{scan_batches, BatchSink, ColumnStoreTable, ExecError, PageDecoder, RunSpec, ScanFilter, TableSource};
 use flashscan_storage::columnstore::VecPool;
 use flashscan_io::EngineKind;
-use flashscan_storage::{HeapDecoder, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{HeapDecoder, LiveRows, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::scan_units::ScanUnit;
 use crate::settings::FlashscanSettings;
@@ -737,8 +737,7 @@ impl TableSource for HeapUnitSource<'_> {
             decoded: self.decoded.clone(),
             deleted: self.deleted.clone(),
             row_ids: self.row_ids,
-            keep: Vec::new(),
-            any_deleted: false,
+            live: LiveRows::default(),
             ids: Vec::new(),
             slots: Vec::new(),
         }))
@@ -750,9 +749,9 @@ struct HeapPageDecoder {
     decoded: Arc<DecodedCounts>,
     deleted: Option<flashscan_write::SnapshotTable>,
     row_ids: bool,
-    /// Per row pushed since the last batch: whether it is kept (with `deleted` only).
-    keep: Vec<bool>,
-    any_deleted: bool,
+    /// Which rows pushed since the last batch the snapshot still sees (storage's keep
+    /// flags, the ones every reader of pages uses; the deleted slots come from `deleted`).
+    live: LiveRows,
     /// Per row pushed since the last batch: its id (with `row_ids` only).
     ids: Vec<u64>,
     /// The current page's deleted slots (reused).
@@ -768,15 +767,13 @@ impl PageDecoder for HeapPageDecoder {
         })?;
         self.decoded.pages.fetch_add(1, Ordering::Relaxed);
         self.decoded.rows.fetch_add(rows as u64, Ordering::Relaxed);
-        // Rows of a page decode in slot order: row i of the page is slot i.
+        // The snapshot's deleted rows, not the deleted rows file: it also sees the deletes
+        // committed since the last checkpoint, and not those newer than itself.
+        self.slots.clear();
         if let Some(snapshot) = &self.deleted {
-            if snapshot.deleted().page_slots_at(expected_page_id, snapshot.seq(), &mut self.slots) {
-                self.any_deleted = true;
-                self.keep.extend((0..rows).map(|slot| !self.slots.contains(&(slot as u16))));
-            } else {
-                self.keep.extend(std::iter::repeat_n(true, rows as usize));
-            }
+            snapshot.deleted().page_slots_at(expected_page_id, snapshot.seq(), &mut self.slots);
         }
+        self.live.push_page(rows, self.slots.iter().copied()).map_err(|e| ExecError::Corrupt { path: path.to_path_buf(), offset_bytes, what: e.to_string() })?;
         if self.row_ids {
             let page = flashscan_storage::PageId(expected_page_id);
             for slot in 0..rows {
@@ -802,14 +799,7 @@ impl PageDecoder for HeapPageDecoder {
             columns.push(Arc::new(arrow::array::UInt64Array::from(std::mem::take(&mut self.ids))));
             batch = RecordBatch::try_new(Arc::new(arrow::datatypes::Schema::new(fields)), columns).map_err(internal)?;
         }
-        if self.deleted.is_some() {
-            debug_assert_eq!(self.keep.len(), batch.num_rows(), "one keep flag per decoded row");
-            let keep = std::mem::take(&mut self.keep);
-            if std::mem::take(&mut self.any_deleted) {
-                batch = arrow::compute::filter_record_batch(&batch, &arrow::array::BooleanArray::from(keep)).map_err(internal)?;
-            }
-        }
-        Ok(batch)
+        self.live.filter(batch).map_err(internal)
     }
 }
 

@@ -3,7 +3,8 @@
 //! pages it writes (SQL Server's delete bitmap; Delta Lake's and Iceberg's deletion
 //! vectors). Pages are never rewritten to drop a row: a scan skips the rows listed here,
 //! so no page format changes and every page kind (plain, row- and page-compressed) takes
-//! deletes alike. Space comes back when the table is rebuilt (docs/architecture.md).
+//! deletes alike; readers ask which rows are live through `live_rows`. Space comes back when
+//! the table is rebuilt (docs/architecture.md).
 //!
 //! Layout (docs/formats.md, "Deleted rows file"), little-endian:
 //! `magic "FSDEL001"` · `row count: u64` · `row ids: u64 × count, strictly ascending` ·

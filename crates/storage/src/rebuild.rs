@@ -20,6 +20,7 @@ use crate::columnstore::{encode_row_group, ColumnStoreOptions, RowGroupReader, R
 use crate::database::Database;
 use crate::error::StorageError;
 use crate::heap::reader::read_partition_live;
+use crate::live_rows::DeletedRowSet;
 use crate::load::batch_encoder::PagesMessage;
 use crate::load::{abandon_intent, commit_table, lock_database, CatalogStep};
 use crate::load::partition_writer::{PartitionWriter, WritePlan, WrittenTable};
@@ -149,14 +150,9 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     });
 
     // Rows DELETE and UPDATE removed are not copied: rebuilding is how their space comes back.
-    let deleted = match &old.deleted_rows {
-        Some(meta) => crate::deleted_rows::read_deleted_rows(db_dir, meta)?,
-        None => Vec::new(),
-    };
-    let live_row_count = old.row_count.checked_sub(deleted.len() as u64).ok_or_else(|| StorageError::CatalogCorrupt {
-        path: Catalog::path(db_dir),
-        reason: format!("table {} lists {} deleted rows but holds {}", old.name, deleted.len(), old.row_count),
-    })?;
+    let deleted = DeletedRowSet::of_table(db_dir, &old)?;
+    // Never more than the table holds (`of_table` checks).
+    let live_row_count = old.row_count - deleted.len();
     let catalog = crate::load::commit_intent(db_dir, &catalog, &writer.planned_paths()?)?;
     let projection: Vec<usize> = (0..old.columns.len()).collect();
     let source = Source { db: &db, old: &old, projection: &projection, deleted: &deleted, live_row_count };
@@ -199,7 +195,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         old_format: old.format.clone(),
         new_format: table.format.clone(),
         row_count: table.row_count,
-        deleted_rows_dropped: deleted.len() as u64,
+        deleted_rows_dropped: deleted.len(),
         old_size_bytes: old.size_bytes,
         new_size_bytes: table.size_bytes,
         old_page_count: old.page_count(),
@@ -215,8 +211,8 @@ struct Source<'a> {
     db: &'a Database,
     old: &'a TableMeta,
     projection: &'a [usize],
-    /// Row ids of its deleted rows, strictly ascending (the deleted rows file).
-    deleted: &'a [u64],
+    /// Its deleted rows (the deleted rows file), left behind.
+    deleted: &'a DeletedRowSet,
     live_row_count: u64,
 }
 

@@ -36,6 +36,14 @@ impl RowId {
         Some(RowId((file << (PAGE_BITS + SLOT_BITS)) | (index << SLOT_BITS) | slot as u64))
     }
 
+    /// The ids every row of page `page` can have (slots 0 to the most a page holds), in
+    /// order: ids sort by (file, page, slot), so a sorted list of ids holds a page's rows
+    /// as one range. None when the page's id does not fit a row id (`in_page`).
+    pub fn range_of_page(page: PageId) -> Option<std::ops::Range<u64>> {
+        let first = RowId::in_page(page, 0)?.0;
+        Some(first..first + (1 << SLOT_BITS))
+    }
+
     /// A row still only in the delta, named by its insert record's LSN.
     pub fn in_delta(insert_lsn: u64) -> RowId {
         assert!(insert_lsn < DELTA_BIT, "an LSN is a byte position below 2^63");
@@ -81,6 +89,12 @@ mod tests {
             prop_assert_eq!(id.page(), Some(PageId::new(file, index)));
             prop_assert_eq!(id.slot(), Some(slot as u16));
             prop_assert_eq!(id.delta_lsn(), None);
+            let range = RowId::range_of_page(PageId::new(file, index)).unwrap();
+            prop_assert!(range.contains(&id.0));
+            // The page's range holds its rows and no other page's.
+            prop_assert_eq!(RowId(range.start).page(), Some(PageId::new(file, index)));
+            prop_assert_eq!(RowId(range.end - 1).page(), Some(PageId::new(file, index)));
+            prop_assert_ne!(RowId(range.end).page(), Some(PageId::new(file, index)));
         }
 
         #[test]

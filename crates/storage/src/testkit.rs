@@ -37,3 +37,18 @@ pub fn sealed_pages(layout: &RowLayout, column_count: u16, rows: &[Vec<Value>]) 
         })
         .collect()
 }
+
+/// Marks the page rows `row_ids` (strictly ascending) of `table` in the database at `db_dir`
+/// deleted, as a checkpoint does after a DELETE: a new deleted rows file, named by a
+/// catalog commit (any earlier one is left unreferenced). Lets tests of the readers skip
+/// rows without the write path. Panics on any failure: test setup only.
+pub fn mark_rows_deleted(db_dir: &std::path::Path, table: &str, row_ids: &[u64]) {
+    use crate::deleted_rows::{deleted_rows_file_name, write_deleted_rows, DeletedRowsMeta};
+    let mut catalog = crate::Catalog::read(db_dir).expect("catalog");
+    catalog.generation += 1;
+    let path = deleted_rows_file_name(table, catalog.generation);
+    write_deleted_rows(&db_dir.join(&path), row_ids).expect("deleted rows file");
+    let meta = catalog.tables.get_mut(table).expect("table in the catalog");
+    meta.deleted_rows = Some(DeletedRowsMeta { path, row_count: row_ids.len() as u64 });
+    catalog.write_atomic(db_dir).expect("catalog commit");
+}

@@ -62,5 +62,5 @@ pub use lock::WriterLock;
 pub use row_id::RowId;
 pub use snapshot::{ReadSnapshot, SnapshotTable};
 pub use table_lock::LOCK_WAIT_MAX;
-pub use unflushed::{refuse_if_deleted_rows, unflushed_rows};
+pub use unflushed::unflushed_rows;
 pub use write_path::{recover, AutoCheckpointStats, NewTable, RecoveryReport, WriteLimits, WritePath};

@@ -1,7 +1,9 @@
 //! Readers that do not merge the delta (`flashscan scan`, `lookup`, `rebuild`, `index
 //! create`, `drop`, `load --replace`) ask here first: a table with committed rows still
 //! only in the log is checkpointed by the command before it reads (crates/cli
-//! `cmd_write::checkpoint_if_unflushed`), never read as if those rows did not exist.
+//! `cmd_write::checkpoint_if_unflushed`), never read as if those rows did not exist. The
+//! checkpoint also writes the table's deleted rows file, which those readers skip
+//! (flashscan_storage::live_rows).
 
 use std::path::Path;
 
@@ -28,21 +30,4 @@ pub fn unflushed_rows(db_dir: &Path, table: &str) -> Result<u64, WriteError> {
         }
     }
     Ok(rows)
-}
-
-/// `NotSupported` (naming `what`) when `table` has deleted rows: readers that read pages
-/// directly (scan, lookup, rebuild, index create) do not skip them yet, and would answer
-/// with rows a DELETE removed.
-pub fn refuse_if_deleted_rows(db_dir: &Path, table: &str, what: &str) -> Result<(), WriteError> {
-    if !Catalog::exists(db_dir) {
-        return Ok(());
-    }
-    let catalog = Catalog::read(db_dir)?;
-    let deleted = catalog.tables.iter().find(|(n, _)| n.eq_ignore_ascii_case(table)).and_then(|(_, t)| t.deleted_rows.as_ref()).map(|d| d.row_count).unwrap_or(0);
-    if deleted > 0 {
-        return Err(WriteError::NotSupported(format!(
-            "table {table} has {deleted} deleted rows, which {what} does not skip yet: run `flashscan rebuild {db} {table}` first (it leaves them behind and reclaims their space), or query it with `flashscan sql` or over the wire", db = db_dir.display()
-        )));
-    }
-    Ok(())
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use flashscan_buffer::{BufferPool, LoadTicket, PageReader};
 use flashscan_io::{open_engine, EngineConfig, EngineKind};
-use flashscan_storage::{Database, TableMeta};
+use flashscan_storage::{Database, DeletedRowSet, PageId, TableMeta};
 
 use super::plan::{PageGroup, ReadPlan};
 use super::stats::LookupStats;
@@ -81,6 +81,8 @@ pub struct LookupSession<'p> {
     pub(super) options: LookupOptions,
     pub(super) locators: Vec<RowLocator>,
     pub(super) plan: ReadPlan,
+    /// The table's deleted rows as of the session's opening: never returned.
+    deleted: DeletedRowSet,
 }
 
 impl<'p> LookupSession<'p> {
@@ -97,6 +99,7 @@ impl<'p> LookupSession<'p> {
             )));
         }
         let schema = KeySchema::new(&table, &index.columns)?;
+        let deleted = DeletedRowSet::of_table(dir, &table)?;
         let index_path = db.resolve(&index.file);
         let files = TableFiles::open(&db, &table, std::slice::from_ref(&index_path), options.direct, pool)?;
         let mut config = EngineConfig::for_depth(options.depth, options.io_size_bytes as usize);
@@ -121,6 +124,7 @@ impl<'p> LookupSession<'p> {
             options,
             locators: Vec::new(),
             plan: ReadPlan::default(),
+            deleted,
         })
     }
 
@@ -161,6 +165,14 @@ impl<'p> LookupSession<'p> {
             }
         };
         self.locators.sort_unstable();
+        // An index names the rows live when it was built (`index create` skips deleted
+        // ones, and DELETE refuses an indexed table), so none should be deleted; checked
+        // anyway, before any page is read, so a lookup never returns a row a DELETE removed.
+        let found_count = self.locators.len();
+        if !self.deleted.is_empty() {
+            self.locators.retain(|l| !self.deleted.contains(PageId(l.page_id), l.slot));
+        }
+        let deleted_rows_skipped = (found_count - self.locators.len()) as u64;
         self.plan.build(&self.locators, &self.files, &self.table.name, self.options.io_size_bytes)?;
         let prefetch = self.locators.len() as u64 >= self.options.prefetch_from_rows as u64;
         let depth = if prefetch { self.options.depth } else { 1 };
@@ -177,6 +189,7 @@ impl<'p> LookupSession<'p> {
             engine: self.reader.engine_name().into(),
             keys_count,
             rows_count,
+            deleted_rows_skipped,
             heap_pages_count: self.plan.pages.len() as u64,
             heap_reads_count,
             reads_count: buffer.reads_count,

@@ -11,6 +11,8 @@ pub struct LookupStats {
     pub engine: String,
     pub keys_count: u64,
     pub rows_count: u64,
+    /// Index entries of rows a DELETE removed: dropped before any read, not in `rows_count`.
+    pub deleted_rows_skipped: u64,
     pub heap_pages_count: u64,
     /// Reads of heap pages or extents this lookup issued.
     pub heap_reads_count: u64,
@@ -70,6 +72,7 @@ impl LookupStats {
         }
         self.keys_count += other.keys_count;
         self.rows_count += other.rows_count;
+        self.deleted_rows_skipped += other.deleted_rows_skipped;
         self.heap_pages_count += other.heap_pages_count;
         self.heap_reads_count += other.heap_reads_count;
         self.reads_count += other.reads_count;
