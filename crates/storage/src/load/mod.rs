@@ -145,7 +145,10 @@ pub fn create_or_open_database_dir(dir: &Path) -> Result<(DatabaseLock, bool), S
             let name = entry.file_name();
             let name = name.to_string_lossy();
             if name != LOCK_FILE_NAME && !name.starts_with(&format!(".{}.tmp-", crate::catalog::CATALOG_FILE_NAME)) {
-                return Ok(false);
+                // Another first load may have written its catalog after the check above
+                // and its first data file before this listing: a catalog is always
+                // written before any other file, so one now makes the directory ours.
+                return Ok(Catalog::exists(dir));
             }
         }
         Ok(true)
