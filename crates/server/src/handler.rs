@@ -691,13 +691,17 @@ impl QueryHandler {
         };
         let staged = async {
             crate::writes::run_blocking(|| write.lock_for_change(&mut txn, &table)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
-            let state = {
+            let planning_state = || {
                 let settings = backend.settings().clone();
                 let lease = backend.planning.lease(&self.shared, &settings, backend.pid);
                 (*lease).clone()
             };
+            // Each read gets its own planning state (one clone, as before); a plan's clone
+            // shares its nodes (Arcs).
+            let again = plan.clone();
+            let mut first = Some(plan);
+            let read = || flashscan_sql::change::read_plan_changes(write, planning_state(), first.take().unwrap_or_else(|| again.clone()));
             // Staging locks the rows and may wait for another transaction holding one.
-            let read = || flashscan_sql::change::read_plan_changes(write, state.clone(), plan.clone());
             let stage = |snapshot: &flashscan_write::ReadSnapshot, changes: &flashscan_sql::change::RowChanges| crate::writes::run_blocking(|| flashscan_sql::change::stage_changes(write, &mut txn, &table, snapshot, changes));
             flashscan_sql::change::read_and_stage(read, stage).await.map_err(|e| sql_error_to_pg(&e))
         }
