@@ -44,6 +44,7 @@ use crate::query_runtime::QueryStream;
 use crate::fast_insert::FastInsert;
 use crate::params::{decode_params, pg_type_for_param};
 use crate::plan_reuse::KeptPlan;
+use crate::plan_shapes::ShapeEntry;
 use crate::shared::Shared;
 use crate::startup::{Backend, DurationSetting};
 use crate::cursors::{cursor_sqlstate, Cursor, HELD_CURSOR_BYTES_MAX};
@@ -150,7 +151,42 @@ fn schema_of_show(name: &str) -> SchemaRef {
 pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireResult<LogicalPlan> {
     let _no_ddl_meanwhile = shared.database.ddl.read().await;
     let settings = backend.settings().clone();
+    let to_pg = |e: datafusion::error::DataFusionError| sql_error_to_pg(&flashscan_sql::SqlError::from(e));
+    // A statement of a shape planned before takes that plan with its own literals
+    // (`plan_shapes.rs`): no parsing, no planning, no checks (they passed for the shape).
+    let generation = shared.catalog_generation();
+    let shape = if settings.plan_shapes { crate::plan_shapes::shape_of(sql) } else { None };
+    let known = shape.as_ref().and_then(|s| backend.planning.shape(&settings, generation, &s.key));
+    if let (Some(shape), Some(ShapeEntry::Learned(kept))) = (&shape, &known) {
+        if let Some(bound) = kept.bind(&shape.literals) {
+            shared.shapes.reused.fetch_add(1, Relaxed);
+            return bound.map_err(to_pg);
+        }
+    }
     let state = backend.planning.lease(shared, &settings, backend.pid);
+    let plan = plan_text(shared, &state, sql).await?;
+    if let (Some(shape), None) = (&shape, &known) {
+        let learned = crate::plan_shapes::ShapePlan::learn(shape, &plan, |text| async move { plan_text(shared, &state, &text).await.ok() }).await;
+        let entry = match learned {
+            Ok(p) => {
+                shared.shapes.learned.fetch_add(1, Relaxed);
+                Some(ShapeEntry::Learned(p))
+            }
+            Err(crate::plan_shapes::NotLearned::Shape) => {
+                shared.shapes.refused.fetch_add(1, Relaxed);
+                Some(ShapeEntry::Refused)
+            }
+            Err(crate::plan_shapes::NotLearned::Statement) => None,
+        };
+        if let Some(entry) = entry {
+            backend.planning.keep_shape(&settings, generation, &shape.key, entry);
+        }
+    }
+    Ok(plan)
+}
+
+/// `sql` parsed, planned and checked (what `plan_sql` does for a shape it has not seen).
+async fn plan_text(shared: &Shared, state: &datafusion::execution::session_state::SessionState, sql: &str) -> PgWireResult<LogicalPlan> {
     let to_pg = |e: datafusion::error::DataFusionError| sql_error_to_pg(&flashscan_sql::SqlError::from(e));
     let dialect = state.config().options().sql_parser.dialect;
     let statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
@@ -158,7 +194,7 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
     // them (one place: change.rs), before DataFusion's plan folds them away (it keeps
     // only the last of `SET x = 1, x = 2`).
     flashscan_sql::change::change_target(&statement).map_err(|e| sql_error_to_pg(&e))?;
-    let plan = crate::pg_catalog::statement_to_plan(&state, statement).await.map_err(to_pg)?;
+    let plan = crate::pg_catalog::statement_to_plan(state, statement).await.map_err(to_pg)?;
     if let LogicalPlan::Dml(dml) = &plan {
         let target = dml.table_name.table().to_string();
         if shared.database.session.is_view(&target) {
@@ -691,16 +727,18 @@ impl QueryHandler {
         };
         let staged = async {
             crate::writes::run_blocking(|| write.lock_for_change(&mut txn, &table)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
-            let planning_state = || {
-                let settings = backend.settings().clone();
-                let lease = backend.planning.lease(&self.shared, &settings, backend.pid);
-                (*lease).clone()
-            };
-            // Each read gets its own planning state (one clone, as before); a plan's clone
-            // shares its nodes (Arcs).
+            // Each read leases the connection's planning state (lent, not copied); a plan's
+            // clone shares its nodes (Arcs).
             let again = plan.clone();
             let mut first = Some(plan);
-            let read = || flashscan_sql::change::read_plan_changes(write, planning_state(), first.take().unwrap_or_else(|| again.clone()));
+            let read = || {
+                let plan = first.take().unwrap_or_else(|| again.clone());
+                async move {
+                    let settings = backend.settings().clone();
+                    let mut lease = backend.planning.lease(&self.shared, &settings, backend.pid);
+                    flashscan_sql::change::read_plan_changes(write, &mut lease, plan).await
+                }
+            };
             // Staging locks the rows and may wait for another transaction holding one.
             let stage = |snapshot: &flashscan_write::ReadSnapshot, changes: &flashscan_sql::change::RowChanges| crate::writes::run_blocking(|| flashscan_sql::change::stage_changes(write, &mut txn, &table, snapshot, changes));
             flashscan_sql::change::read_and_stage(read, stage).await.map_err(|e| sql_error_to_pg(&e))
@@ -765,6 +803,10 @@ impl QueryHandler {
         {
             let _ddl = database.ddl.write().await;
             database.session.run_one(&crate::pg_syntax::normalize_ddl(sql)).await.map_err(|e| sql_error_to_pg(&e))?;
+            // Before any statement plans again: plans kept by shape (`plan_shapes.rs`) hold
+            // the tables they were planned with, so every DDL retires them, even should the
+            // table list below fail to refresh.
+            self.shared.catalog_changed();
         }
         // The statement is committed: a table list that fails to refresh is said on the
         // server's stderr, never reported to the client as the statement's failure.

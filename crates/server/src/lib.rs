@@ -38,6 +38,7 @@ pub mod pg_proc;
 pub mod pg_settings;
 pub mod pg_syntax;
 pub mod plan_reuse;
+pub mod plan_shapes;
 pub mod planning;
 pub mod psql_catalog;
 pub mod query_runtime;

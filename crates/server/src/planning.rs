@@ -25,6 +25,7 @@ use datafusion::execution::TaskContext;
 use flashscan_sql::FlashscanSettings;
 
 use crate::plan_reuse::{KeptPlan, KeptPlans};
+use crate::plan_shapes::{ShapeEntry, Shapes};
 use crate::shared::Shared;
 
 /// A planning state and what it was made from.
@@ -47,8 +48,29 @@ pub struct ConnectionPlanning {
 #[derive(Default)]
 struct KeptPlansOf {
     plans: KeptPlans,
+    /// Logical plans by statement shape (`plan_shapes.rs`).
+    shapes: Shapes,
     settings: Option<FlashscanSettings>,
     generation: u64,
+}
+
+impl KeptPlansOf {
+    /// Kept plans valid now (planned with `settings` in `generation`), or None.
+    fn valid(&self, settings: &FlashscanSettings, generation: u64) -> bool {
+        self.generation == generation && self.settings.as_ref() == Some(settings)
+    }
+
+    /// Ready to keep a plan made with `settings` in `generation`: what was kept for others
+    /// is dropped.
+    fn for_keeping(&mut self, settings: &FlashscanSettings, generation: u64) -> &mut KeptPlansOf {
+        if !self.valid(settings, generation) {
+            self.plans.clear();
+            self.shapes.clear();
+            self.generation = generation;
+            self.settings = Some(settings.clone());
+        }
+        self
+    }
 }
 
 impl std::fmt::Debug for ConnectionPlanning {
@@ -61,7 +83,7 @@ impl ConnectionPlanning {
     /// The plan kept for `text`, if it was planned with these settings in this generation.
     pub fn kept_plan(&self, shared: &Shared, settings: &FlashscanSettings, text: &str) -> Option<KeptPlan> {
         let kept = self.kept_plans.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.generation != shared.catalog_generation() || kept.settings.as_ref() != Some(settings) {
+        if !kept.valid(settings, shared.catalog_generation()) {
             return None;
         }
         kept.plans.get(text).cloned()
@@ -71,12 +93,23 @@ impl ConnectionPlanning {
     /// planning began: a DDL meanwhile only makes the plan unused).
     pub fn keep_plan(&self, settings: &FlashscanSettings, generation: u64, text: &str, plan: KeptPlan) {
         let mut kept = self.kept_plans.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.generation != generation || kept.settings.as_ref() != Some(settings) {
-            kept.plans.clear();
-            kept.generation = generation;
-            kept.settings = Some(settings.clone());
+        kept.for_keeping(settings, generation).plans.keep(text, plan);
+    }
+
+    /// What is known of the statement shape `key` with these settings in `generation`.
+    pub fn shape(&self, settings: &FlashscanSettings, generation: u64, key: &str) -> Option<ShapeEntry> {
+        let kept = self.kept_plans.lock().unwrap_or_else(|p| p.into_inner());
+        if !kept.valid(settings, generation) {
+            return None;
         }
-        kept.plans.keep(text, plan);
+        kept.shapes.get(key).cloned()
+    }
+
+    /// Keeps what was learned of the shape `key`, planned with `settings` in `generation`
+    /// (read before planning began).
+    pub fn keep_shape(&self, settings: &FlashscanSettings, generation: u64, key: &str, entry: ShapeEntry) {
+        let mut kept = self.kept_plans.lock().unwrap_or_else(|p| p.into_inner());
+        kept.for_keeping(settings, generation).shapes.keep(key, entry);
     }
 
     /// The connection's state for one statement, with `settings` (the connection's now) and
@@ -112,6 +145,14 @@ impl Deref for PlanningLease<'_> {
     fn deref(&self) -> &SessionState {
         // Some from `lease` until `drop`.
         &self.kept.as_ref().expect("a lease holds its state until dropped").state
+    }
+}
+
+impl std::ops::DerefMut for PlanningLease<'_> {
+    /// A statement may attach what it reads with (an UPDATE's own snapshot): the next
+    /// lease attaches its own.
+    fn deref_mut(&mut self) -> &mut SessionState {
+        &mut self.kept.as_mut().expect("a lease holds its state until dropped").state
     }
 }
 

@@ -49,6 +49,19 @@ pub struct Shared {
     catalog_generation: AtomicU64,
     /// Every connection's cursors by pid, for `pg_cursors`.
     pub cursor_lists: Arc<crate::cursors::CursorLists>,
+    /// Statements planned by shape (`plan_shapes.rs`), over all connections.
+    pub shapes: ShapeCounters,
+}
+
+/// What `plan_shapes.rs` did, counted over all connections.
+#[derive(Default, Debug)]
+pub struct ShapeCounters {
+    /// Statements whose plan was a kept shape's with their literals put in.
+    pub reused: AtomicU64,
+    /// Shapes learned (their first statement planned twice to check).
+    pub learned: AtomicU64,
+    /// Shapes found not to plan the same with other literals: planned every time.
+    pub refused: AtomicU64,
 }
 
 impl Shared {
@@ -77,6 +90,7 @@ impl Shared {
             queries,
             catalog_generation: AtomicU64::new(0),
             cursor_lists,
+            shapes: ShapeCounters::default(),
         }
     }
 

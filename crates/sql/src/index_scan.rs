@@ -169,6 +169,11 @@ impl IndexLookupExec {
         &self.batch
     }
 
+    /// The statement's rows, when this lookup holds a point statement's answer (`answered`).
+    pub fn answer(&self) -> Option<&RecordBatch> {
+        self.answered.as_ref().map(|_| &self.batch)
+    }
+
     /// The same lookup holding `answer`, the statement's rows computed from the ones found
     /// (point_plan.rs: the filter and projection evaluated at once, no operators above),
     /// with the `filter` and `projection` it was computed with, for EXPLAIN.

@@ -54,6 +54,8 @@ config_namespace! {
         pub aggregate_pushdown: bool, transform = switch_text, default = true
         /// Scans whose filters fix the leading columns of one of the table's SQL indexes read only the rows the index names (off: every scan reads the whole table; the answers are the same).
         pub index_lookups: bool, transform = switch_text, default = true
+        /// `flashscan serve` plans a statement whose text differs from an earlier one only in its numbers and strings by putting them into the earlier plan (off: every statement is parsed and planned; the answers are the same).
+        pub plan_shapes: bool, transform = switch_text, default = true
     }
 }
 
