@@ -726,7 +726,7 @@ impl QueryHandler {
             _ => (flashscan_write::Transaction::new(), None),
         };
         let staged = async {
-            crate::writes::run_blocking(|| write.lock_for_change(&mut txn, &table)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
+            crate::writes::without_waiting_first(&mut txn, |txn| write.lock_for_change(txn, &table)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
             // Each read leases the connection's planning state (lent, not copied); a plan's
             // clone shares its nodes (Arcs).
             let again = plan.clone();
@@ -740,7 +740,9 @@ impl QueryHandler {
                 }
             };
             // Staging locks the rows and may wait for another transaction holding one.
-            let stage = |snapshot: &flashscan_write::ReadSnapshot, changes: &flashscan_sql::change::RowChanges| crate::writes::run_blocking(|| flashscan_sql::change::stage_changes(write, &mut txn, &table, snapshot, changes));
+            let stage = |snapshot: &flashscan_write::ReadSnapshot, changes: &flashscan_sql::change::RowChanges| {
+                crate::writes::without_waiting_first(&mut txn, |txn| flashscan_sql::change::stage_changes(write, txn, &table, snapshot, changes))
+            };
             flashscan_sql::change::read_and_stage(read, stage).await.map_err(|e| sql_error_to_pg(&e))
         }
         .await;

@@ -769,6 +769,38 @@ fn blocks_outright(async_workers: usize, queries_idle: bool) -> bool {
 
 /// Runs `f` on this thread, telling a multi-thread runtime first (`block_in_place`) so the
 /// thread's other tasks are not stuck behind it; elsewhere it just runs.
+/// Runs `step` on the caller's task with `txn` asked not to wait; only when a lock would
+/// make it wait (`WriteError::WouldWait`: nothing staged) is it run again by
+/// `run_blocking`, allowed to wait. Most UPDATEs and DELETEs meet no held lock, and moving
+/// the worker's other tasks to another thread for each of their steps cost more than the
+/// steps (`Transaction::set_no_wait`).
+pub(crate) fn without_waiting_first<T, E: WouldWait>(txn: &mut flashscan_write::Transaction, mut step: impl FnMut(&mut flashscan_write::Transaction) -> Result<T, E>) -> Result<T, E> {
+    txn.set_no_wait(true);
+    let first = step(txn);
+    txn.set_no_wait(false);
+    match first {
+        Err(e) if e.would_wait() => run_blocking(|| step(txn)),
+        other => other,
+    }
+}
+
+/// An error that may be `WriteError::WouldWait`.
+pub(crate) trait WouldWait {
+    fn would_wait(&self) -> bool;
+}
+
+impl WouldWait for WriteError {
+    fn would_wait(&self) -> bool {
+        matches!(self, WriteError::WouldWait { .. })
+    }
+}
+
+impl WouldWait for flashscan_sql::SqlError {
+    fn would_wait(&self) -> bool {
+        matches!(self, flashscan_sql::SqlError::Write(e) if e.would_wait())
+    }
+}
+
 pub(crate) fn run_blocking<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),

@@ -286,10 +286,18 @@ pub fn stage_changes(write: &WritePath, txn: &mut Transaction, table: &str, snap
     let Some(view) = snapshot.table(table) else {
         return Err(SqlError::Plan(format!("table {table}: not a table that takes UPDATE and DELETE (a column store?)")));
     };
-    let deleted = write.stage_delete(txn, table, view, &changes.row_ids)?;
-    if !changes.new_rows.is_empty() {
-        let inserted = write.stage_new_versions(txn, table, &changes.new_rows, &changes.assigned)?;
-        debug_assert_eq!(inserted, deleted, "one new version per row updated");
+    let steps = txn.staged_steps();
+    let staged = (|| {
+        let deleted = write.stage_delete(txn, table, view, &changes.row_ids)?;
+        if !changes.new_rows.is_empty() {
+            let inserted = write.stage_new_versions(txn, table, &changes.new_rows, &changes.assigned)?;
+            debug_assert_eq!(inserted, deleted, "one new version per row updated");
+        }
+        Ok::<u64, flashscan_write::WriteError>(deleted)
+    })();
+    // A transaction that asked not to wait is staged again from the start where it may.
+    if let Err(flashscan_write::WriteError::WouldWait { .. }) = &staged {
+        txn.unstage_to(steps);
     }
-    Ok(deleted)
+    Ok(staged?)
 }

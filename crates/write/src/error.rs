@@ -46,6 +46,10 @@ pub enum WriteError {
     /// `STATEMENT_RESTARTS_MAX` (then as SQLSTATE 40001).
     #[error("could not change rows of table {table}: other transactions kept changing them while this statement read them; run it again")]
     RowsChanged { table: String },
+    /// A transaction that asked not to wait (`Transaction::set_no_wait`) met a lock another
+    /// holds; nothing was staged by the call: the caller makes it again where it may wait.
+    #[error("table {table}: another transaction holds a lock this one needs (asked not to wait); run the statement where it may wait")]
+    WouldWait { table: String },
     /// A row would repeat the key of a unique index (SQLSTATE 23505); nothing of the
     /// statement was written.
     #[error("duplicate key value violates unique constraint \"{index}\" of table {table}: Key {key} already exists; nothing of the statement was written")]
@@ -69,7 +73,7 @@ impl WriteError {
             ),
             WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } => true,
             WriteError::DeltaFull { .. } => true,
-            WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } => false,
+            WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } | WriteError::WouldWait { .. } => false,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,
             WriteError::File { .. } | WriteError::Corrupt { .. } | WriteError::Io(_) | WriteError::NoSpace { .. } => false,
         }

@@ -153,6 +153,23 @@ impl TableLocks {
         Ok(())
     }
 
+    /// `acquire` without waiting: false (nothing taken) when another transaction holds
+    /// `table` in a mode that conflicts.
+    pub(crate) fn try_acquire(&self, txn: u64, table: &str, mode: LockMode) -> bool {
+        let mut locks = self.lock();
+        if !locks.table_blockers(txn, table, mode).is_empty() {
+            return false;
+        }
+        let hold = locks.tables.entry(table.to_string()).or_default();
+        match mode {
+            LockMode::Rows => {
+                hold.rows_mode.insert(txn);
+            }
+            LockMode::Table => hold.table_mode = Some(txn),
+        }
+        true
+    }
+
     /// Tries to lock `rows` of `table` for `txn` (which holds the table), without waiting:
     /// the rows up to the first held by another transaction are taken.
     pub(crate) fn try_lock_rows(&self, txn: u64, table: &str, rows: &[u64]) -> RowsLocked {
@@ -305,6 +322,24 @@ mod tests {
         assert!(locks.holds(3, "t", LockMode::Table));
         locks.release_all(3);
         assert!(locks.lock().rows.is_empty() && locks.lock().tables.is_empty(), "nothing left behind");
+    }
+
+    /// `try_acquire` takes what `acquire` would without waiting, and nothing where it would.
+    #[test]
+    fn try_acquire_takes_nothing_where_acquire_would_wait() {
+        let locks = TableLocks::default();
+        assert!(locks.try_acquire(1, "t", LockMode::Rows));
+        assert!(locks.try_acquire(2, "t", LockMode::Rows), "row changers share the table");
+        assert!(!locks.try_acquire(3, "t", LockMode::Table), "a table holder would wait for both");
+        assert!(!locks.holds(3, "t", LockMode::Table) && !locks.holds(3, "t", LockMode::Rows));
+        assert!(locks.lock().waits_for.is_empty(), "no wait recorded: no deadlock can be found through it");
+        locks.release_all(1);
+        locks.release_all(2);
+        assert!(locks.try_acquire(3, "t", LockMode::Table));
+        assert!(!locks.try_acquire(1, "t", LockMode::Rows), "and row changers would wait for it");
+        assert!(locks.try_acquire(3, "t", LockMode::Rows), "its own table covers its rows");
+        locks.release_all(3);
+        assert!(locks.lock().tables.is_empty(), "nothing left behind");
     }
 
     /// Two row changers that each wait for the other's row: one fails with a deadlock.
