@@ -178,7 +178,7 @@ mod tests {
     fn every_switch_but_join_order_is_on_without_the_environment() {
         let s = from_map(&[]).unwrap();
         let entries = ExtensionOptions::entries(&s);
-        assert_eq!(entries.len(), 10);
+        assert_eq!(entries.len(), 11);
         let on = |e: &datafusion::common::config::ConfigEntry| e.value.as_deref() == Some(if e.key == "flashscan.join_order" { "false" } else { "true" });
         assert!(entries.iter().all(|e| e.key.starts_with("flashscan.") && on(e)), "{entries:?}");
         assert!(from_map(&[("FLASHSCAN_SQL_JOIN_ORDER", "1")]).unwrap().join_order);
@@ -215,7 +215,7 @@ mod tests {
         assert!(config.set("flashscan.no_such_switch", "false").is_err());
         assert!(config.set("flashscan.runtime_filters", "maybe").is_err());
         let shown: Vec<_> = config.entries().into_iter().filter(|e| e.key.starts_with("flashscan.")).collect();
-        assert_eq!(shown.len(), 10);
+        assert_eq!(shown.len(), 11);
         assert!(shown.iter().any(|e| e.key == "flashscan.column_bytes" && e.value.as_deref() == Some("false")), "{shown:?}");
     }
 }
