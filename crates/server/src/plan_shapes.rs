@@ -27,8 +27,8 @@
 //! in (`LogicalPlan`'s equality: every node, expression and schema). A shape that fails is
 //! remembered as not kept and planned every time.
 //!
-//! Kept only for plans that read flashscan tables and nothing else, no subquery, no
-//! parameter: a catalog table's rows (`pg_stat_activity`) may be taken while planning.
+//! Kept only for plans that read or write flashscan tables and nothing else (queries,
+//! INSERT, UPDATE, DELETE), no subquery, no parameter: a catalog table's rows (`pg_stat_activity`) may be taken while planning.
 //! Valid for the connection's settings and the server's catalog generation (any DDL), as
 //! the planning state itself (`planning.rs`); a table's rows and pages are found by each
 //! statement's snapshot when it is planned physically, never held by the logical plan.
@@ -38,7 +38,8 @@ use std::collections::HashMap;
 use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::common::{Result, ScalarValue};
 use datafusion::datasource::source_as_provider;
-use datafusion::logical_expr::{Expr, LogicalPlan};
+use datafusion::logical_expr::dml::InsertOp;
+use datafusion::logical_expr::{Expr, LogicalPlan, WriteOp};
 use flashscan_sql::table_provider::FlashscanTable;
 
 /// Shapes kept per connection at most (learned and refused alike); when full, further
@@ -336,8 +337,8 @@ fn map_literals(plan: LogicalPlan, f: &mut dyn FnMut(usize, &ScalarValue) -> Opt
     Ok(out.data)
 }
 
-/// Whether a plan may be kept by shape: it reads flashscan tables only (at least one), and
-/// has no subquery and no parameter.
+/// Whether a plan may be kept by shape: it reads or writes flashscan tables only (at least
+/// one), and has no subquery and no parameter.
 fn keepable(plan: &LogicalPlan) -> bool {
     let mut tables = 0usize;
     let mut ok = true;
@@ -351,7 +352,6 @@ fn keepable(plan: &LogicalPlan) -> bool {
                 }
             }
             LogicalPlan::Subquery(_)
-            | LogicalPlan::Values(_)
             | LogicalPlan::Extension(_)
             | LogicalPlan::Statement(_)
             | LogicalPlan::Ddl(_)
@@ -359,7 +359,16 @@ fn keepable(plan: &LogicalPlan) -> bool {
             | LogicalPlan::DescribeTable(_)
             | LogicalPlan::Explain(_)
             | LogicalPlan::Analyze(_) => ok = false,
-            LogicalPlan::Dml(d) if !matches!(d.op, datafusion::logical_expr::WriteOp::Update | datafusion::logical_expr::WriteOp::Delete) => ok = false,
+            // INSERT, UPDATE, DELETE of a flashscan table (pgbench's history INSERT was
+            // parsed and planned every time; its rows then take the fast path).
+            LogicalPlan::Dml(d) => {
+                let writes = matches!(d.op, WriteOp::Update | WriteOp::Delete | WriteOp::Insert(InsertOp::Append));
+                if writes && source_as_provider(&d.target).ok().is_some_and(|p| p.downcast_ref::<FlashscanTable>().is_some()) {
+                    tables += 1;
+                } else {
+                    ok = false;
+                }
+            }
             _ => {}
         }
         let _ = node.apply_expressions(|e| {

@@ -87,6 +87,8 @@ const SHAPES: &[&str] = &[
     "UPDATE {t} SET s = '{s}' WHERE k IN ({i}, {i})",
     "UPDATE {t} SET i = -{i}, s = s || '{s}' WHERE i > {i} AND k < 40",
     "DELETE FROM {t} WHERE k = {i}",
+    "INSERT INTO {t} VALUES ({i}, {i}, '{s}', DATE '1999-12-01')",
+    "INSERT INTO {t} (k, s, d) VALUES ({i}, '{s}', CURRENT_DATE), ({i}, NULL, '{s}')",
     "SELECT k, i, s, d FROM {t} ORDER BY k",
 ];
 

@@ -117,6 +117,18 @@ async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc
     let kept = filter_record_batch(rows, keep)?;
     let mut columns = Vec::with_capacity(projection.expr.len());
     for e in &projection.expr {
+        // A column (an UPDATE's projection is mostly its unassigned columns) is the rows'
+        // own: coercing and simplifying it, then evaluating it, was 30 % of this path's CPU.
+        let mut bare = e;
+        while let Expr::Alias(a) = bare {
+            bare = &a.expr;
+        }
+        if let Expr::Column(c) = bare {
+            if let Some(i) = schema.maybe_index_of_column(c) {
+                columns.push(kept.column(i).clone());
+                continue;
+            }
+        }
         // Simplified as the optimizer would: `now()` and friends become the statement's
         // start time, constants fold.
         let e = simplifier.simplify(simplifier.coerce(e.clone(), schema)?)?;
