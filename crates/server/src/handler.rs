@@ -156,8 +156,12 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
     // (`plan_shapes.rs`): no parsing, no planning, no checks (they passed for the shape).
     let generation = shared.catalog_generation();
     let shape = if settings.plan_shapes { crate::plan_shapes::shape_of(sql) } else { None };
-    let known = shape.as_ref().and_then(|s| backend.planning.shape(&settings, generation, &s.key));
-    if let (Some(shape), Some(ShapeEntry::Learned(kept))) = (&shape, &known) {
+    // `Err`: no room to keep another shape; the statement is only planned.
+    let known = match &shape {
+        Some(s) => backend.planning.shape(&settings, generation, &s.key),
+        None => Ok(None),
+    };
+    if let (Some(shape), Ok(Some(ShapeEntry::Learned(kept)))) = (&shape, &known) {
         if let Some(bound) = kept.bind(&shape.literals) {
             shared.shapes.reused.fetch_add(1, Relaxed);
             return bound.map_err(to_pg);
@@ -165,7 +169,7 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
     }
     let state = backend.planning.lease(shared, &settings, backend.pid);
     let plan = plan_text(shared, &state, sql).await?;
-    if let (Some(shape), None) = (&shape, &known) {
+    if let (Some(shape), Ok(None)) = (&shape, &known) {
         let learned = crate::plan_shapes::ShapePlan::learn(shape, &plan, |text| async move { plan_text(shared, &state, &text).await.ok() }).await;
         let entry = match learned {
             Ok(p) => {

@@ -500,6 +500,12 @@ impl Shapes {
         self.by_key.len()
     }
 
+    /// No room for another shape: a statement of a shape not kept is planned once, not
+    /// learned (learning plans it twice).
+    pub fn is_full(&self) -> bool {
+        self.by_key.len() >= SHAPES_MAX
+    }
+
     pub fn is_empty(&self) -> bool {
         self.by_key.is_empty()
     }

@@ -96,13 +96,19 @@ impl ConnectionPlanning {
         kept.for_keeping(settings, generation).plans.keep(text, plan);
     }
 
-    /// What is known of the statement shape `key` with these settings in `generation`.
-    pub fn shape(&self, settings: &FlashscanSettings, generation: u64, key: &str) -> Option<ShapeEntry> {
+    /// What is known of the statement shape `key` with these settings in `generation`:
+    /// `Err(())` when nothing is and no more shapes can be kept (the statement is planned,
+    /// not learned).
+    pub fn shape(&self, settings: &FlashscanSettings, generation: u64, key: &str) -> Result<Option<ShapeEntry>, ()> {
         let kept = self.kept_plans.lock().unwrap_or_else(|p| p.into_inner());
         if !kept.valid(settings, generation) {
-            return None;
+            return Ok(None);
         }
-        kept.shapes.get(key).cloned()
+        match kept.shapes.get(key) {
+            Some(entry) => Ok(Some(entry.clone())),
+            None if kept.shapes.is_full() => Err(()),
+            None => Ok(None),
+        }
     }
 
     /// Keeps what was learned of the shape `key`, planned with `settings` in `generation`

@@ -173,3 +173,24 @@ async fn a_kept_shape_is_dropped_by_ddl() {
     client.simple_query("DROP TABLE t").await.expect("drop again");
     assert!(answer(&client, "SELECT i FROM t WHERE k = 2").await.starts_with("error 42P01"), "a dropped table is not found");
 }
+
+/// A connection keeps `SHAPES_MAX` shapes; a statement of a shape beyond them is planned
+/// once (not learned, which plans it twice), and the shapes kept are still used.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shapes_beyond_the_bound_are_planned_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = init_db(dir.path(), "db");
+    let Served { server, client, _guard, .. } = serve((dir, db)).await;
+    client.simple_query("CREATE TABLE t (k bigint, i int)").await.expect("create");
+    client.simple_query("INSERT INTO t VALUES (1, 10), (2, 20)").await.expect("insert");
+    let shapes = &server.shared.shapes;
+    let max = flashscan_server::plan_shapes::SHAPES_MAX;
+    for n in 0..max + 40 {
+        assert_eq!(answer(&client, &format!("SELECT i AS a{n} FROM t WHERE k = 2")).await, format!("columns [\"a{n}\"]\n[Some(\"20\")]\ncomplete 1"));
+    }
+    let tried = shapes.learned.load(Relaxed) + shapes.refused.load(Relaxed);
+    assert_eq!(tried, max as u64, "learned only while there was room");
+    let reused = shapes.reused.load(Relaxed);
+    assert_eq!(answer(&client, "SELECT i AS a0 FROM t WHERE k = 1").await, "columns [\"a0\"]\n[Some(\"10\")]\ncomplete 1");
+    assert_eq!(shapes.reused.load(Relaxed), reused + 1, "a kept shape is still used");
+}
