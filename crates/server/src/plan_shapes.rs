@@ -28,7 +28,7 @@
 //! remembered as not kept and planned every time.
 //!
 //! Kept only for plans that read or write flashscan tables and nothing else (queries,
-//! INSERT, UPDATE, DELETE), no subquery, no parameter: a catalog table's rows (`pg_stat_activity`) may be taken while planning.
+//! INSERT, UPDATE, DELETE), no subquery: a catalog table's rows (`pg_stat_activity`) may be taken while planning.
 //! Valid for the connection's settings and the server's catalog generation (any DDL), as
 //! the planning state itself (`planning.rs`); a table's rows and pages are found by each
 //! statement's snapshot when it is planned physically, never held by the logical plan.
@@ -92,14 +92,15 @@ impl Literal {
     }
 }
 
-/// The marker of a literal in a shape's key (`$` never appears in a shaped text).
-const INT_MARK: &str = "$i";
-const TEXT_MARK: &str = "$s";
+/// The marker of a literal in a shape's key (NUL never appears in a statement's text: the
+/// protocol ends its strings with it).
+const INT_MARK: &str = "\u{0}i";
+const TEXT_MARK: &str = "\u{0}s";
 
 /// The shape of `sql` (see the module comment), or `None` when this lexer does not read it
 /// with certainty.
 pub fn shape_of(sql: &str) -> Option<Shape> {
-    if sql.len() > SHAPE_TEXT_BYTES_MAX || sql.contains('$') {
+    if sql.len() > SHAPE_TEXT_BYTES_MAX || sql.contains('\u{0}') {
         return None;
     }
     #[derive(Clone, Copy, PartialEq)]
@@ -223,6 +224,20 @@ pub fn shape_of(sql: &str) -> Option<Shape> {
                 }
                 prev = Prev::Value;
             }
+            // A parameter (`$1`) stays in the key: the extended protocol's unnamed statements
+            // send the same text each time. Dollar quoting (`$$…$$`, `$tag$`) is not read.
+            b'$' => {
+                let start = i;
+                i += 1;
+                while i < bytes.len() && bytes[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i == start + 1 || (i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_' || bytes[i] == b'$')) {
+                    return None;
+                }
+                key.push_str(&sql[start..i]);
+                prev = Prev::Value;
+            }
             b'-' if bytes.get(i + 1) == Some(&b'-') => return None,
             b'/' if bytes.get(i + 1) == Some(&b'*') => return None,
             b'.' if bytes.get(i + 1).is_some_and(|b| b.is_ascii_digit()) => return None,
@@ -338,7 +353,7 @@ fn map_literals(plan: LogicalPlan, f: &mut dyn FnMut(usize, &ScalarValue) -> Opt
 }
 
 /// Whether a plan may be kept by shape: it reads or writes flashscan tables only (at least
-/// one), and has no subquery and no parameter.
+/// one), and has no subquery.
 fn keepable(plan: &LogicalPlan) -> bool {
     let mut tables = 0usize;
     let mut ok = true;
@@ -372,7 +387,8 @@ fn keepable(plan: &LogicalPlan) -> bool {
             _ => {}
         }
         let _ = node.apply_expressions(|e| {
-            if e.exists(|x| Ok(matches!(x, Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_) | Expr::SetComparison(_) | Expr::OuterReferenceColumn(..) | Expr::Placeholder(_))))
+            // A parameter (`$1`) is kept as planned: bound later, as in a fresh plan.
+            if e.exists(|x| Ok(matches!(x, Expr::ScalarSubquery(_) | Expr::InSubquery(_) | Expr::Exists(_) | Expr::SetComparison(_) | Expr::OuterReferenceColumn(..))))
                 .unwrap_or(true)
             {
                 ok = false;
@@ -459,9 +475,10 @@ pub fn text_of(key: &str, literals: &[Literal]) -> Option<String> {
     let mut out = String::with_capacity(key.len() + 16 * literals.len());
     let mut rest = key;
     let mut literals = literals.iter();
-    while let Some(at) = rest.find('$') {
+    while let Some(at) = rest.find('\u{0}') {
         out.push_str(&rest[..at]);
         let mark = rest.get(at..at + 2)?;
+        debug_assert!(mark.len() == 2, "markers are NUL and one ASCII letter");
         let literal = literals.next()?;
         match (mark, literal) {
             (INT_MARK, Literal::Int(_)) | (TEXT_MARK, Literal::Text(_)) => {
@@ -522,9 +539,10 @@ impl Shapes {
 mod tests {
     use super::*;
 
+    /// The shape of `sql`, its markers shown as `$i` and `$s`.
     fn shape(sql: &str) -> (String, Vec<Literal>) {
         let s = shape_of(sql).unwrap_or_else(|| panic!("{sql}: not shaped"));
-        (s.key, s.literals)
+        (s.key.replace(INT_MARK, "$i").replace(TEXT_MARK, "$s"), s.literals)
     }
 
     #[test]
@@ -560,8 +578,10 @@ mod tests {
             "SELECT 1.5",
             "SELECT .5",
             "SELECT 1e5",
-            "SELECT x FROM t WHERE a = $1",
             "SELECT $$a$$",
+            "SELECT $tag$a$tag$",
+            "SELECT $ 1",
+            "SELECT 'a\u{0}'",
             "SELECT E'a\\n'",
             "SELECT x FROM t -- note",
             "SELECT /* note */ x FROM t",
@@ -576,13 +596,19 @@ mod tests {
 
     #[test]
     fn a_shape_prints_back_with_other_literals() {
-        let (key, literals) = shape("UPDATE t SET s = 'a''b' WHERE k IN (-1,  2)");
-        assert_eq!(text_of(&key, &literals).as_deref(), Some("UPDATE t SET s = 'a''b' WHERE k IN (-1, 2)"));
+        let Shape { key, literals } = shape_of("UPDATE t SET s = 'a''b' WHERE k IN (-1,  2) AND j = $1").expect("shaped");
+        assert_eq!(text_of(&key, &literals).as_deref(), Some("UPDATE t SET s = 'a''b' WHERE k IN (-1, 2) AND j = $1"));
         let probes: Vec<Literal> = literals.iter().enumerate().map(|(i, l)| l.probe(i)).collect();
-        let again = text_of(&key, &probes).expect("text");
-        assert_eq!(shape(&again).0, key);
-        assert_eq!(shape(&again).1, probes);
+        let again = shape_of(&text_of(&key, &probes).expect("text")).expect("shaped");
+        assert_eq!(again.key, key);
+        assert_eq!(again.literals, probes);
         assert_eq!(text_of(&key, &literals[..1]), None, "one literal per marker");
+    }
+
+    #[test]
+    fn parameters_stay_in_the_key() {
+        assert_eq!(shape("SELECT * FROM t WHERE id = $1 AND v > 5"), ("SELECT * FROM t WHERE id = $1 AND v > $i".to_string(), vec![Literal::Int(5)]));
+        assert_eq!(shape("SELECT $12-1").1, vec![Literal::Int(1)], "a minus after a parameter is an operator");
     }
 }
 
@@ -598,7 +624,7 @@ mod properties {
         prop_oneof![
             prop::sample::select(vec!["SELECT", "a", "t.k", "FROM", "WHERE", "AND", "IN", "LIMIT", "x_1"]).prop_map(str::to_string),
             "[a-z ]{0,6}".prop_map(|s| format!("\"{s}\"")),
-            prop::sample::select(vec!["=", "+", "-", "*", "(", ")", ",", "<", ">=", "||", "::", ";"]).prop_map(str::to_string),
+            prop::sample::select(vec!["=", "+", "-", "*", "(", ")", ",", "<", ">=", "||", "::", ";", "$1", "$12"]).prop_map(str::to_string),
             any::<i64>().prop_map(|n| n.to_string()),
             (0u64..u64::MAX).prop_map(|n| format!("{n}0")),
             "[a-z' %é]{0,8}".prop_map(|s| format!("'{}'", s.replace('\'', "''"))),
@@ -614,7 +640,7 @@ mod properties {
         fn a_shape_prints_back_to_itself(tokens in prop::collection::vec(token(), 0..16), spaces in prop::collection::vec(0usize..3, 16)) {
             let sql: String = tokens.iter().zip(spaces.iter().cycle()).map(|(t, s)| format!("{}{t}", " ".repeat(*s))).collect();
             if let Some(shape) = shape_of(&sql) {
-                prop_assert_eq!(shape.key.matches('$').count(), shape.literals.len());
+                prop_assert_eq!(shape.key.matches('\u{0}').count(), shape.literals.len());
                 let text = text_of(&shape.key, &shape.literals).expect("one literal per marker");
                 let again = shape_of(&text).expect("a printed shape is read");
                 prop_assert_eq!(&again.key, &shape.key, "text {:?} from {:?}", text, sql);

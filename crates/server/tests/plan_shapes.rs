@@ -194,3 +194,26 @@ async fn shapes_beyond_the_bound_are_planned_once() {
     assert_eq!(answer(&client, "SELECT i AS a0 FROM t WHERE k = 1").await, "columns [\"a0\"]\n[Some(\"10\")]\ncomplete 1");
     assert_eq!(shapes.reused.load(Relaxed), reused + 1, "a kept shape is still used");
 }
+
+/// A statement with parameters, parsed again at each execution (tokio-postgres prepares a
+/// `&str` query every time): the kept plan with its `$1` is the one a fresh Parse makes,
+/// answers and parameter types alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_parsed_each_time_take_the_kept_plan() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = init_db(dir.path(), "db");
+    let Served { server, client: shaped, _guard, .. } = serve((dir, db)).await;
+    let planned = common::connect(&server).await;
+    planned.simple_query("SET flashscan.plan_shapes = off").await.expect("set");
+    load(&shaped, "t").await;
+    let sql = "SELECT i, s, d FROM t WHERE k = $1 AND i > -100";
+    let before = server.shared.shapes.reused.load(Relaxed);
+    for k in [5i64, 7, 199, 200, -1, 5] {
+        let rows = |r: Vec<tokio_postgres::Row>| r.iter().map(|r| format!("{:?} {:?} {:?}", r.get::<_, Option<i32>>(0), r.get::<_, Option<String>>(1), r.get::<_, Option<chrono::NaiveDate>>(2))).collect::<Vec<_>>();
+        let got = rows(shaped.query(sql, &[&k]).await.expect("shaped"));
+        let want = rows(planned.query(sql, &[&k]).await.expect("planned"));
+        assert_eq!(got, want, "k = {k}");
+        assert_eq!(got.len(), usize::from((0..200).contains(&k)), "k = {k}");
+    }
+    assert!(server.shared.shapes.reused.load(Relaxed) >= before + 4, "the Parses after the first took the kept plan");
+}
