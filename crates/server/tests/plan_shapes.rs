@@ -111,6 +111,13 @@ fn statement(shape: &str, table: &str, rng: &mut Rng) -> String {
     out
 }
 
+/// A server on a new database, with a client.
+async fn served() -> Served {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = init_db(dir.path(), "db");
+    serve((dir, db)).await
+}
+
 async fn load(client: &Client, table: &str) {
     client.simple_query(&format!("CREATE TABLE {table} (k bigint PRIMARY KEY, i int, s text, d date)")).await.expect("create");
     let rows: Vec<String> = (0..200).map(|k| format!("({k}, {}, 's{}', DATE '1999-12-{:02}')", (k * 37) % 101 - 50, k % 40, 1 + k % 31)).collect();
@@ -119,9 +126,7 @@ async fn load(client: &Client, table: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statements_planned_by_shape_answer_as_statements_planned_each_time() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = init_db(dir.path(), "db");
-    let Served { server, client: shaped, _guard, .. } = serve((dir, db)).await;
+    let Served { server, client: shaped, _guard, .. } = served().await;
     let planned = common::connect(&server).await;
     planned.simple_query("SET flashscan.plan_shapes = off").await.expect("set");
     load(&shaped, "t_shaped").await;
@@ -156,9 +161,7 @@ async fn statements_planned_by_shape_answer_as_statements_planned_each_time() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_shape_is_dropped_by_ddl() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = init_db(dir.path(), "db");
-    let Served { server, client, _guard, .. } = serve((dir, db)).await;
+    let Served { server, client, _guard, .. } = served().await;
     client.simple_query("CREATE TABLE t (k bigint, i int)").await.expect("create");
     client.simple_query("INSERT INTO t VALUES (1, 10), (2, 20)").await.expect("insert");
     for k in 1..=2 {
@@ -178,9 +181,7 @@ async fn a_kept_shape_is_dropped_by_ddl() {
 /// once (not learned, which plans it twice), and the shapes kept are still used.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shapes_beyond_the_bound_are_planned_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = init_db(dir.path(), "db");
-    let Served { server, client, _guard, .. } = serve((dir, db)).await;
+    let Served { server, client, _guard, .. } = served().await;
     client.simple_query("CREATE TABLE t (k bigint, i int)").await.expect("create");
     client.simple_query("INSERT INTO t VALUES (1, 10), (2, 20)").await.expect("insert");
     let shapes = &server.shared.shapes;
@@ -200,9 +201,7 @@ async fn shapes_beyond_the_bound_are_planned_once() {
 /// answers and parameter types alike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parameters_parsed_each_time_take_the_kept_plan() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = init_db(dir.path(), "db");
-    let Served { server, client: shaped, _guard, .. } = serve((dir, db)).await;
+    let Served { server, client: shaped, _guard, .. } = served().await;
     let planned = common::connect(&server).await;
     planned.simple_query("SET flashscan.plan_shapes = off").await.expect("set");
     load(&shaped, "t").await;
