@@ -191,6 +191,13 @@ impl PlanningLease<'_> {
     }
 }
 
+/// What a plan holding its answer runs with (an answered `IndexLookupExec`: its `execute`
+/// hands out the rows it holds and reads nothing from its context): one for the process.
+pub fn answered_task_context() -> Arc<TaskContext> {
+    static CONTEXT: std::sync::OnceLock<Arc<TaskContext>> = std::sync::OnceLock::new();
+    CONTEXT.get_or_init(|| Arc::new(TaskContext::default())).clone()
+}
+
 impl PlanningLease<'_> {
     /// What a kept constant row runs with, each time (`plan_reuse.rs`): the state's
     /// configuration without the statement's snapshot (it reads no table, and a kept
