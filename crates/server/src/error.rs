@@ -60,6 +60,9 @@ pub mod sqlstate {
     pub const NOT_NULL_VIOLATION: &str = "23502";
     pub const UNIQUE_VIOLATION: &str = "23505";
     pub const IN_FAILED_TRANSACTION: &str = "25P02";
+    pub const NO_ACTIVE_SQL_TRANSACTION: &str = "25P01";
+    pub const ACTIVE_SQL_TRANSACTION: &str = "25001";
+    pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const BAD_COPY_FORMAT: &str = "22P04";
     pub const UNDEFINED_COLUMN: &str = "42703";
     pub const UNDEFINED_OBJECT: &str = "42704";

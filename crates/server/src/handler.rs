@@ -167,7 +167,8 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
             return bound.map_err(to_pg);
         }
     }
-    let state = backend.planning.lease(shared, &settings, backend.pid);
+    let own = backend.own_changes(shared.database.write.as_deref())?;
+    let state = backend.planning.lease(shared, &settings, backend.pid, own.as_deref());
     let plan = plan_text(shared, &state, sql).await?;
     if let (Some(shape), Ok(None)) = (&shape, &known) {
         let learned = crate::plan_shapes::ShapePlan::learn(shape, &plan, |text| async move { plan_text(shared, &state, &text).await.ok() }).await;
@@ -553,8 +554,9 @@ impl QueryHandler {
                 // Planning here (short; its errors come before any row), execution on the
                 // query runtime (query_runtime.rs).
                 let keep_as = keep_as.filter(|_| crate::plan_reuse::is_constant(&plan));
+                let own = backend.own_changes(shared.database.write.as_deref())?;
                 let plan = async {
-                    let planning = backend.planning.lease(&shared, &settings, backend_pid);
+                    let planning = backend.planning.lease(&shared, &settings, backend_pid, own.as_deref());
                     // A point statement an index answers is planned without the optimizers
                     // (flashscan_sql::point_plan); everything else by DataFusion.
                     let physical = match flashscan_sql::point_plan::plan(&planning, &plan).await {
@@ -636,6 +638,11 @@ impl QueryHandler {
     }
 
     fn show(&self, backend: &Backend, name: &str) -> PgWireResult<RecordBatch> {
+        match name {
+            "transaction_isolation" => return Ok(single_text_column(name, backend.transaction().isolation().unwrap_or_else(|| backend.default_isolation()).name())),
+            "default_transaction_isolation" => return Ok(single_text_column(name, backend.default_isolation().name())),
+            _ => {}
+        }
         if let Some(setting) = DurationSetting::named(name) {
             let t = backend.duration(setting);
             return Ok(single_text_column(name, &if t.is_zero() { "0".to_string() } else { format!("{}ms", t.as_millis()) }));
@@ -734,20 +741,29 @@ impl QueryHandler {
         // is not held across an await) and comes back after it.
         let (mut txn, statements) = match std::mem::take(&mut *backend.transaction()) {
             Transaction::Open { txn, statements } => (txn, Some(statements)),
-            _ => (flashscan_write::Transaction::new(), None),
+            _ => {
+                // Its own transaction, at the connection's level (a new one takes any).
+                let mut txn = flashscan_write::Transaction::new();
+                let _ = txn.set_isolation(backend.default_isolation());
+                (txn, None)
+            }
         };
         let staged = async {
             crate::writes::without_waiting_first(&mut txn, |txn| write.lock_for_change(txn, &table)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
             // Each read leases the connection's planning state (lent, not copied); a plan's
-            // clone shares its nodes (Arcs).
+            // clone shares its nodes (Arcs). The block's own changes are read too (the same
+            // for every read of the statement: a read again stages nothing before it).
+            txn.pin_snapshot(write).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
+            let own = txn.own_changes();
+            let own = own.as_deref();
             let again = plan.clone();
             let mut first = Some(plan);
             let read = || {
                 let plan = first.take().unwrap_or_else(|| again.clone());
                 async move {
                     let settings = backend.settings().clone();
-                    let mut lease = backend.planning.lease(&self.shared, &settings, backend.pid);
-                    flashscan_sql::change::read_plan_changes(write, &mut lease, plan).await
+                    let mut lease = backend.planning.lease(&self.shared, &settings, backend.pid, own);
+                    flashscan_sql::change::read_plan_changes(write, own, &mut lease, plan).await
                 }
             };
             // Staging locks the rows and may wait for another transaction holding one.
@@ -1041,14 +1057,14 @@ impl QueryHandler {
 
     /// The transaction rules around any way of running `command` (`run`).
     async fn guarded(&self, backend: &Backend, command: &Command, run: impl std::future::Future<Output = PgWireResult<Response>>) -> PgWireResult<Response> {
-        if matches!(*backend.transaction(), Transaction::Failed) && !matches!(command, Command::Commit | Command::Rollback) {
+        if backend.transaction().is_failed() && !matches!(command, Command::Commit | Command::Rollback | Command::RollbackTo(_)) {
             return Err(pg_error(sqlstate::IN_FAILED_TRANSACTION, "current transaction is aborted, commands ignored until end of transaction block"));
         }
         let result = run.await;
         if result.is_err() {
             let mut t = backend.transaction();
             if matches!(*t, Transaction::Open { .. }) {
-                *t = Transaction::Failed;
+                t.fail();
                 // The block's cursors can no longer be read: their slots are freed now.
                 backend.cursors().close_declared_in_block();
             }
@@ -1089,12 +1105,28 @@ impl QueryHandler {
                 Ok(Response::Execution(Tag::new("RESET")))
             }
             Command::Show { name } => Self::batch_response(self.show(backend, name)?, format),
-            Command::Begin => {
+            Command::Begin | Command::BeginIsolation(_) => {
                 let mut t = backend.transaction();
                 if !t.in_block() {
-                    *t = Transaction::begin();
+                    let isolation = match command {
+                        Command::BeginIsolation(level) => *level,
+                        _ => backend.default_isolation(),
+                    };
+                    *t = Transaction::begin(isolation);
                 }
                 Ok(Response::TransactionStart(Tag::new("BEGIN")))
+            }
+            Command::SetIsolation { level, session: true } => {
+                *backend.default_isolation.lock().unwrap_or_else(|p| p.into_inner()) = *level;
+                Ok(Response::Execution(Tag::new("SET")))
+            }
+            Command::SetIsolation { level, session: false } => {
+                match &mut *backend.transaction() {
+                    Transaction::Open { txn, .. } => txn.set_isolation(*level).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?,
+                    // PostgreSQL warns and does nothing; flashscan never takes and drops a request.
+                    _ => return Err(pg_error(sqlstate::NO_ACTIVE_SQL_TRANSACTION, "SET TRANSACTION can only be used in transaction blocks: BEGIN first, or SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL … for every transaction")),
+                }
+                Ok(Response::Execution(Tag::new("SET")))
             }
             Command::Commit => {
                 // WITH HOLD cursors first, as PostgreSQL does before its commit: one that
@@ -1132,9 +1164,24 @@ impl QueryHandler {
                         Ok(Response::TransactionEnd(Tag::new("COMMIT")))
                     }
                     // PostgreSQL answers COMMIT of a failed block with ROLLBACK.
-                    Transaction::Failed => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
+                    Transaction::Failed { .. } => Ok(Response::TransactionEnd(Tag::new("ROLLBACK"))),
                     _ => Ok(Response::TransactionEnd(Tag::new("COMMIT"))),
                 }
+            }
+            Command::Savepoint(name) => {
+                backend.transaction().savepoints("SAVEPOINT", |txn| {
+                    txn.savepoint(name);
+                    Ok(())
+                })?;
+                Ok(Response::Execution(Tag::new("SAVEPOINT")))
+            }
+            Command::Release(name) => {
+                backend.transaction().savepoints("RELEASE SAVEPOINT", |txn| txn.release_savepoint(name))?;
+                Ok(Response::Execution(Tag::new("RELEASE")))
+            }
+            Command::RollbackTo(name) => {
+                backend.transaction().savepoints("ROLLBACK TO SAVEPOINT", |txn| txn.rollback_to_savepoint(name))?;
+                Ok(Response::Execution(Tag::new("ROLLBACK")))
             }
             Command::Rollback => {
                 *backend.transaction() = Transaction::Idle;
@@ -1362,8 +1409,10 @@ impl QueryParser for Parser {
                 let backend = backend_of(client)?;
                 let plan = plan_sql(&self.shared, &backend, text).await?;
                 let params = param_types_of(&plan)?;
-                // INSERT returns no rows (NoData), as in PostgreSQL.
-                let schema = (!is_insert(&plan)).then(|| plan.schema().inner().clone());
+                // INSERT, UPDATE and DELETE return no rows (NoData), as in PostgreSQL (their
+                // plans' `count` column is DataFusion's, not a result: psycopg, which prepares
+                // a text run five times, showed it as a description).
+                let schema = (!matches!(plan, LogicalPlan::Dml(_))).then(|| plan.schema().inner().clone());
                 if is_insert(&plan) && self.shared.fast_insert {
                     fast = FastInsert::from_plan(&plan);
                 }
@@ -1746,10 +1795,7 @@ impl CopyHandler for QueryHandler {
         let rows = match result {
             Ok(rows) => rows,
             Err(e) => {
-                let mut t = backend.transaction();
-                if matches!(*t, Transaction::Open { .. }) {
-                    *t = Transaction::Failed;
-                }
+                backend.transaction().fail();
                 return Err(e);
             }
         };
@@ -1766,10 +1812,7 @@ impl CopyHandler for QueryHandler {
     {
         if let Ok(backend) = backend_of(client) {
             backend.copy_in().take();
-            let mut t = backend.transaction();
-            if matches!(*t, Transaction::Open { .. }) {
-                *t = Transaction::Failed;
-            }
+            backend.transaction().fail();
         }
         pg_error(sqlstate::QUERY_CANCELED, format!("COPY from stdin failed: {}; nothing was inserted", fail.message))
     }

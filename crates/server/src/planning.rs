@@ -120,7 +120,8 @@ impl ConnectionPlanning {
 
     /// The connection's state for one statement, with `settings` (the connection's now) and
     /// the statement's start time (DataFusion's `now()`); given back when the lease drops.
-    pub fn lease(&self, shared: &Shared, settings: &FlashscanSettings, backend_pid: i32) -> PlanningLease<'_> {
+    /// `own`: the connection's open transaction's own changes, which the statement reads.
+    pub fn lease(&self, shared: &Shared, settings: &FlashscanSettings, backend_pid: i32, own: Option<&flashscan_write::own_writes::OwnChanges>) -> PlanningLease<'_> {
         let generation = shared.catalog_generation();
         let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner()).take();
         let mut kept = match kept {
@@ -132,7 +133,7 @@ impl ConnectionPlanning {
         // or not at all (`flashscan_write::ReadSnapshot`, found by the tables' scans). Taken
         // per lease, so a kept state never carries an older statement's snapshot. (Without
         // one — a poisoned write path — each scan takes its own.)
-        if let Some(Ok(snapshot)) = shared.database.write.as_ref().map(|w| w.read_snapshot()) {
+        if let Some(Ok(snapshot)) = shared.database.write.as_ref().map(|w| w.read_snapshot_own(own)) {
             kept.state.config_mut().set_extension(Arc::new(snapshot));
         }
         PlanningLease { home: self, kept: Some(kept) }

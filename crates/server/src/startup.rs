@@ -108,6 +108,9 @@ pub struct Backend {
     pub settings: Mutex<flashscan_sql::FlashscanSettings>,
     /// BEGIN … COMMIT: rows waiting for COMMIT.
     pub transaction: Mutex<crate::writes::Transaction>,
+    /// `SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL …` /
+    /// `default_transaction_isolation`: the level of the connection's next transactions.
+    pub default_isolation: Mutex<flashscan_write::Isolation>,
     /// `synchronous_commit`: how this connection's commits are acknowledged.
     pub synchronous_commit: Mutex<crate::synchronous_commit::SynchronousCommit>,
     /// COPY FROM STDIN in progress: what it fills and the data received so far.
@@ -140,6 +143,16 @@ impl Backend {
 
     pub fn transaction(&self) -> std::sync::MutexGuard<'_, crate::writes::Transaction> {
         self.transaction.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// What the connection's next statement reads besides the committed rows of now: its
+    /// open block's own changes and REPEATABLE READ snapshot (`writes::Transaction::own_changes`).
+    pub fn own_changes(&self, write: Option<&flashscan_write::WritePath>) -> Result<Option<std::sync::Arc<flashscan_write::own_writes::OwnChanges>>, pgwire::error::PgWireError> {
+        self.transaction().own_changes(write)
+    }
+
+    pub fn default_isolation(&self) -> flashscan_write::Isolation {
+        *self.default_isolation.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn cursors(&self) -> std::sync::MutexGuard<'_, crate::cursors::Cursors> {
@@ -283,6 +296,7 @@ impl Startup {
             durations: Mutex::new(DurationSetting::ALL.map(DurationSetting::default)),
             settings: Mutex::new(self.shared.settings()),
             transaction: Mutex::new(Default::default()),
+            default_isolation: Mutex::new(Default::default()),
             synchronous_commit: Mutex::new(synchronous_commit),
             copy_in: Mutex::new(None),
             planning: Default::default(),

@@ -4,6 +4,7 @@
 
 use std::sync::LazyLock;
 
+use flashscan_write::Isolation;
 use regex::Regex;
 
 /// What `COPY … FROM STDIN` asked for.
@@ -49,8 +50,18 @@ pub enum Command {
     Reset { name: String },
     Show { name: String },
     Begin,
+    /// `BEGIN ISOLATION LEVEL …`.
+    BeginIsolation(Isolation),
+    /// `SET TRANSACTION ISOLATION LEVEL …` (the open transaction's; `session`: `SET SESSION
+    /// CHARACTERISTICS …` / `default_transaction_isolation`, later transactions').
+    SetIsolation { level: Isolation, session: bool },
     Commit,
     Rollback,
+    /// `SAVEPOINT name`, `RELEASE [SAVEPOINT] name`, `ROLLBACK [WORK | TRANSACTION] TO
+    /// [SAVEPOINT] name` (names folded to lower case unless quoted, as identifiers are).
+    Savepoint(String),
+    Release(String),
+    RollbackTo(String),
     /// Accepted with no effect (DEALLOCATE, LISTEN, ...): the tag to answer.
     NoOp(&'static str),
     /// `DISCARD ALL`: closes the connection's cursors (the rest of its state has nothing
@@ -171,29 +182,53 @@ fn classify_fetch(t: &str) -> Command {
         Err(refusal) => refusal,
     }
 }
+/// `SAVEPOINT name` / `RELEASE [SAVEPOINT] name` / `ROLLBACK [WORK|TRANSACTION] TO [SAVEPOINT] name`:
+/// which of the three, and the name (plain or double-quoted).
+static SAVEPOINT_RE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"(?is)^(?:(savepoint)|(release)(?:\s+savepoint)?|(?:rollback|abort)(?:\s+(?:work|transaction))?\s+(to)(?:\s+savepoint)?)\s+("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)\s*$"#).expect("static regex")
+});
+
+/// An identifier as PostgreSQL reads it: a quoted one as written (`""` is `"`), a plain one
+/// in lower case.
+fn identifier(text: &str) -> String {
+    match text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => text.to_ascii_lowercase(),
+    }
+}
+
 static DELIMITER_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)delimiter\s*(?:as\s*)?'((?:[^']|'')*)'").expect("static regex"));
 
-/// A request for REPEATABLE READ or SERIALIZABLE (`BEGIN ISOLATION LEVEL …`, `SET
-/// TRANSACTION …`, `SET SESSION CHARACTERISTICS …`, `SET [default_]transaction_isolation`):
-/// refused until flashscan provides it, never run as the READ COMMITTED it is (READ
-/// UNCOMMITTED is READ COMMITTED in PostgreSQL too, and taken).
-fn stronger_isolation(lower: &str, first: &str) -> Option<Command> {
+/// A statement that names an isolation level (`BEGIN ISOLATION LEVEL …`, `SET TRANSACTION
+/// …`, `SET SESSION CHARACTERISTICS AS TRANSACTION …`, `SET [default_]transaction_isolation`):
+/// READ COMMITTED (READ UNCOMMITTED is READ COMMITTED, as in PostgreSQL) and REPEATABLE READ
+/// are taken; SERIALIZABLE is refused until flashscan provides it, never run as something
+/// weaker.
+fn isolation_command(lower: &str, first: &str) -> Option<Command> {
     if !matches!(first, "begin" | "start" | "set") {
         return None;
     }
     let words: Vec<&str> = lower.split(|c: char| c.is_whitespace() || c == '=' || c == '\'' || c == ',').filter(|w| !w.is_empty()).collect();
     let asks_isolation = words.windows(2).any(|w| w == ["isolation", "level"]) || words.iter().any(|w| *w == "transaction_isolation" || *w == "default_transaction_isolation");
-    let level = if words.windows(2).any(|w| w == ["repeatable", "read"]) {
-        "REPEATABLE READ"
-    } else if words.contains(&"serializable") {
-        "SERIALIZABLE"
-    } else {
+    if !asks_isolation {
         return None;
+    }
+    let level = if words.windows(2).any(|w| w == ["repeatable", "read"]) {
+        Isolation::RepeatableRead
+    } else if words.windows(2).any(|w| w == ["read", "committed"] || w == ["read", "uncommitted"]) {
+        Isolation::ReadCommitted
+    } else if words.contains(&"serializable") {
+        return Some(Command::Unsupported(
+            "isolation level SERIALIZABLE is not supported yet: flashscan runs READ COMMITTED (PostgreSQL's default) or REPEATABLE READ; ask for one of those".into(),
+        ));
+    } else {
+        return Some(Command::SyntaxError("isolation level: the levels taken are READ COMMITTED, READ UNCOMMITTED (as READ COMMITTED) and REPEATABLE READ".into()));
     };
-    asks_isolation.then(|| {
-        Command::Unsupported(format!(
-            "isolation level {level} is not supported yet: flashscan runs every transaction READ COMMITTED (PostgreSQL's default); use BEGIN without an isolation level"
-        ))
+    Some(match first {
+        "begin" | "start" => Command::BeginIsolation(level),
+        // The session's default for later transactions, or the open transaction's own.
+        _ if words.contains(&"characteristics") || words.contains(&"default_transaction_isolation") => Command::SetIsolation { level, session: true },
+        _ => Command::SetIsolation { level, session: false },
     })
 }
 
@@ -206,19 +241,24 @@ pub fn classify(text: &str) -> Command {
     let lower = t.to_ascii_lowercase();
     let first = lower.split_whitespace().next().unwrap_or("");
     let second = lower.split_whitespace().nth(1).unwrap_or("");
-    if let Some(refused) = stronger_isolation(&lower, first) {
-        return refused;
+    if let Some(isolation) = isolation_command(&lower, first) {
+        return isolation;
     }
-    match (first, second) {
-        // Savepoints are taken (psycopg's `conn.transaction()` nests with them) and
-        // released; rolling back to one would need the rows staged since it undone, which
-        // flashscan's transactions do not keep apart: refused, the whole ROLLBACK works.
-        ("savepoint", _) => return Command::NoOp("SAVEPOINT"),
-        ("release", _) => return Command::NoOp("RELEASE"),
-        ("rollback", "to") => {
-            return Command::Unsupported("ROLLBACK TO SAVEPOINT: flashscan does not keep savepoints apart; ROLLBACK the whole transaction".into())
+    // Savepoints (psycopg's nested `conn.transaction()`, SQLAlchemy's `begin_nested()`):
+    // the write crate's transaction keeps what each undoes (`Transaction::savepoint`).
+    if matches!(first, "savepoint" | "release" | "rollback" | "abort") {
+        if let Some(c) = SAVEPOINT_RE.captures(t) {
+            let name = identifier(&c[4]);
+            return match (c.get(1), c.get(2)) {
+                (Some(_), _) => Command::Savepoint(name),
+                (_, Some(_)) => Command::Release(name),
+                _ => Command::RollbackTo(name),
+            };
         }
-        _ => {}
+        // Never a whole ROLLBACK for a ROLLBACK TO that did not parse.
+        if matches!(first, "savepoint" | "release") || lower.split_whitespace().any(|w| w == "to") {
+            return Command::SyntaxError(format!("{}: the forms taken are SAVEPOINT name, RELEASE [SAVEPOINT] name, ROLLBACK TO [SAVEPOINT] name", first.to_ascii_uppercase()));
+        }
     }
     match first {
         "declare" => return classify_declare(t),
@@ -433,26 +473,39 @@ mod tests {
         assert_eq!(classify("SHOW statement_timeout"), Command::Show { name: "statement_timeout".into() });
         assert_eq!(classify("show transaction isolation level"), Command::Show { name: "transaction_isolation".into() });
         for refused in [
-            "BEGIN ISOLATION LEVEL REPEATABLE READ",
             "begin transaction isolation level serializable",
             "START TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ WRITE",
-            "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ",
             "set session characteristics as transaction isolation level serializable",
             "SET default_transaction_isolation = 'serializable'",
-            "set transaction_isolation to 'repeatable read'",
         ] {
             assert!(matches!(classify(refused), Command::Unsupported(m) if m.contains("not supported yet")), "{refused}");
         }
-        assert_eq!(classify("BEGIN ISOLATION LEVEL READ COMMITTED"), Command::Begin);
-        assert_eq!(classify("begin isolation level read uncommitted"), Command::Begin);
+        let rr = Isolation::RepeatableRead;
+        assert_eq!(classify("BEGIN ISOLATION LEVEL REPEATABLE READ"), Command::BeginIsolation(rr));
+        assert_eq!(classify("START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ WRITE"), Command::BeginIsolation(rr));
+        assert_eq!(classify("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"), Command::SetIsolation { level: rr, session: false });
+        assert_eq!(classify("set transaction_isolation to 'repeatable read'"), Command::SetIsolation { level: rr, session: false });
+        assert_eq!(classify("SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ"), Command::SetIsolation { level: rr, session: true });
+        assert_eq!(classify("SET default_transaction_isolation = 'repeatable read'"), Command::SetIsolation { level: rr, session: true });
+        assert_eq!(classify("BEGIN ISOLATION LEVEL READ COMMITTED"), Command::BeginIsolation(Isolation::ReadCommitted));
+        assert_eq!(classify("begin isolation level read uncommitted"), Command::BeginIsolation(Isolation::ReadCommitted));
+        assert!(matches!(classify("SET TRANSACTION ISOLATION LEVEL SOMETHING"), Command::SyntaxError(_)));
         assert!(matches!(classify("SET application_name = 'serializable'"), Command::Set { .. }));
         assert_eq!(classify("SHOW TIME ZONE;"), Command::Show { name: "timezone".into() });
         assert_eq!(classify("BEGIN"), Command::Begin);
         assert_eq!(classify("commit;"), Command::Commit);
         assert!(matches!(classify("select 1"), Command::Sql(_)));
-        assert_eq!(classify("SAVEPOINT \"_pg3_1\""), Command::NoOp("SAVEPOINT"));
-        assert_eq!(classify("RELEASE SAVEPOINT \"_pg3_1\""), Command::NoOp("RELEASE"));
-        assert!(matches!(classify("ROLLBACK TO SAVEPOINT \"_pg3_1\""), Command::Unsupported(_)));
+        assert_eq!(classify("SAVEPOINT \"_pg3_1\""), Command::Savepoint("_pg3_1".into()));
+        assert_eq!(classify("savepoint Sp1;"), Command::Savepoint("sp1".into()));
+        assert_eq!(classify("RELEASE SAVEPOINT \"_pg3_1\""), Command::Release("_pg3_1".into()));
+        assert_eq!(classify("release sp1"), Command::Release("sp1".into()));
+        assert_eq!(classify("ROLLBACK TO SAVEPOINT \"_pg3_1\""), Command::RollbackTo("_pg3_1".into()));
+        assert_eq!(classify("rollback transaction to sp1"), Command::RollbackTo("sp1".into()));
+        assert_eq!(classify("ROLLBACK TO \"a\"\"b\""), Command::RollbackTo("a\"b".into()));
+        assert_eq!(classify("ROLLBACK"), Command::Rollback);
+        assert_eq!(classify("ROLLBACK WORK"), Command::Rollback);
+        assert!(matches!(classify("SAVEPOINT"), Command::SyntaxError(_)));
+        assert!(matches!(classify("ROLLBACK TO"), Command::SyntaxError(_)));
         // A secondary index (pandas' `to_sql` asks for one on the DataFrame's index) goes to
         // the session, which refuses it with what to do (`flashscan sql` alike).
         assert!(matches!(classify("CREATE INDEX ix_frames_index ON frames (index)"), Command::Ddl { tag: "CREATE INDEX", .. }));

@@ -145,6 +145,8 @@ impl WriteFailure {
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => sqlstate::UNIQUE_VIOLATION,
             WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } => sqlstate::SERIALIZATION_FAILURE,
             WriteError::LockTimeout { .. } => sqlstate::LOCK_NOT_AVAILABLE,
+            WriteError::NoSuchSavepoint { .. } => sqlstate::INVALID_SAVEPOINT_SPECIFICATION,
+            WriteError::IsolationAfterQuery => sqlstate::ACTIVE_SQL_TRANSACTION,
             WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. } | flashscan_storage::StorageError::UnknownView { .. }) => sqlstate::UNDEFINED_TABLE,
             WriteError::Storage(flashscan_storage::StorageError::RelationExists { .. }) => sqlstate::DUPLICATE_TABLE,
             WriteError::Storage(flashscan_storage::StorageError::DependentViews { .. }) => sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
@@ -730,8 +732,10 @@ pub enum Transaction {
     #[default]
     Idle,
     Open { txn: flashscan_write::Transaction, statements: u64 },
-    /// A statement failed inside the block: everything until COMMIT/ROLLBACK is refused.
-    Failed,
+    /// A statement failed inside the block: everything until COMMIT/ROLLBACK is refused,
+    /// but ROLLBACK TO a savepoint, which makes the block open again (the transaction is
+    /// kept for that).
+    Failed { txn: flashscan_write::Transaction, statements: u64 },
 }
 
 impl Transaction {
@@ -739,9 +743,75 @@ impl Transaction {
         !matches!(self, Transaction::Idle)
     }
 
-    /// A new open block.
-    pub fn begin() -> Transaction {
-        Transaction::Open { txn: flashscan_write::Transaction::new(), statements: 0 }
+    /// The block failed (a statement inside it failed): see `Transaction::Failed`.
+    pub fn fail(&mut self) {
+        if let Transaction::Open { txn, statements } = std::mem::take(self) {
+            *self = Transaction::Failed { txn, statements };
+        }
+    }
+
+    pub fn is_failed(&self) -> bool {
+        matches!(self, Transaction::Failed { .. })
+    }
+
+    /// SAVEPOINT, RELEASE and ROLLBACK TO (`Command::Savepoint` …): `what` runs on the
+    /// block's transaction. ROLLBACK TO makes a failed block open again once it succeeds.
+    pub fn savepoints(&mut self, command: &str, what: impl FnOnce(&mut flashscan_write::Transaction) -> Result<(), WriteError>) -> Result<(), PgWireError> {
+        let reopens = command == "ROLLBACK TO SAVEPOINT";
+        match std::mem::take(self) {
+            Transaction::Idle => Err(pg_error(sqlstate::NO_ACTIVE_SQL_TRANSACTION, format!("{command} can only be used in transaction blocks: BEGIN first"))),
+            Transaction::Open { mut txn, statements } => {
+                let done = what(&mut txn);
+                *self = Transaction::Open { txn, statements };
+                done.map_err(|e| WriteFailure::of(&e).to_pg())
+            }
+            Transaction::Failed { mut txn, statements } if reopens => match what(&mut txn) {
+                Ok(()) => {
+                    *self = Transaction::Open { txn, statements };
+                    Ok(())
+                }
+                Err(e) => {
+                    *self = Transaction::Failed { txn, statements };
+                    Err(WriteFailure::of(&e).to_pg())
+                }
+            },
+            failed @ Transaction::Failed { .. } => {
+                *self = failed;
+                Err(pg_error(sqlstate::IN_FAILED_TRANSACTION, "current transaction is aborted, commands ignored until end of transaction block"))
+            }
+        }
+    }
+
+    /// What the open block's next statement reads besides the committed rows of now
+    /// (`flashscan_write::own_writes`): its own changes, and under REPEATABLE READ its
+    /// snapshot (taken here by its first statement). `None` outside a block, or before a
+    /// READ COMMITTED block staged anything.
+    pub fn own_changes(&mut self, write: Option<&WritePath>) -> Result<Option<Arc<flashscan_write::own_writes::OwnChanges>>, PgWireError> {
+        match self {
+            Transaction::Open { txn, .. } => {
+                if let Some(w) = write {
+                    txn.pin_snapshot(w).map_err(|e| WriteFailure::of(&e).to_pg())?;
+                }
+                Ok(txn.own_changes())
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// A new open block at `isolation`.
+    pub fn begin(isolation: flashscan_write::Isolation) -> Transaction {
+        let mut txn = flashscan_write::Transaction::new();
+        // A new transaction has taken no snapshot: any level is taken.
+        let _ = txn.set_isolation(isolation);
+        Transaction::Open { txn, statements: 0 }
+    }
+
+    /// The isolation level of the open (or failed) block.
+    pub fn isolation(&self) -> Option<flashscan_write::Isolation> {
+        match self {
+            Transaction::Open { txn, .. } | Transaction::Failed { txn, .. } => Some(txn.isolation()),
+            Transaction::Idle => None,
+        }
     }
 
     /// Stages a statement's rows into `table` (validated and encoded now, logged at COMMIT).

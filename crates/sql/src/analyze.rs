@@ -69,7 +69,9 @@ impl FlashscanSession {
             select.push(format!("approx_distinct({column})"));
         }
         let sql = format!("SELECT {} FROM {}", select.join(", "), quote(&table.to_lowercase()));
-        let state = self.statement_state()?;
+        // Committed rows only: statistics are shared, a transaction's own rows are not.
+        let mut state = self.ctx.state();
+        state.config_mut().set_extension(std::sync::Arc::new(self.write.read_snapshot()?));
         let plan = state.create_logical_plan(&sql).await?;
         let batches = datafusion::dataframe::DataFrame::new(state, plan).collect().await?;
         let batch = batches.iter().find(|b| b.num_rows() == 1).ok_or_else(|| SqlError::Internal(format!("ANALYZE {table}: the measuring query returned no row")))?;

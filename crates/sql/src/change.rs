@@ -33,6 +33,7 @@ use datafusion::logical_expr::{Expr, LogicalPlan, LogicalPlanBuilder, Projection
 use datafusion::prelude::DataFrame;
 use datafusion::sql::parser::Statement as DFStatement;
 use datafusion::sql::sqlparser::ast::{FromTable, Statement as SqlStatement, TableFactor};
+use flashscan_write::own_writes::OwnChanges;
 use flashscan_write::{ReadSnapshot, Transaction, WritePath};
 
 use crate::error::SqlError;
@@ -133,21 +134,23 @@ pub struct RowChanges {
 /// Plans `statement` on `state` with a snapshot of now attached (the caller holds the
 /// table's change lock) and runs its read (see the module comment). `params`: the
 /// extended protocol's values for `$n`.
-pub async fn read_changes(write: &WritePath, mut state: SessionState, statement: DFStatement, params: Option<ParamValues>) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
+pub async fn read_changes(write: &WritePath, own: Option<&OwnChanges>, mut state: SessionState, statement: DFStatement, params: Option<ParamValues>) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
     let mut plan = state.statement_to_plan(statement).await?;
     if let Some(params) = params {
         plan = plan.with_param_values(params)?;
     }
-    read_plan_changes(write, &mut state, plan).await
+    read_plan_changes(write, own, &mut state, plan).await
 }
 
 /// [`read_changes`] of a statement planned already (the server plans at Parse, binds at
 /// Execute): a logical plan holds no rows, so the snapshot attached now is the one read.
 /// `state` is lent, not copied (a copy of a planning state is its function registries'
 /// hash maps: 2.6 % of the server's CPU under pgbench): the snapshot is attached to it and
-/// stays there, as every statement's lease replaces it.
-pub async fn read_plan_changes(write: &WritePath, state: &mut SessionState, plan: LogicalPlan) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
-    let snapshot = Arc::new(write.read_snapshot()?);
+/// stays there, as every statement's lease replaces it. `own`: the open transaction's own
+/// changes, which the statement reads (and may change again) as PostgreSQL's do
+/// (`flashscan_write::own_writes`).
+pub async fn read_plan_changes(write: &WritePath, own: Option<&OwnChanges>, state: &mut SessionState, plan: LogicalPlan) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
+    let snapshot = Arc::new(write.read_snapshot_own(own)?);
     state.config_mut().set_extension(snapshot.clone());
     let LogicalPlan::Dml(dml) = plan else { return Err(SqlError::Internal("UPDATE or DELETE did not plan as a change of a table".into())) };
     let kind = match dml.op {

@@ -364,7 +364,7 @@ pub fn read_unit(
         column_store_source = ColumnStoreTable::with_selection(db_dir, table, &keep)?;
         &column_store_source
     } else {
-        heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone(), deleted: slices.deleted.clone().filter(|d| d.deleted().has_page_rows()), row_ids: slices.row_ids };
+        heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone(), deleted: slices.deleted.clone().filter(|d| d.has_deleted_page_rows()), row_ids: slices.row_ids };
         &heap_source
     };
     let config = ReadConfig {
@@ -771,7 +771,7 @@ impl PageDecoder for HeapPageDecoder {
         // committed since the last checkpoint, and not those newer than itself.
         self.slots.clear();
         if let Some(snapshot) = &self.deleted {
-            snapshot.deleted().page_slots_at(expected_page_id, snapshot.seq(), &mut self.slots);
+            snapshot.page_deleted_slots(expected_page_id, &mut self.slots);
         }
         self.live.push_page(rows, self.slots.iter().copied()).map_err(|e| ExecError::Corrupt { path: path.to_path_buf(), offset_bytes, what: e.to_string() })?;
         if self.row_ids {

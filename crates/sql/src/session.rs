@@ -111,10 +111,12 @@ impl FlashscanSession {
     /// now attached — READ COMMITTED: the statement reads every table as of one moment,
     /// each transaction whole or not at all (`flashscan_write::ReadSnapshot`, which the
     /// tables' scans find here). A copy per statement, so no statement can read another's
-    /// (older) snapshot from the session.
+    /// (older) snapshot from the session. Inside `BEGIN … COMMIT` the block's own changes
+    /// are laid over it: a transaction reads its own writes.
     pub(crate) fn statement_state(&self) -> Result<SessionState, SqlError> {
         let mut state = self.ctx.state();
-        state.config_mut().set_extension(Arc::new(self.write.read_snapshot()?));
+        let own = self.own_changes()?;
+        state.config_mut().set_extension(Arc::new(self.write.read_snapshot_own(own.as_deref())?));
         Ok(state)
     }
 

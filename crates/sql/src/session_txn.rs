@@ -11,6 +11,7 @@
 //! own). The same API serves any front end: `begin_transaction`, `commit_transaction`,
 //! `rollback_transaction`, `end_of_input`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use datafusion::logical_expr::dml::InsertOp;
@@ -20,7 +21,7 @@ use datafusion::sql::sqlparser::ast::{CopySource, CopyTarget, Statement as SqlSt
 use datafusion::sql::sqlparser::keywords::Keyword;
 use datafusion::sql::sqlparser::parser::Parser;
 use datafusion::sql::sqlparser::tokenizer::Token;
-use flashscan_write::Transaction;
+use flashscan_write::{Isolation, Transaction};
 
 use super::{status_output, FlashscanSession, QueryOutput};
 use crate::copy_from::{read_for_table, CopyFromSpec};
@@ -34,8 +35,9 @@ pub(crate) enum TxnState {
     Idle,
     /// After BEGIN: rows staged, nothing logged.
     Open { txn: Transaction, statements: usize },
-    /// A statement inside the block failed: nothing of it will be written.
-    Aborted { cause: String },
+    /// A statement inside the block failed: nothing of it will be written, unless ROLLBACK
+    /// TO a savepoint opens the block again (the transaction is kept for that).
+    Aborted { cause: String, txn: Transaction, statements: usize },
 }
 
 /// Tokens looked at to tell `COPY t FROM` from `COPY t TO` (a table name and a column list).
@@ -101,19 +103,35 @@ fn count_output(statement: String, rows: u64, started: Instant) -> Result<QueryO
     Ok(QueryOutput { statement, schema, batches: vec![batch], elapsed_s: started.elapsed().as_secs_f64(), scans: Default::default() })
 }
 
-/// REPEATABLE READ and SERIALIZABLE are refused until flashscan provides them (never run
-/// as the READ COMMITTED every transaction is); READ UNCOMMITTED is READ COMMITTED, as in
-/// PostgreSQL.
-fn refuse_stronger_isolation(modes: &[datafusion::sql::sqlparser::ast::TransactionMode]) -> Result<(), SqlError> {
+/// The isolation level `modes` ask for: READ COMMITTED (READ UNCOMMITTED is READ
+/// COMMITTED, as in PostgreSQL) or REPEATABLE READ; SERIALIZABLE is refused until flashscan
+/// provides it (never run as something weaker). `None`: no level named.
+fn isolation_of(modes: &[datafusion::sql::sqlparser::ast::TransactionMode]) -> Result<Option<Isolation>, SqlError> {
     use datafusion::sql::sqlparser::ast::{TransactionIsolationLevel as Level, TransactionMode};
+    let mut asked = None;
     for mode in modes {
-        if let TransactionMode::IsolationLevel(level @ (Level::RepeatableRead | Level::Serializable | Level::Snapshot)) = mode {
-            return Err(SqlError::Plan(format!(
-                "isolation level {level} is not supported yet: flashscan runs every transaction READ COMMITTED (PostgreSQL's default); use BEGIN without an isolation level"
-            )));
+        if let TransactionMode::IsolationLevel(level) = mode {
+            asked = Some(match level {
+                Level::ReadCommitted | Level::ReadUncommitted => Isolation::ReadCommitted,
+                Level::RepeatableRead => Isolation::RepeatableRead,
+                other => {
+                    return Err(SqlError::Plan(format!(
+                        "isolation level {other} is not supported yet: flashscan runs READ COMMITTED (PostgreSQL's default) or REPEATABLE READ; ask for one of those"
+                    )))
+                }
+            });
         }
     }
-    Ok(())
+    Ok(asked)
+}
+
+/// A savepoint's name as PostgreSQL reads an identifier: as written when quoted, else in
+/// lower case.
+fn identifier(name: &datafusion::sql::sqlparser::ast::Ident) -> String {
+    match name.quote_style {
+        Some(_) => name.value.clone(),
+        None => name.value.to_lowercase(),
+    }
 }
 
 fn poisoned() -> SqlError {
@@ -132,13 +150,28 @@ impl FlashscanSession {
 
     /// BEGIN: takes the database lock (a second writer fails here, not at COMMIT).
     pub fn begin_transaction(&self) -> Result<(), SqlError> {
+        self.begin_transaction_at(Isolation::ReadCommitted)
+    }
+
+    /// BEGIN ISOLATION LEVEL `isolation`.
+    pub fn begin_transaction_at(&self, isolation: Isolation) -> Result<(), SqlError> {
         self.ensure_writer()?;
         let mut st = self.txn_state()?;
         if !matches!(*st, TxnState::Idle) {
             return Err(SqlError::Plan("BEGIN inside a transaction: COMMIT or ROLLBACK the open one first (transactions do not nest)".into()));
         }
-        *st = TxnState::Open { txn: Transaction::new(), statements: 0 };
+        let mut txn = Transaction::new();
+        txn.set_isolation(isolation)?;
+        *st = TxnState::Open { txn, statements: 0 };
         Ok(())
+    }
+
+    /// SET TRANSACTION ISOLATION LEVEL inside an open block, before its first query.
+    fn set_isolation(&self, isolation: Isolation) -> Result<(), SqlError> {
+        match &mut *self.txn_state()? {
+            TxnState::Open { txn, .. } => Ok(txn.set_isolation(isolation)?),
+            _ => Err(SqlError::Plan("SET TRANSACTION can only be used inside BEGIN … COMMIT: BEGIN ISOLATION LEVEL … instead".into())),
+        }
     }
 
     /// COMMIT: every staged row logged, one commit record, durable before this returns.
@@ -148,7 +181,7 @@ impl FlashscanSession {
         let taken = std::mem::take(&mut *self.txn_state()?);
         let txn = match taken {
             TxnState::Idle => return Ok(0),
-            TxnState::Aborted { cause } => {
+            TxnState::Aborted { cause, .. } => {
                 return Err(SqlError::Plan(format!("COMMIT: the transaction was aborted by an earlier error ({cause}); it is rolled back, nothing of it was written")))
             }
             TxnState::Open { txn, .. } => txn,
@@ -179,15 +212,43 @@ impl FlashscanSession {
                 "the input ended inside BEGIN … without COMMIT: the transaction ({statements} statements, {} rows) is rolled back, nothing of it was written",
                 txn.rollback()
             )),
-            TxnState::Aborted { cause } => Some(format!("the input ended inside a transaction aborted by an error ({cause}): rolled back, nothing of it was written")),
+            TxnState::Aborted { cause, .. } => Some(format!("the input ended inside a transaction aborted by an error ({cause}): rolled back, nothing of it was written")),
+        }
+    }
+
+    /// SAVEPOINT, RELEASE and ROLLBACK TO: `what` runs on the block's transaction (the write
+    /// crate keeps what each savepoint undoes). ROLLBACK TO opens an aborted block again.
+    fn savepoints(&self, command: &str, what: impl FnOnce(&mut Transaction) -> Result<(), flashscan_write::WriteError>) -> Result<(), SqlError> {
+        let mut st = self.txn_state()?;
+        match std::mem::take(&mut *st) {
+            TxnState::Idle => Err(SqlError::Plan(format!("{command} can only be used inside BEGIN … COMMIT: BEGIN first"))),
+            TxnState::Open { mut txn, statements } => {
+                let done = what(&mut txn);
+                *st = TxnState::Open { txn, statements };
+                Ok(done?)
+            }
+            TxnState::Aborted { cause, mut txn, statements } if command == "ROLLBACK TO SAVEPOINT" => match what(&mut txn) {
+                Ok(()) => {
+                    *st = TxnState::Open { txn, statements };
+                    Ok(())
+                }
+                Err(e) => {
+                    *st = TxnState::Aborted { cause, txn, statements };
+                    Err(e.into())
+                }
+            },
+            aborted @ TxnState::Aborted { .. } => {
+                *st = aborted;
+                Err(SqlError::Plan(format!("{command}: the transaction was aborted by an earlier error: ROLLBACK, or ROLLBACK TO a savepoint, first")))
+            }
         }
     }
 
     /// An error of a statement inside an open block aborts the block (and says so).
     pub(super) fn abort_on_error(&self, error: SqlError) -> SqlError {
         let Ok(mut st) = self.txn.lock() else { return error };
-        if matches!(*st, TxnState::Open { .. }) {
-            *st = TxnState::Aborted { cause: error.to_string() };
+        if let TxnState::Open { txn, statements } = std::mem::take(&mut *st) {
+            *st = TxnState::Aborted { cause: error.to_string(), txn, statements };
             return SqlError::TransactionAborted { cause: Box::new(error) };
         }
         error
@@ -200,8 +261,15 @@ impl FlashscanSession {
         let text = statement.to_string();
         let control = match statement {
             DFStatement::Statement(s) => match s.as_ref() {
-                SqlStatement::StartTransaction { modes, .. } => Some(refuse_stronger_isolation(modes).and_then(|()| self.begin_transaction()).and_then(|()| status_output(text.clone(), "BEGIN".into(), started))),
-                SqlStatement::Set(datafusion::sql::sqlparser::ast::Set::SetTransaction { modes, .. }) => Some(refuse_stronger_isolation(modes).and_then(|()| status_output(text.clone(), "SET TRANSACTION (READ COMMITTED)".into(), started))),
+                SqlStatement::StartTransaction { modes, .. } => Some(isolation_of(modes).and_then(|level| {
+                    self.begin_transaction_at(level.unwrap_or_default())?;
+                    let status = level.map_or("BEGIN".to_string(), |l| format!("BEGIN ({})", l.name().to_uppercase()));
+                    status_output(text.clone(), status, started)
+                })),
+                SqlStatement::Set(datafusion::sql::sqlparser::ast::Set::SetTransaction { modes, .. }) => Some(isolation_of(modes).and_then(|level| match level {
+                    Some(level) => self.set_isolation(level).and_then(|()| status_output(text.clone(), format!("SET TRANSACTION ({})", level.name().to_uppercase()), started)),
+                    None => status_output(text.clone(), "SET TRANSACTION".into(), started),
+                })),
                 SqlStatement::Commit { .. } => {
                     let was_open = self.in_transaction();
                     Some(match self.commit_transaction().await {
@@ -210,7 +278,7 @@ impl FlashscanSession {
                         Err(e) => Err(e),
                     })
                 }
-                SqlStatement::Rollback { savepoint: Some(_), .. } => Some(Err(SqlError::Plan("ROLLBACK TO SAVEPOINT: savepoints are not supported; ROLLBACK ends the whole transaction".into()))),
+                SqlStatement::Rollback { savepoint: Some(name), .. } => Some(self.savepoints("ROLLBACK TO SAVEPOINT", |t| t.rollback_to_savepoint(&identifier(name))).and_then(|()| status_output(text.clone(), "ROLLBACK TO SAVEPOINT".into(), started))),
                 SqlStatement::Rollback { .. } => {
                     let was_open = self.in_transaction();
                     Some(self.rollback_transaction().and_then(|rows| {
@@ -218,7 +286,14 @@ impl FlashscanSession {
                         status_output(text.clone(), status, started)
                     }))
                 }
-                SqlStatement::Savepoint { .. } | SqlStatement::ReleaseSavepoint { .. } => Some(Err(SqlError::Plan("savepoints are not supported: a transaction commits or rolls back as a whole".into()))),
+                SqlStatement::Savepoint { name } => Some(
+                    self.savepoints("SAVEPOINT", |t| {
+                        t.savepoint(&identifier(name));
+                        Ok(())
+                    })
+                    .and_then(|()| status_output(text.clone(), "SAVEPOINT".into(), started)),
+                ),
+                SqlStatement::ReleaseSavepoint { name } => Some(self.savepoints("RELEASE SAVEPOINT", |t| t.release_savepoint(&identifier(name))).and_then(|()| status_output(text.clone(), "RELEASE".into(), started))),
                 _ => None,
             },
             _ => None,
@@ -227,7 +302,7 @@ impl FlashscanSession {
             return control;
         }
         match &*self.txn.lock().ok()? {
-            TxnState::Aborted { cause } => Some(Err(SqlError::Plan(format!(
+            TxnState::Aborted { cause, .. } => Some(Err(SqlError::Plan(format!(
                 "the transaction was aborted by an earlier error ({cause}): statements are refused until ROLLBACK (or COMMIT, which writes nothing) ends it"
             )))),
             TxnState::Open { .. } => match statement {
@@ -238,6 +313,19 @@ impl FlashscanSession {
             },
             TxnState::Idle => None,
         }
+    }
+
+    /// What the open block's next statement reads besides the committed rows of now: its
+    /// own changes and, REPEATABLE READ, its snapshot (taken by its first statement);
+    /// `None` outside a block.
+    pub(crate) fn own_changes(&self) -> Result<Option<Arc<flashscan_write::own_writes::OwnChanges>>, SqlError> {
+        Ok(match &mut *self.txn_state()? {
+            TxnState::Open { txn, .. } => {
+                txn.pin_snapshot(&self.write)?;
+                txn.own_changes()
+            }
+            _ => None,
+        })
     }
 
     /// Counts a statement into the open block (for the end-of-input message).
@@ -300,7 +388,11 @@ impl FlashscanSession {
         let staged = async {
             // One session: its own transaction is the only one that can hold the lock.
             w.lock_for_change(&mut txn, &table)?;
-            let read = || crate::change::read_changes(&w, self.ctx.state(), statement.clone(), None);
+            // The block's own changes, read by the statement (the same for every read of it:
+            // a read again stages nothing before it), and its REPEATABLE READ snapshot.
+            txn.pin_snapshot(&w)?;
+            let own = txn.own_changes();
+            let read = || crate::change::read_changes(&w, own.as_deref(), self.ctx.state(), statement.clone(), None);
             crate::change::read_and_stage(read, |snapshot, changes| crate::change::stage_changes(&w, &mut txn, &table, snapshot, changes)).await
         }
         .await;

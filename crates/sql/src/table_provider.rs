@@ -156,7 +156,7 @@ impl FlashscanTable {
         if projection.iter().any(|&c| c >= table.columns.len()) {
             return Err(datafusion::error::DataFusionError::Internal(format!("table {}: the row id column must be the last one scanned", table.name)));
         }
-        if (table.row_count > 0 || delta.as_ref().is_some_and(|d| d.delta_row_count() > 0)) && row_ids && table.is_column_store() {
+        if (table.row_count > 0 || delta.as_ref().is_some_and(|d| d.has_rows_beyond_pages())) && row_ids && table.is_column_store() {
             return Err(datafusion::error::DataFusionError::Plan(format!("table {} is a column store: UPDATE and DELETE are not supported for column store tables yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)", table.name, table.name)));
         }
         let mut predicates = Vec::new();
@@ -513,12 +513,12 @@ impl TableProvider for FlashscanTable {
             column_statistics: self.column_statistics.clone(),
             sampled_selectivity: None,
             settings: self.scan_settings(state),
-            deleted: delta.clone().filter(|d| d.deleted().has_page_rows()),
+            deleted: delta.clone().filter(|d| d.has_deleted_page_rows()),
             row_ids,
         };
         spec.sampled_selectivity = sample_off_the_planner(&spec).await;
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
-        let Some(delta) = delta.as_ref().filter(|d| d.delta_row_count() > 0) else { return Ok(pages) };
+        let Some(delta) = delta.as_ref().filter(|d| d.has_rows_beyond_pages()) else { return Ok(pages) };
         if row_filter.is_some() {
             // Filters are exact only for tables without delta rows, decided from a view
             // taken after the statement's snapshot: a snapshot with delta rows here means

@@ -1,18 +1,29 @@
 //! A row's id: what DELETE and UPDATE name a row by (in the log, in a transaction's write
 //! set, in the deleted rows file) and what a scan reports for it (PostgreSQL's `ctid`).
 //!
-//! Two kinds, told apart by the top bit:
+//! Three kinds, told apart by the top bits:
 //! - a row on a table page: `0 · file id (20 bits) · page index in the file (31 bits) ·
 //!   slot (12 bits)`. Pages are only ever appended to a file (the checkpoint) or written
 //!   into new files (load, rebuild), so this id holds for the row's life;
-//! - a row still only in the delta: `1 · LSN of its insert record (63 bits)`. Its place in
+//! - a row still only in the delta: `10 · LSN of its insert record (62 bits)`. Its place in
 //!   the delta depends on the order commits published in, which redo does not repeat, so
 //!   the log names it by its own record instead. The checkpoint that moves it into a page
-//!   carries every delete of it over to the page id (`TableDelta::moved`).
+//!   carries every delete of it over to the page id (`TableDelta::moved`). (An LSN is a
+//!   byte position of the log: 2^62 bytes is beyond any log, so the bit below the top one
+//!   was always 0 in ids logged before the third kind existed.)
+//! - a row the reading transaction staged and has not committed: `11 · staging step
+//!   (24 bits) · the row's place among the step's rows (38 bits)`. Such an id names a row
+//!   for the statements of its own transaction only (a transaction reads its own writes):
+//!   it is never logged nor stored, and means nothing to another transaction.
 
 use crate::heap::PageId;
 
 const DELTA_BIT: u64 = 1 << 63;
+/// With `DELTA_BIT`: a row staged by the reading transaction (see the module comment).
+const STAGED_BIT: u64 = 1 << 62;
+const STEP_BITS: u32 = 24;
+const PLACE_BITS: u32 = 38;
+const _: () = assert!(2 + STEP_BITS + PLACE_BITS == 64);
 const SLOT_BITS: u32 = 12;
 const PAGE_BITS: u32 = 31;
 const FILE_BITS: u32 = 20;
@@ -46,12 +57,12 @@ impl RowId {
 
     /// A row still only in the delta, named by its insert record's LSN.
     pub fn in_delta(insert_lsn: u64) -> RowId {
-        assert!(insert_lsn < DELTA_BIT, "an LSN is a byte position below 2^63");
+        assert!(insert_lsn < STAGED_BIT, "an LSN is a byte position below 2^62");
         RowId(DELTA_BIT | insert_lsn)
     }
 
     pub fn is_delta(self) -> bool {
-        self.0 & DELTA_BIT != 0
+        self.0 & (DELTA_BIT | STAGED_BIT) == DELTA_BIT
     }
 
     /// The insert LSN of a delta row.
@@ -59,9 +70,28 @@ impl RowId {
         self.is_delta().then_some(self.0 & !DELTA_BIT)
     }
 
+    /// A row staged by the reading transaction: the `place`-th row (counted over its
+    /// partitions in order) of its staging step `step`. None when either does not fit (a
+    /// transaction of more than 2^24 statements, a statement of more than 2^38 rows).
+    pub fn staged(step: usize, place: u64) -> Option<RowId> {
+        if step as u64 >= 1 << STEP_BITS || place >= 1 << PLACE_BITS {
+            return None;
+        }
+        Some(RowId(DELTA_BIT | STAGED_BIT | ((step as u64) << PLACE_BITS) | place))
+    }
+
+    pub fn is_staged(self) -> bool {
+        self.0 & (DELTA_BIT | STAGED_BIT) == DELTA_BIT | STAGED_BIT
+    }
+
+    /// The staging step and place of a staged row.
+    pub fn staged_place(self) -> Option<(usize, u64)> {
+        self.is_staged().then(|| (((self.0 >> PLACE_BITS) & ((1 << STEP_BITS) - 1)) as usize, self.0 & ((1 << PLACE_BITS) - 1)))
+    }
+
     /// The page of a page row.
     pub fn page(self) -> Option<PageId> {
-        if self.is_delta() {
+        if self.0 & DELTA_BIT != 0 {
             return None;
         }
         let file = (self.0 >> (PAGE_BITS + SLOT_BITS)) as u32;
@@ -71,7 +101,7 @@ impl RowId {
 
     /// The slot of a page row.
     pub fn slot(self) -> Option<u16> {
-        (!self.is_delta()).then_some((self.0 & ((1 << SLOT_BITS) - 1)) as u16)
+        (self.0 & DELTA_BIT == 0).then_some((self.0 & ((1 << SLOT_BITS) - 1)) as u16)
     }
 }
 
@@ -98,11 +128,25 @@ mod tests {
         }
 
         #[test]
-        fn delta_rows_round_trip(lsn in 0u64..(1 << 63)) {
+        fn delta_rows_round_trip(lsn in 0u64..(1 << 62)) {
             let id = RowId::in_delta(lsn);
             prop_assert!(id.is_delta());
+            prop_assert!(!id.is_staged());
             prop_assert_eq!(id.delta_lsn(), Some(lsn));
+            prop_assert_eq!(id.staged_place(), None);
             prop_assert_eq!(id.page(), None);
+            prop_assert_eq!(id.slot(), None);
+        }
+
+        #[test]
+        fn staged_rows_round_trip(step in 0usize..(1 << STEP_BITS), place in 0u64..(1 << PLACE_BITS)) {
+            let id = RowId::staged(step, place).unwrap();
+            prop_assert!(id.is_staged());
+            prop_assert!(!id.is_delta());
+            prop_assert_eq!(id.staged_place(), Some((step, place)));
+            prop_assert_eq!(id.delta_lsn(), None);
+            prop_assert_eq!(id.page(), None);
+            prop_assert_eq!(id.slot(), None);
         }
     }
 
@@ -111,5 +155,7 @@ mod tests {
         assert_eq!(RowId::in_page(PageId::new(1 << FILE_BITS, 0), 0), None);
         assert_eq!(RowId::in_page(PageId::new(0, 1 << PAGE_BITS), 0), None);
         assert_eq!(RowId::in_page(PageId::new(0, 0), 1 << SLOT_BITS), None);
+        assert_eq!(RowId::staged(1 << STEP_BITS, 0), None);
+        assert_eq!(RowId::staged(0, 1 << PLACE_BITS), None);
     }
 }

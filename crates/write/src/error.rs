@@ -57,6 +57,12 @@ pub enum WriteError {
     /// CREATE UNIQUE INDEX (or ADD PRIMARY KEY / UNIQUE) over rows that repeat a key (23505).
     #[error("could not create unique index \"{index}\" on table {table}: Key {key} is duplicated; remove the duplicates (DELETE) first, or create the index without UNIQUE")]
     DuplicateKeys { index: String, table: String, key: String },
+    /// SET TRANSACTION ISOLATION LEVEL after the transaction's first statement (25001).
+    #[error("SET TRANSACTION ISOLATION LEVEL must be called before any query of the transaction: set it right after BEGIN (or BEGIN ISOLATION LEVEL …)")]
+    IsolationAfterQuery,
+    /// ROLLBACK TO / RELEASE of a savepoint the transaction does not have (SQLSTATE 3B001).
+    #[error("savepoint \"{name}\" does not exist: take it first (SAVEPOINT {name})")]
+    NoSuchSavepoint { name: String },
     /// The log and the catalog disagree in a way no crash explains.
     #[error("the write-ahead log does not match the catalog at LSN {lsn}: {what}; nothing was replayed")]
     Corrupt { lsn: u64, what: String },
@@ -71,7 +77,7 @@ impl WriteError {
                 e,
                 WalError::MissingControl { .. } | WalError::AlreadyExists { .. } | WalError::Foreign { .. } | WalError::Locked { .. } | WalError::Config(_)
             ),
-            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } => true,
+            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::NoSuchSavepoint { .. } | WriteError::IsolationAfterQuery => true,
             WriteError::DeltaFull { .. } => true,
             WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } | WriteError::WouldWait { .. } => false,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,

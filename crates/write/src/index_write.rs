@@ -10,7 +10,7 @@
 //! collide with. A second inserter of the same key waits for the first to commit (then
 //! fails) or roll back (then goes on): PostgreSQL's behaviour, at table grain.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use flashscan_storage::load::valid_table_name;
@@ -26,6 +26,13 @@ use crate::write_path::{key_of, State, WritePath};
 
 /// Rows per partition, each in the page's row encoding.
 type PartitionRows = Vec<Vec<Vec<u8>>>;
+
+/// How many times each key occurs.
+fn count_of<'k>(keys: impl Iterator<Item = &'k [u8]>) -> HashMap<&'k [u8], usize> {
+    let mut counts: HashMap<&[u8], usize> = HashMap::new();
+    keys.for_each(|k| *counts.entry(k).or_default() += 1);
+    counts
+}
 
 /// A statement with at most this many keys compares them with the transaction's earlier keys
 /// one by one instead of hashing those into a set.
@@ -135,6 +142,7 @@ impl WritePath {
             }
         }
         let all_rows: Vec<&[u8]> = rows.iter().flatten().map(|r| r.as_slice()).collect();
+        let killed_rows = crate::own_writes::killed_rows(txn, key);
         let mut out = Vec::new();
         for index in indexes.iter().filter(|i| i.is_unique()) {
             let (_, batch) = index.keys_of_rows(table, all_rows.iter().copied())?;
@@ -145,15 +153,21 @@ impl WritePath {
             }
             // The transaction's earlier keys of this index: compared one by one for a small
             // statement (a prepared one-row INSERT executed 1,000 times in one transaction
-            // hashed every earlier key into a new set per statement: 41 µs per row), hashed
-            // into a set for a large one.
+            // hashed every earlier key into a new set per statement: 41 µs per row), counted
+            // into a map for a large one. A key of a row the transaction staged and changed
+            // again (own_writes.rs) is kept among them; the keys of such killed rows are
+            // taken away by count (a key staged, deleted and staged again is there twice).
             let earlier = || txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.unique_keys.iter()).filter(|(name, _)| name == index.name()).flat_map(|(_, ks)| ks.iter().map(|k| &k[..]));
-            let earlier_set: Option<HashSet<&[u8]>> = (keys.len() > SMALL_STATEMENT_KEYS_MAX).then(|| earlier().collect());
+            let killed: Vec<Key> = if killed_rows.is_empty() { Vec::new() } else { index.keys_of_rows(table, killed_rows.iter().copied())?.0 };
+            let earlier_counts: Option<HashMap<&[u8], usize>> = (keys.len() > SMALL_STATEMENT_KEYS_MAX).then(|| count_of(earlier()));
+            let killed_counts = count_of(killed.iter().map(|k| &k[..]));
             for (i, k) in keys.iter().enumerate() {
                 let Some(k) = k else { continue };
-                let repeated = match &earlier_set {
-                    Some(set) => set.contains(&k[..]),
-                    None => earlier().any(|e| e == &k[..]),
+                let taken_away = killed_counts.get(&k[..]).copied().unwrap_or(0);
+                let repeated = match &earlier_counts {
+                    Some(counts) => counts.get(&k[..]).copied().unwrap_or(0) > taken_away,
+                    None if taken_away == 0 => earlier().any(|e| e == &k[..]),
+                    None => earlier().filter(|e| *e == &k[..]).count() > taken_away,
                 };
                 if repeated {
                     return Err(violation(i));

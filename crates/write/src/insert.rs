@@ -64,11 +64,20 @@ pub(crate) struct Staged {
     /// rows' keys (NULL keys left out). A commit refuses rows not checked against every
     /// unique index of their table (one created since they were staged).
     pub(crate) unique_keys: Vec<(String, Vec<crate::key_index::Key>)>,
+    /// Rows of earlier steps of this transaction that this step deletes again (a row the
+    /// transaction inserted, or a new version it wrote), as (step, place among that
+    /// step's rows): they are never logged (own_writes.rs).
+    pub(crate) kills: Vec<(usize, u64)>,
 }
 
 impl Staged {
+    /// A step of rows to insert into table `key`.
+    fn of_rows(key: String, table_id: Option<u32>, table: TableMeta, rows: PartitionRows, unique_keys: Vec<(String, Vec<crate::key_index::Key>)>) -> Staged {
+        Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys, kills: Vec::new() }
+    }
+
     fn inserted_count(&self) -> u64 {
-        self.rows.iter().map(|p| p.len() as u64).sum()
+        self.rows.iter().map(|p| p.len() as u64).sum::<u64>()
     }
 }
 
@@ -83,6 +92,13 @@ pub struct Transaction {
     pub(crate) durability: Durability,
     /// Lock waits fail with `WriteError::WouldWait` instead of waiting (`set_no_wait`).
     pub(crate) no_wait: bool,
+    /// Open savepoints, oldest first: each name and how many staging steps the transaction
+    /// held when it was taken (`savepoint`, `rollback_to_savepoint`).
+    savepoints: Vec<(String, usize)>,
+    pub(crate) isolation: crate::snapshot::Isolation,
+    /// REPEATABLE READ: the snapshot its first statement took, which every statement reads
+    /// (`pin_snapshot`).
+    pub(crate) base: Option<Arc<crate::snapshot::ReadSnapshot>>,
 }
 
 /// The change locks a transaction holds (table_lock.rs), released when it drops.
@@ -119,10 +135,16 @@ impl Transaction {
         self.inserted_count() + self.deleted_count()
     }
 
+    /// Rows staged for insertion and still alive (less those a later statement of the
+    /// transaction changed again).
     pub fn inserted_count(&self) -> u64 {
-        self.staged.iter().map(Staged::inserted_count).sum()
+        let staged: u64 = self.staged.iter().map(Staged::inserted_count).sum();
+        let killed = self.staged.iter().map(|s| s.kills.len() as u64).sum::<u64>();
+        debug_assert!(killed <= staged, "a step kills only rows earlier steps staged");
+        staged.saturating_sub(killed)
     }
 
+    /// Committed rows the transaction deletes.
     pub fn deleted_count(&self) -> u64 {
         self.staged.iter().map(|s| s.deletes.len() as u64).sum()
     }
@@ -148,6 +170,65 @@ impl Transaction {
     /// stay held until the transaction ends, as for any statement of it.
     pub fn unstage_to(&mut self, steps: usize) {
         self.staged.truncate(steps);
+    }
+
+    /// The isolation level (`SET TRANSACTION ISOLATION LEVEL …`, `BEGIN ISOLATION LEVEL …`):
+    /// refused once a statement has taken the transaction's snapshot (PostgreSQL's rule).
+    pub fn set_isolation(&mut self, isolation: crate::snapshot::Isolation) -> Result<(), WriteError> {
+        if self.base.is_some() && isolation != self.isolation {
+            return Err(WriteError::IsolationAfterQuery);
+        }
+        self.isolation = isolation;
+        Ok(())
+    }
+
+    pub fn isolation(&self) -> crate::snapshot::Isolation {
+        self.isolation
+    }
+
+    /// Takes the transaction's snapshot when it is REPEATABLE READ and has none yet: called
+    /// before each statement reads (its first statement takes it). Every heap table gets a
+    /// delta first, so the snapshot names each one (a table without one would otherwise be
+    /// read as it is at each statement).
+    pub fn pin_snapshot(&mut self, write: &WritePath) -> Result<(), WriteError> {
+        if self.isolation == crate::snapshot::Isolation::RepeatableRead && self.base.is_none() {
+            self.base = Some(Arc::new(write.read_snapshot_of_every_table()?));
+        }
+        Ok(())
+    }
+
+    /// SAVEPOINT `name`: what is staged from now on can be undone alone
+    /// (`rollback_to_savepoint`). A name taken again hides the older savepoint until the
+    /// newer one is released (PostgreSQL's rule).
+    pub fn savepoint(&mut self, name: &str) {
+        self.savepoints.push((name.to_string(), self.staged.len()));
+    }
+
+    /// The newest savepoint named `name`, or the error PostgreSQL gives (3B001).
+    fn savepoint_position(&self, name: &str) -> Result<usize, WriteError> {
+        self.savepoints.iter().rposition(|(n, _)| n == name).ok_or_else(|| WriteError::NoSuchSavepoint { name: name.to_string() })
+    }
+
+    /// RELEASE SAVEPOINT `name`: it and every savepoint taken after it are forgotten; what
+    /// was staged since stays.
+    pub fn release_savepoint(&mut self, name: &str) -> Result<(), WriteError> {
+        let at = self.savepoint_position(name)?;
+        self.savepoints.truncate(at);
+        Ok(())
+    }
+
+    /// ROLLBACK TO SAVEPOINT `name`: everything staged since it was taken is dropped (rows
+    /// inserted, rows deleted, and the kills of rows staged before it, which come back);
+    /// it stays, the savepoints after it are forgotten. The change locks and row locks
+    /// taken since stay held until the transaction ends (PostgreSQL releases a rolled-back
+    /// subtransaction's row locks; holding them longer can make another writer wait, never
+    /// read or write wrongly).
+    pub fn rollback_to_savepoint(&mut self, name: &str) -> Result<(), WriteError> {
+        let at = self.savepoint_position(name)?;
+        let steps = self.savepoints[at].1;
+        self.savepoints.truncate(at + 1);
+        self.unstage_to(steps);
+        Ok(())
     }
 
     /// Discards what was staged (nothing was logged, so nothing else to undo).
@@ -251,7 +332,7 @@ impl WritePath {
         let n = encode_into(&mut new_encoder(&table)?, batches, &mut rows)?;
         if n > 0 {
             let unique_keys = self.check_unique(txn, &key, &table, &rows, keys_kept)?;
-            txn.staged.push(Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys });
+            txn.staged.push(Staged::of_rows(key, table_id, table, rows, unique_keys));
         }
         Ok(n)
     }
@@ -322,8 +403,16 @@ impl WritePath {
             match self.table_locks.try_lock_rows(txn.locks.txn, key, &raw) {
                 RowsLocked::All => {
                     drop(st);
-                    if now.deleted().first_deleted(&now_ids).is_some() {
-                        return Err(WriteError::RowsChanged { table: key.to_string() });
+                    if let Some(id) = now.deleted().first_deleted(&now_ids) {
+                        // READ COMMITTED reads the statement again; REPEATABLE READ cannot
+                        // (its snapshot is the transaction's): PostgreSQL's 40001.
+                        return Err(match txn.isolation {
+                            crate::snapshot::Isolation::ReadCommitted => WriteError::RowsChanged { table: key.to_string() },
+                            crate::snapshot::Isolation::RepeatableRead => WriteError::SerializationFailure {
+                                table: key.to_string(),
+                                why: format!("could not serialize access due to concurrent update (row {:#x} was changed by a transaction that committed after this REPEATABLE READ transaction's snapshot)", id.0),
+                            },
+                        });
                     }
                     return Ok((now_ids, now));
                 }
@@ -338,9 +427,9 @@ impl WritePath {
     }
 
     /// Stages deletions of `row_ids` (as `snapshot` names the rows of `table_name`, read
-    /// after `lock_for_change`) into `txn`; logged at commit. A row this transaction
-    /// deleted already is refused (a row changed twice in one transaction is not supported
-    /// yet: its second change would not see the first).
+    /// after `lock_for_change`) into `txn`; logged at commit. A row the transaction staged
+    /// itself (a staged row id, own_writes.rs) is killed instead: never logged. A committed
+    /// row it deleted already cannot be named again (its statements do not read it).
     pub fn stage_delete(&self, txn: &mut Transaction, table_name: &str, snapshot: &crate::snapshot::SnapshotTable, row_ids: &[u64]) -> Result<u64, WriteError> {
         let (key, table_id, table) = {
             let st = self.lock_state_shared()?;
@@ -356,14 +445,19 @@ impl WritePath {
         ids.sort_unstable();
         ids.dedup();
         let n = ids.len() as u64;
-        let (ids, now) = self.lock_rows(txn, &key, snapshot.delta(), ids)?;
-        let earlier: std::collections::HashSet<RowId> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.deletes.iter().copied()).collect();
-        if ids.iter().any(|id| earlier.contains(id)) {
-            return Err(WriteError::NotSupported(format!(
-                "table {key}: a row this transaction already updated or deleted is changed again; changing one row twice in one transaction is not supported yet: COMMIT between the two statements"
-            )));
-        }
-        txn.staged.push(Staged { key, table_id, table, rows: Vec::new(), lsns: Vec::new(), deletes: ids, deletes_against: Some(now), unique_keys: Vec::new() });
+        let (kills, ids) = crate::own_writes::split_staged(txn, &key, ids)?;
+        let (ids, against) = if ids.is_empty() {
+            (ids, None)
+        } else {
+            let (ids, now) = self.lock_rows(txn, &key, snapshot.delta(), ids)?;
+            let earlier: std::collections::HashSet<RowId> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.deletes.iter().copied()).collect();
+            if let Some(id) = ids.iter().find(|id| earlier.contains(id)) {
+                // Its statements read through their own deletes (own_writes.rs).
+                return Err(WriteError::InvalidArgument(format!("table {key}: row {:#x} was read although this transaction deleted it", id.0)));
+            }
+            (ids, Some(now))
+        };
+        txn.staged.push(Staged { kills, deletes: ids, deletes_against: against, ..Staged::of_rows(key, table_id, table, Vec::new(), Vec::new()) });
         Ok(n)
     }
 
@@ -399,6 +493,7 @@ impl WritePath {
 
     /// The commit, then (when `checkpoint`) an automatic checkpoint if one is due.
     pub(crate) fn commit_staged_then(&self, staged: &mut [Staged], checkpoint: bool, durability: Durability) -> Result<u64, WriteError> {
+        crate::own_writes::settle(staged);
         let row_count: u64 = staged.iter().map(|s| s.inserted_count() + s.deletes.len() as u64).sum();
         if row_count == 0 {
             return Ok(0);
@@ -484,6 +579,7 @@ impl WritePath {
                     }
                 }
                 for id in &s.deletes {
+                    assert!(!id.is_staged(), "a staged row is killed, never logged as deleted (own_writes.rs)");
                     wal.append(&Record::Delete(DeleteRow { txn, table_id: t.table_id, row_id: id.0 }))?;
                 }
             }
@@ -507,14 +603,15 @@ impl WritePath {
     /// ([`WritePath::commit_transaction`]). Never blocks beyond the state mutexes, except
     /// for the one catalog commit of a loaded table's first INSERT and an appender waiting
     /// for room in a full log buffer.
-    pub fn try_begin_commit(&self, txn: Transaction) -> Result<Result<PendingCommit<'_>, Transaction>, WriteError> {
+    pub fn try_begin_commit(&self, mut txn: Transaction) -> Result<Result<PendingCommit<'_>, Transaction>, WriteError> {
+        crate::own_writes::settle(&mut txn.staged);
         let row_count = txn.row_count();
         let statement_bytes: u64 = txn.staged.iter().flat_map(|s| s.rows.iter().flatten()).map(|r| r.len() as u64 + 4).sum();
         if row_count == 0 || self.commit_would_block(statement_bytes)? {
             return Ok(Err(txn));
         }
         let Some(gate) = self.try_commit_gate() else { return Ok(Err(txn)) };
-        let Transaction { mut staged, locks, durability, no_wait: _ } = txn;
+        let Transaction { mut staged, locks, durability, no_wait: _, savepoints: _, isolation: _, base: _ } = txn;
         let logged = self.log_staged(&mut staged)?;
         Ok(Ok(PendingCommit { _gate: gate, visibility: &self.visibility, logged, staged, row_count, finished: false, _locks: locks, durability }))
     }
@@ -531,7 +628,7 @@ impl WritePath {
         let encoder = new_encoder(&table)?;
         let rows: PartitionRows = vec![Vec::new(); table.partitions.len()];
         let statement_rows = rows.clone();
-        let staged = Staged { key: key.clone(), table_id, table: table.clone(), rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys: Vec::new() };
+        let staged = Staged::of_rows(key.clone(), table_id, table.clone(), rows, Vec::new());
         Ok(PreparedInsert { write: self, encoder, txn: Transaction { staged: vec![staged], ..Transaction::default() }, statement_rows, key, table })
     }
 }

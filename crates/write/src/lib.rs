@@ -15,6 +15,8 @@
 //!   row's insert); [`deleted`]: a table's deleted rows with the commit that deleted each,
 //!   which scans skip as their snapshot sees them; `table_lock`: the change lock an
 //!   UPDATE or DELETE holds on its table until its transaction ends;
+//! - [`own_writes`]: a transaction reads its own staged rows and deletes, and may change
+//!   a row it changed before;
 //! - `gate`: the commit gate that keeps a checkpoint's redo point out of a commit;
 //! - `snapshot`: [`ReadSnapshot`], a statement's view of every heap table, each
 //!   transaction whole or not at all;
@@ -42,6 +44,7 @@ pub mod insert;
 pub mod key_index;
 pub mod limits;
 pub mod lock;
+pub mod own_writes;
 /// A row's id lives with the deleted rows file that stores it (crates/storage).
 pub use flashscan_storage::row_id;
 mod table_statistics;
@@ -60,7 +63,7 @@ pub use init::{init_database, InitOptions, InitReport};
 pub use insert::{PendingCommit, PreparedInsert, Transaction};
 pub use lock::WriterLock;
 pub use row_id::RowId;
-pub use snapshot::{ReadSnapshot, SnapshotTable};
+pub use snapshot::{Isolation, ReadSnapshot, SnapshotTable};
 pub use table_lock::LOCK_WAIT_MAX;
 pub use unflushed::unflushed_rows;
 pub use write_path::{recover, AutoCheckpointStats, NewTable, RecoveryReport, WriteLimits, WritePath};

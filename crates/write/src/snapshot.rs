@@ -23,6 +23,7 @@ use flashscan_storage::{StorageError, TableMeta};
 use crate::delta::TableDelta;
 use crate::error::WriteError;
 use crate::key_index::{decode_rows, Key, KeyIndex};
+use crate::own_writes::{OwnChanges, OwnRows};
 use crate::row_id::RowId;
 use flashscan_storage::heap::heap_page::HeapPageRows;
 use flashscan_storage::{verify_page, PageId, PAGE_SIZE_BYTES};
@@ -70,8 +71,30 @@ impl Visibility {
     }
 }
 
+/// How long a transaction's snapshot lasts (PostgreSQL's levels; docs/architecture.md,
+/// "Transactions and snapshots").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Isolation {
+    /// A snapshot per statement; a writer that meets a row changed since reads it again.
+    #[default]
+    ReadCommitted,
+    /// One snapshot for the whole transaction, taken by its first statement; a writer that
+    /// meets a row another transaction changed since then fails with 40001.
+    RepeatableRead,
+}
+
+impl Isolation {
+    /// As PostgreSQL's `SHOW transaction_isolation` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::ReadCommitted => "read committed",
+            Isolation::RepeatableRead => "repeatable read",
+        }
+    }
+}
+
 /// Every heap table's committed rows as of one moment. Keys are the catalog's table names.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ReadSnapshot {
     tables: BTreeMap<String, SnapshotTable>,
     /// The visibility sequence number: deletions of commits published up to it are seen.
@@ -86,17 +109,27 @@ pub struct SnapshotTable {
     delta_rows: Vec<u64>,
     /// Deletions of commits published up to this sequence number are seen.
     seq: u64,
+    /// The reading transaction's own changes of the table (own_writes.rs), if any.
+    own: Option<Arc<OwnRows>>,
 }
 
 impl ReadSnapshot {
     /// Taken under `Visibility::read`, with `seq` the sequence number published last.
     pub(crate) fn new(deltas: &BTreeMap<String, Arc<TableDelta>>, seq: u64) -> ReadSnapshot {
-        let tables = deltas.iter().map(|(name, delta)| (name.clone(), SnapshotTable { delta: delta.clone(), delta_rows: delta.partition_row_counts(), seq })).collect();
+        let tables = deltas.iter().map(|(name, delta)| (name.clone(), SnapshotTable { delta: delta.clone(), delta_rows: delta.partition_row_counts(), seq, own: None })).collect();
         ReadSnapshot { tables, seq }
     }
 
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// Lays a transaction's own changes over the committed rows (own_writes.rs).
+    pub(crate) fn lay_over(&mut self, own: &OwnChanges) -> Result<(), WriteError> {
+        for (key, table) in self.tables.iter_mut() {
+            table.own = own.view_for(key, &table.delta)?.map(Arc::new);
+        }
+        Ok(())
     }
 
     /// The table named in SQL (names compare without case), if it is a heap table of the
@@ -117,14 +150,41 @@ impl SnapshotTable {
         self.delta_rows.iter().sum()
     }
 
-    /// Rows deleted (from pages and the delta) as the snapshot sees them.
+    /// Rows deleted (from pages and the delta) as the snapshot sees them, the reading
+    /// transaction's own deletes included.
     pub fn deleted_row_count(&self) -> u64 {
-        self.delta.deleted().count_at(self.seq)
+        self.delta.deleted().count_at(self.seq) + self.own.as_ref().map_or(0, |o| o.deleted.len() as u64)
     }
 
-    /// The table's rows as the snapshot sees them: pages, plus delta, less deleted.
+    /// Rows the reading transaction staged and still has (own_writes.rs).
+    pub fn own_row_count(&self) -> u64 {
+        self.own.as_ref().map_or(0, |o| o.row_count())
+    }
+
+    /// Whether a scan has rows beyond the pages to read: committed delta rows, or the
+    /// reading transaction's own.
+    pub fn has_rows_beyond_pages(&self) -> bool {
+        self.delta_row_count() > 0 || self.own_row_count() > 0
+    }
+
+    /// The table's rows as the snapshot sees them: pages, plus delta, plus the reading
+    /// transaction's own, less deleted.
     pub fn row_count(&self) -> u64 {
-        (self.table().row_count + self.delta_row_count()).saturating_sub(self.deleted_row_count())
+        (self.table().row_count + self.delta_row_count() + self.own_row_count()).saturating_sub(self.deleted_row_count())
+    }
+
+    /// Whether rows of pages are deleted as the snapshot sees them (by commits, or by the
+    /// reading transaction): a scan of the pages must then skip some.
+    pub fn has_deleted_page_rows(&self) -> bool {
+        self.delta.deleted().has_page_rows() || self.own.as_ref().is_some_and(|o| o.deletes_page_rows())
+    }
+
+    /// The slots of page `page` deleted as the snapshot sees them, into `slots` (cleared
+    /// first); whether any.
+    pub fn page_deleted_slots(&self, page: u64, slots: &mut Vec<u16>) -> bool {
+        let committed = self.delta.deleted().page_slots_at(page, self.seq, slots);
+        let own = self.own.as_ref().is_some_and(|o| o.page_slots(page, slots));
+        committed || own
     }
 
     pub fn seq(&self) -> u64 {
@@ -161,6 +221,14 @@ impl SnapshotTable {
     /// deleted, or a row of a page its table has and it does not see deleted.
     fn sees(&self, id: u64) -> bool {
         let row = RowId(id);
+        if let Some(own) = &self.own {
+            if row.is_staged() {
+                return own.has_staged(id);
+            }
+            if own.deletes(id) {
+                return false;
+            }
+        }
         if let Some(lsn) = row.delta_lsn() {
             let Some((partition, ordinal)) = self.delta.position(lsn) else { return false };
             let counted = self.delta_rows.get(partition).copied().unwrap_or(0);
@@ -188,8 +256,18 @@ impl SnapshotTable {
         };
         ids.sort_unstable();
         ids.dedup();
+        if let Some(own) = &self.own {
+            ids.retain(|id| !own.deletes(*id));
+        }
         let mut rows: Vec<Vec<u8>> = Vec::new();
         let mut found: Vec<u64> = Vec::new();
+        // The reading transaction's own rows under the keys (an index holds committed rows only).
+        if let Some(own) = &self.own {
+            for (id, row) in own.rows_by_index(self.table(), index, keys, prefix)? {
+                rows.push(row.to_vec());
+                found.push(id);
+            }
+        }
         // Page rows grouped by page (ids sort by page, then slot).
         let mut pages: Vec<(PageId, Vec<(u16, u64)>)> = Vec::new();
         for id in ids {
@@ -239,14 +317,37 @@ impl SnapshotTable {
         Ok(Some((batch, found)))
     }
 
-    /// The delta rows of one partition the snapshot sees, less those it sees deleted,
-    /// decoded (projected); with `with_row_ids`, each row's id too (`RowId`).
+    /// The delta rows of one partition the snapshot sees, less those it sees deleted, then
+    /// the reading transaction's own rows of the partition, decoded (projected); with
+    /// `with_row_ids`, each row's id too (`RowId`).
     pub fn decode_delta(&self, partition: usize, projection: &[usize], with_row_ids: bool) -> Result<Option<(RecordBatch, Vec<u64>)>, StorageError> {
+        let committed = self.decode_committed_delta(partition, projection, with_row_ids)?;
+        let own_rows = self.own.as_ref().and_then(|o| o.rows.get(partition)).filter(|r| !r.is_empty());
+        let Some(own_rows) = own_rows else { return Ok(committed) };
+        let own_batch = crate::key_index::decode_rows(self.table(), projection, own_rows.iter().map(|(_, r)| r.as_slice())).map_err(|e| match e {
+            WriteError::Storage(e) => e,
+            other => StorageError::InvalidArgument(format!("decoding the transaction's own rows: {other}")),
+        })?;
+        let own_ids = if with_row_ids { own_rows.iter().map(|(id, _)| *id).collect() } else { Vec::new() };
+        let Some((batch, mut ids)) = committed else { return Ok(Some((own_batch, own_ids))) };
+        let both = arrow::compute::concat_batches(&batch.schema(), [&batch, &own_batch]).map_err(|e| StorageError::InvalidArgument(format!("the delta's rows and the transaction's own: {e}")))?;
+        ids.extend(own_ids);
+        Ok(Some((both, ids)))
+    }
+
+    /// The committed delta rows of one partition the snapshot sees, less those it sees
+    /// deleted (by commits or by the reading transaction).
+    fn decode_committed_delta(&self, partition: usize, projection: &[usize], with_row_ids: bool) -> Result<Option<(RecordBatch, Vec<u64>)>, StorageError> {
         let rows = self.delta_rows.get(partition).copied().unwrap_or(0);
         let Some(batch) = self.delta.decode_prefix(self.delta.table_meta(), partition, projection, rows)? else { return Ok(None) };
         let lsns = self.delta.lsns(partition, batch.num_rows() as u64);
         debug_assert_eq!(lsns.len(), batch.num_rows(), "one insert LSN per delta row");
-        let deleted = self.delta.deleted().delta_deleted_at(&lsns, self.seq);
+        let mut deleted = self.delta.deleted().delta_deleted_at(&lsns, self.seq);
+        if let Some(own) = self.own.as_ref().filter(|o| !o.deleted.is_empty()) {
+            for (d, lsn) in deleted.iter_mut().zip(&lsns) {
+                *d = *d || own.deletes(crate::row_id::RowId::in_delta(*lsn).0);
+            }
+        }
         let ids = |keep: &dyn Fn(usize) -> bool| -> Vec<u64> {
             if !with_row_ids {
                 return Vec::new();

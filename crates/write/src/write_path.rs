@@ -351,6 +351,10 @@ fn replay(catalog: &Catalog, db_dir: &Path, meta: &WriteMeta, scan: &Scan) -> Re
             }
             RedoChange::Delete(delete) => {
                 let id = crate::row_id::RowId(delete.row.row_id);
+                // A staged row's id lives inside its transaction only (own_writes.rs).
+                if id.is_staged() {
+                    return Err(WriteError::Corrupt { lsn, what: format!("table {name}: a delete names row {:#x}, an id no commit logs", id.0) });
+                }
                 // A replayed deletion is as old as the snapshots there are: none yet.
                 if delta.deleted().contains(id) {
                     return Err(WriteError::Corrupt { lsn, what: format!("table {name}: row {:#x} deleted twice", id.0) });
