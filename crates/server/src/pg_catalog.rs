@@ -1220,6 +1220,8 @@ pub async fn statement_to_plan(state: &datafusion::execution::session_state::Ses
     let empty = empty_table_names(state.config().get_extension::<KeysPresent>().is_some_and(|k| k.0));
     crate::pg_syntax::normalize(&mut statement, &empty);
     let no_rows = crate::pg_syntax::empty_result_columns(&statement, &empty);
+    // Unaliased items go out under PostgreSQL's names (`count`, not `count(*)`).
+    let postgres_names = flashscan_sql::output_names::postgres_names(&statement);
     let answer_no_rows = |names: Vec<String>| async move {
         let columns: Vec<String> = names.iter().map(|n| format!("CAST(NULL AS TEXT) AS \"{}\"", n.replace('"', "\"\""))).collect();
         state.create_logical_plan(&format!("SELECT {} WHERE false", columns.join(", "))).await
@@ -1237,7 +1239,10 @@ pub async fn statement_to_plan(state: &datafusion::execution::session_state::Ses
             // cannot decorrelate fails when made physical): checked only for statements
             // over the empty tables, so no other query is planned twice.
             Some(names) if state.create_physical_plan(&plan).await.is_err() => answer_no_rows(names).await,
-            _ => Ok(plan),
+            _ => match &postgres_names {
+                Some(names) => flashscan_sql::output_names::name_like_postgres(plan, names),
+                None => Ok(plan),
+            },
         },
     }
 }

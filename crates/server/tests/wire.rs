@@ -229,6 +229,21 @@ async fn prepared_statements_take_parameters_and_type_their_results() {
     assert_eq!(row.get::<_, Option<i32>>(9), None);
     // Decimals over the wire as text (simple protocol) keep their scale.
     assert_eq!(wire_rows(&client, "select cast(12.3 as decimal(10,2))").await, vec![vec![Some("12.30".to_string())]]);
+    // Unaliased items are named as PostgreSQL names them (psql prints these, pandas keys by
+    // them), prepared or not, by key or by scan; aliases stay as written.
+    let names = |columns: &[tokio_postgres::Column]| columns.iter().map(|c| c.name().to_string()).collect::<Vec<_>>();
+    for sql in [
+        "select count(*), sum(l_quantity), max(lineitem.l_linenumber), l_returnflag, 1, l_linenumber + 1, cast(l_linenumber as bigint), 'x'::text from lineitem group by l_returnflag, l_linenumber order by 4, 2 limit 1",
+        "select count(*), sum(l_quantity), max(lineitem.l_linenumber), l_returnflag, 1, l_linenumber + 1, cast(l_linenumber as bigint), 'x'::text from lineitem where l_linenumber = 3 group by l_returnflag, l_linenumber limit 1",
+    ] {
+        let prepared = client.prepare(sql).await.expect("prepare");
+        assert_eq!(names(prepared.columns()), ["count", "sum", "max", "l_returnflag", "?column?", "?column?", "l_linenumber", "text"], "{sql}");
+        let simple = client.simple_query(sql).await.expect("simple");
+        let row = simple.iter().find_map(|m| if let tokio_postgres::SimpleQueryMessage::Row(r) = m { Some(r) } else { None }).expect("a row");
+        assert_eq!(row.columns().iter().map(|c| c.name()).collect::<Vec<_>>(), ["count", "sum", "max", "l_returnflag", "?column?", "?column?", "l_linenumber", "text"]);
+    }
+    let prepared = client.prepare("select count(*) as n, l_linenumber + 1 as next from lineitem group by l_linenumber").await.expect("prepare");
+    assert_eq!(names(prepared.columns()), ["n", "next"]);
     server.shutdown().await;
 }
 
