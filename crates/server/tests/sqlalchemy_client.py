@@ -160,5 +160,28 @@ def main():
     inspector = sa.inspect(engine)
     say("keyed_indexes", *sorted(f"{i['name']}:{','.join(i['column_names'])}:{i['unique']}" for i in inspector.get_indexes("keyed")))
 
+    # A unit of work as applications write it: rows written, then read back before COMMIT
+    # (a transaction reads its own writes), a nested transaction (SAVEPOINT) rolled back
+    # on a duplicate key while the outer one goes on, and an engine at REPEATABLE READ.
+    with engine.begin() as c:
+        c.execute(sa.text("INSERT INTO keyed VALUES (1, 'a', 10), (2, 'b', 20)"))
+        c.execute(sa.text("UPDATE keyed SET v = v + 1 WHERE id = 1"))
+        say("own_writes", *[f"{r[0]}:{r[1]}" for r in c.execute(sa.text("SELECT id, v FROM keyed ORDER BY id"))])
+        nested = c.begin_nested()
+        try:
+            c.execute(sa.text("INSERT INTO keyed VALUES (3, 'a', 30)"))
+            nested.commit()
+            say("nested", "committed")
+        except sa.exc.IntegrityError as e:
+            nested.rollback()
+            say("nested", "rolled_back", e.orig.sqlstate)
+        c.execute(sa.text("INSERT INTO keyed VALUES (3, 'c', 30)"))
+    with engine.connect() as c:
+        say("after_nested", *[f"{r[0]}:{r[1]}:{r[2]}" for r in c.execute(sa.text("SELECT id, code, v FROM keyed ORDER BY id"))])
+    repeatable = engine.execution_options(isolation_level="REPEATABLE READ")
+    with repeatable.connect() as c:
+        say("isolation", c.get_isolation_level(), c.execute(sa.text("SELECT count(*) FROM keyed")).scalar_one())
+        c.commit()
+
 if __name__ == "__main__":
     main()

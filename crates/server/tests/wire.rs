@@ -764,7 +764,9 @@ async fn psycopg_queries_parameters_and_types() {
 /// init`: `to_sql` creates and fills a table (and refuses a second time with
 /// if_exists='fail'), reflection reads it back (tables, columns with their types, no keys
 /// or indexes), a Core select binds parameters, `read_sql` of a query and of a table name,
-/// whole and in chunks, returns the DataFrame written. The rows are then checked once more
+/// whole and in chunks, returns the DataFrame written; a unit of work reads its own rows,
+/// rolls a nested transaction back to its SAVEPOINT, and an engine runs at REPEATABLE
+/// READ. The rows are then checked once more
 /// by `flashscan sql`'s session on the files, after the server stopped. Skipped, with the
 /// reason printed, where python3, SQLAlchemy, pandas or psycopg is missing (.ci/run
 /// installs them with pip).
@@ -841,6 +843,12 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     // The primary key's index is not listed (SQLAlchemy leaves it out for PostgreSQL too);
     // the unique constraint's is, and a two-column index keeps its column order.
     assert_eq!(one("keyed_indexes"), ["keyed_code_key:code:True", "keyed_v:v,code:False"], "{stdout}");
+    // A unit of work: its rows read back before COMMIT, a nested transaction (SAVEPOINT)
+    // rolled back on 23505 while the outer one commits, an engine at REPEATABLE READ.
+    assert_eq!(one("own_writes"), ["1:11", "2:20"], "{stdout}");
+    assert_eq!(one("nested"), ["rolled_back", "23505"], "{stdout}");
+    assert_eq!(one("after_nested"), ["1:a:11", "2:b:20", "3:c:30"], "{stdout}");
+    assert_eq!(one("isolation"), ["REPEATABLE READ", "3"], "{stdout}");
     server.shutdown().await;
     // The rows on disk, as flashscan sql reads them after the server stopped.
     let on_disk = common::reopened(&db, "select id, name, score, ok, at from frames order by id, name").await;
