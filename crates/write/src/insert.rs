@@ -68,12 +68,16 @@ pub(crate) struct Staged {
     /// transaction inserted, or a new version it wrote), as (step, place among that
     /// step's rows): they are never logged (own_writes.rs).
     pub(crate) kills: Vec<(usize, u64)>,
+    /// `rows` as shared bytes, per partition, made once when a statement of the
+    /// transaction first reads its own writes (own_writes.rs); a step's rows never change
+    /// after it is staged (a prepared insert's one step grows, but never reads them).
+    pub(crate) shared_rows: std::sync::OnceLock<Vec<Vec<crate::own_writes::SharedRow>>>,
 }
 
 impl Staged {
     /// A step of rows to insert into table `key`.
     fn of_rows(key: String, table_id: Option<u32>, table: TableMeta, rows: PartitionRows, unique_keys: Vec<(String, Vec<crate::key_index::Key>)>) -> Staged {
-        Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys, kills: Vec::new() }
+        Staged { key, table_id, table, rows, lsns: Vec::new(), deletes: Vec::new(), deletes_against: None, unique_keys, kills: Vec::new(), shared_rows: std::sync::OnceLock::new() }
     }
 
     fn inserted_count(&self) -> u64 {
@@ -450,10 +454,13 @@ impl WritePath {
             (ids, None)
         } else {
             let (ids, now) = self.lock_rows(txn, &key, snapshot.delta(), ids)?;
-            let earlier: std::collections::HashSet<RowId> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.deletes.iter().copied()).collect();
-            if let Some(id) = ids.iter().find(|id| earlier.contains(id)) {
-                // Its statements read through their own deletes (own_writes.rs).
-                return Err(WriteError::InvalidArgument(format!("table {key}: row {:#x} was read although this transaction deleted it", id.0)));
+            // Its statements read through their own deletes (own_writes.rs), so none names a
+            // row it deleted. Checked in debug builds only: the set of every earlier delete
+            // per statement was 10 % of the server's CPU at 4,000 UPDATEs in one block.
+            #[cfg(debug_assertions)]
+            {
+                let earlier: std::collections::HashSet<RowId> = txn.staged.iter().filter(|s| s.key == key && s.deletes_against.as_ref().is_some_and(|a| Arc::ptr_eq(a, &now))).flat_map(|s| s.deletes.iter().copied()).collect();
+                debug_assert!(!ids.iter().any(|id| earlier.contains(id)), "table {key}: a row this transaction deleted was read again");
             }
             (ids, Some(now))
         };

@@ -34,6 +34,9 @@ use crate::row_id::RowId;
 use crate::snapshot::ReadSnapshot;
 use crate::write_path::WritePath;
 
+/// A staged row's bytes, shared by the step that staged it and the views of it.
+pub(crate) type SharedRow = Arc<[u8]>;
+
 /// A transaction's changes as its next statement reads them (see the module comment).
 /// Made by [`Transaction::own_changes`]; laid over a snapshot by [`WritePath::read_snapshot_own`].
 #[derive(Debug, Default)]
@@ -49,8 +52,9 @@ pub struct OwnChanges {
 struct OwnTable {
     /// The table as the transaction staged into it (its first step's meta).
     table: TableMeta,
-    /// Per partition: the staged rows still alive, each with its staged id.
-    rows: Vec<Vec<(u64, Vec<u8>)>>,
+    /// Per partition: the staged rows still alive, each with its staged id (shared with
+    /// every snapshot the statement lays them over, not copied per table view).
+    rows: Arc<Vec<Vec<(u64, SharedRow)>>>,
     /// Committed rows the transaction deletes, each group named as `against` names them.
     deletes: Vec<(Arc<TableDelta>, Vec<RowId>)>,
 }
@@ -60,7 +64,7 @@ struct OwnTable {
 #[derive(Debug, Default)]
 pub struct OwnRows {
     /// Per partition: the staged rows still alive, each with its staged id.
-    pub(crate) rows: Vec<Vec<(u64, Vec<u8>)>>,
+    pub(crate) rows: Arc<Vec<Vec<(u64, SharedRow)>>>,
     /// Committed rows the transaction deletes, as the snapshot's delta names them, sorted.
     pub(crate) deleted: Vec<u64>,
 }
@@ -97,7 +101,7 @@ impl OwnRows {
     /// The staged rows `index` would find under `keys` (full keys, or prefixes with
     /// `prefix`), each with its id.
     pub(crate) fn rows_by_index(&self, table: &TableMeta, index: &KeyIndex, keys: &[Key], prefix: bool) -> Result<Vec<(u64, &[u8])>, WriteError> {
-        let all: Vec<(u64, &[u8])> = self.rows.iter().flatten().map(|(id, r)| (*id, r.as_slice())).collect();
+        let all: Vec<(u64, &[u8])> = self.rows.iter().flatten().map(|(id, r)| (*id, &r[..])).collect();
         if all.is_empty() {
             return Ok(all);
         }
@@ -123,16 +127,26 @@ impl Transaction {
         let killed = self.killed();
         let mut own = OwnChanges { base: self.base.clone(), ..OwnChanges::default() };
         for (step, s) in self.staged.iter().enumerate() {
-            let t = own.tables.entry(s.key.clone()).or_insert_with(|| OwnTable { table: s.table.clone(), rows: vec![Vec::new(); s.table.partitions.len()], deletes: Vec::new() });
+            // Looked up before it is made: a key is cloned once per table, not per step.
+            if !own.tables.contains_key(&s.key) {
+                own.tables.insert(s.key.clone(), OwnTable { table: s.table.clone(), rows: Arc::new(vec![Vec::new(); s.table.partitions.len()]), deletes: Vec::new() });
+            }
+            let Some(t) = own.tables.get_mut(&s.key) else { continue };
+            // Built here, not shared yet: no copy.
+            let rows_of_table = Arc::make_mut(&mut t.rows);
             let mut place = 0u64;
-            for (partition, rows) in s.rows.iter().enumerate() {
+            // The step's rows as shared bytes, made once per step (a statement of a long
+            // transaction copied every earlier row again: 45 % of the server's CPU at 4,000
+            // UPDATEs in one block, perf).
+            let shared = s.shared_rows.get_or_init(|| s.rows.iter().map(|p| p.iter().map(|r| SharedRow::from(r.as_slice())).collect()).collect());
+            for (partition, rows) in shared.iter().enumerate() {
                 for row in rows {
-                    if !killed.contains(&(step, place)) {
+                    if killed.is_empty() || !killed.contains(&(step, place)) {
                         // An id that does not fit is left out of reads that ask for ids
                         // only by `stage_delete` refusing it; `staged` fits any transaction
                         // of fewer than 2^24 statements of fewer than 2^38 rows each.
                         let id = RowId::staged(step, place).map_or(u64::MAX, |r| r.0);
-                        if let Some(p) = t.rows.get_mut(partition) {
+                        if let Some(p) = rows_of_table.get_mut(partition) {
                             p.push((id, row.clone()));
                         }
                     }
@@ -140,7 +154,11 @@ impl Transaction {
                 }
             }
             if let Some(against) = &s.deletes_against {
-                t.deletes.push((against.clone(), s.deletes.clone()));
+                // One group per delta named against (steps between two checkpoints share it).
+                match t.deletes.last_mut() {
+                    Some((last, ids)) if Arc::ptr_eq(last, against) => ids.extend_from_slice(&s.deletes),
+                    _ => t.deletes.push((against.clone(), s.deletes.clone())),
+                }
             }
         }
         Some(Arc::new(own))
@@ -245,6 +263,10 @@ fn ids_as_named_by(key: &str, against: &Arc<TableDelta>, then: &Arc<TableDelta>,
 pub(crate) fn settle(staged: &mut [Staged]) {
     if staged.iter().all(|s| s.kills.is_empty()) {
         return;
+    }
+    // The views of the rows are of no more use (the commit follows).
+    for s in staged.iter_mut() {
+        s.shared_rows.take();
     }
     let mut killed: HashMap<usize, HashSet<u64>> = HashMap::new();
     for s in staged.iter_mut() {

@@ -324,7 +324,7 @@ impl SnapshotTable {
         let committed = self.decode_committed_delta(partition, projection, with_row_ids)?;
         let own_rows = self.own.as_ref().and_then(|o| o.rows.get(partition)).filter(|r| !r.is_empty());
         let Some(own_rows) = own_rows else { return Ok(committed) };
-        let own_batch = crate::key_index::decode_rows(self.table(), projection, own_rows.iter().map(|(_, r)| r.as_slice())).map_err(|e| match e {
+        let own_batch = crate::key_index::decode_rows(self.table(), projection, own_rows.iter().map(|(_, r)| &r[..])).map_err(|e| match e {
             WriteError::Storage(e) => e,
             other => StorageError::InvalidArgument(format!("decoding the transaction's own rows: {other}")),
         })?;
