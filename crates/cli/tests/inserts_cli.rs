@@ -107,29 +107,31 @@ fn bench_inserts_rows_are_durable_and_counted_by_sql() {
 fn begin_commit_in_a_file_is_one_transaction() {
     let (dir, db) = new_db();
     let out = ok(sql_file(&db, dir.path(), "ok.sql", "BEGIN;\nINSERT INTO t VALUES (1, 10, 'a'), (2, 20, NULL);\nINSERT INTO t SELECT id + 100, qty, note FROM t;\nINSERT INTO t VALUES (3, 30, 'c');\nCOMMIT;\n"));
-    assert!(out.contains("COMMIT: 3 rows"), "{out}");
-    // The SELECT inside the block saw committed rows only (none): 3 rows, not 5.
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 3);
+    // The INSERT … SELECT inside the block read the block's own two rows (a transaction
+    // reads its own writes, as in PostgreSQL): 2 + 2 + 1 rows.
+    assert!(out.contains("COMMIT: 5 rows"), "{out}");
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 5);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t WHERE id > 100"), 2);
 
     // An error inside the block: exit 2, says the transaction is aborted, nothing written.
     let err = bad(sql_file(&db, dir.path(), "bad.sql", "BEGIN;\nINSERT INTO t VALUES (4, 40, 'd');\nINSERT INTO t VALUES (5, NULL, 'e');\nCOMMIT;\n"), "transaction is aborted");
     assert!(err.to_lowercase().contains("null"), "{err}");
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 3);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 5);
 
     // A file ending inside the block: rolled back, with a message.
     bad(sql_file(&db, dir.path(), "open.sql", "BEGIN;\nINSERT INTO t VALUES (6, 60, 'f');\n"), "rolled back");
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 3);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 5);
 
     // ROLLBACK discards; statements after it commit on their own.
     let out = ok(sql_file(&db, dir.path(), "rb.sql", "BEGIN;\nINSERT INTO t VALUES (7, 70, 'g');\nROLLBACK;\nINSERT INTO t VALUES (8, 80, 'h');\n"));
     assert!(out.contains("ROLLBACK: 1 staged rows discarded"), "{out}");
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 4);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 6);
     assert_eq!(count(&db, "SELECT COUNT(*) FROM t WHERE id = 7"), 0);
 
     // DDL inside a block is refused (and aborts it); BEGIN does not nest.
     bad(sql_file(&db, dir.path(), "ddl.sql", "BEGIN;\nINSERT INTO t VALUES (9, 90, 'i');\nCREATE TABLE u (x INT);\nCOMMIT;\n"), "COMMIT first");
     bad(sql_file(&db, dir.path(), "nest.sql", "BEGIN;\nBEGIN;\nCOMMIT;\n"), "do not nest");
-    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 4);
+    assert_eq!(count(&db, "SELECT COUNT(*) FROM t"), 6);
     assert_eq!(count(&db, "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'u'"), 0);
 }
 

@@ -316,6 +316,11 @@ impl VisitorMut for Rewriter<'_> {
         ControlFlow::Continue(())
     }
 
+    fn pre_visit_table_factor(&mut self, t: &mut TableFactor) -> ControlFlow<()> {
+        name_series_column(t);
+        ControlFlow::Continue(())
+    }
+
     fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
         match e {
             Expr::BinaryOp { op, left, right } => {
@@ -535,6 +540,19 @@ fn schema_operator(parts: &[String]) -> Option<BinaryOperator> {
     })
 }
 
+/// `generate_series(…) g` (or `AS g`): PostgreSQL names the one column of a function
+/// returning one value per row after the alias; DataFusion names it `value`, so
+/// `SELECT g FROM generate_series(1, 3) g` failed. The alias then lists the column:
+/// `generate_series(…) AS g(g)` (pgbench's server-side data generation writes
+/// `FROM generate_series(1, n) AS aid`). Without an alias the column stays `value`
+/// (PostgreSQL's is `generate_series`): flashscan's own SQL and docs use `value`.
+fn name_series_column(t: &mut TableFactor) {
+    let TableFactor::Table { name, args: Some(_), alias: Some(alias), .. } = t else { return };
+    if alias.columns.is_empty() && catalog_name(name).as_deref() == Some("generate_series") {
+        alias.columns = vec![datafusion::sql::sqlparser::ast::TableAliasColumnDef::from_name(alias.name.value.clone())];
+    }
+}
+
 /// Unnamed items spelled alike get `?column?2`, `?column?3`, … (every branch of a UNION).
 fn distinct_unnamed_columns(body: &mut SetExpr) {
     match body {
@@ -696,6 +714,15 @@ mod tests {
         assert!(out.contains("pg_catalog.regclass_oid(CAST(c.oid AS TEXT)) = 5"), "{out}");
         let out = normalized("SELECT x::regnamespace FROM a UNION ALL SELECT (SELECT y::regtype) FROM b");
         assert!(out.contains("pg_catalog.regnamespace_name(CAST(x AS TEXT)) AS x"), "{out}");
+    }
+
+    #[test]
+    fn a_series_column_is_named_as_in_postgresql() {
+        assert!(normalized("SELECT g FROM generate_series(1, 3) g").contains("generate_series(1, 3) g (g)"), "{}", normalized("SELECT g FROM generate_series(1, 3) g"));
+        assert!(normalized("SELECT aid FROM generate_series(1, 3) AS aid").contains("AS aid (aid)"));
+        assert!(normalized("SELECT value FROM generate_series(1, 3)").ends_with("generate_series(1, 3)"));
+        assert!(normalized("SELECT x FROM generate_series(1, 3) AS g(x)").contains("AS g (x)"));
+        assert!(!normalized("SELECT * FROM t AS g").contains("(g)"));
     }
 
     #[test]

@@ -745,9 +745,11 @@ impl Transaction {
 
     /// The block failed (a statement inside it failed): see `Transaction::Failed`.
     pub fn fail(&mut self) {
-        if let Transaction::Open { txn, statements } = std::mem::take(self) {
-            *self = Transaction::Failed { txn, statements };
-        }
+        *self = match std::mem::take(self) {
+            Transaction::Open { txn, statements } => Transaction::Failed { txn, statements },
+            // Idle, or failed already: as it was.
+            other => other,
+        };
     }
 
     pub fn is_failed(&self) -> bool {

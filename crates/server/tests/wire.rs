@@ -244,6 +244,9 @@ async fn prepared_statements_take_parameters_and_type_their_results() {
     }
     let prepared = client.prepare("select count(*) as n, l_linenumber + 1 as next from lineitem group by l_linenumber").await.expect("prepare");
     assert_eq!(names(prepared.columns()), ["n", "next"]);
+    // A series' column is named after its alias, as in PostgreSQL (pgbench's server-side
+    // generation writes `FROM generate_series(1, n) AS aid`).
+    assert_eq!(wire_rows(&client, "select sum(aid), max(g) from generate_series(1, 10) as aid, generate_series(1, 2) g").await, vec![vec![Some("110".to_string()), Some("2".to_string())]]);
     server.shutdown().await;
 }
 

@@ -247,11 +247,17 @@ impl FlashscanSession {
     /// An error of a statement inside an open block aborts the block (and says so).
     pub(super) fn abort_on_error(&self, error: SqlError) -> SqlError {
         let Ok(mut st) = self.txn.lock() else { return error };
-        if let TxnState::Open { txn, statements } = std::mem::take(&mut *st) {
-            *st = TxnState::Aborted { cause: error.to_string(), txn, statements };
-            return SqlError::TransactionAborted { cause: Box::new(error) };
+        match std::mem::take(&mut *st) {
+            TxnState::Open { txn, statements } => {
+                *st = TxnState::Aborted { cause: error.to_string(), txn, statements };
+                SqlError::TransactionAborted { cause: Box::new(error) }
+            }
+            other => {
+                // Idle or aborted already: as it was.
+                *st = other;
+                error
+            }
         }
-        error
     }
 
     /// BEGIN, COMMIT, ROLLBACK, and the refusal of anything else in an aborted block.
