@@ -78,10 +78,20 @@ fn synthesized(c: &mut Cursor) -> Catalog {
             // ANALYZE's distinct counts, as many as the columns or not (the planner ignores
             // counts that do not match the table's columns).
             statistics: (c.u8() % 2 == 0).then(|| flashscan_storage::TableStatisticsMeta { row_count: c.u64(), distinct_counts: (0..c.u8() % 4).map(|_| (c.u8() % 2 == 0).then(|| c.u64())).collect() }),
+            // Column DEFAULTs, naming a column that exists or not (SQL text is planned
+            // when a session registers the table, never when the catalog is read).
+            column_defaults: (0..c.u8() % 3)
+                .map(|_| flashscan_storage::ColumnDefaultMeta { column: ["c0", "c1", "nope"][c.u8() as usize % 3].into(), sql: "nextval('s')".into(), sequence: (c.u8() % 2 == 0).then(|| "s".into()), always: c.u8() % 2 == 0 })
+                .collect(),
         };
         tables.insert(name, meta);
     }
-    Catalog { generation: c.u64(), next_file_id: c.u32(), next_lsn: c.u64(), tables, ..Catalog::default() }
+    // Sequences with any bounds and reservations (a reservation past the maximum reads as
+    // an exhausted sequence).
+    let sequences = (0..c.u8() % 3)
+        .map(|i| (format!("s{i}"), flashscan_storage::SequenceMeta { start: c.u64() as i64, increment: c.u64() as i64, min_value: c.u64() as i64, max_value: c.u64() as i64, reserved_through: (c.u8() % 2 == 0).then(|| c.u64() as i64), owned_by: None }))
+        .collect();
+    Catalog { generation: c.u64(), next_file_id: c.u32(), next_lsn: c.u64(), tables, sequences, ..Catalog::default() }
 }
 
 fuzz_target!(|data: &[u8]| {

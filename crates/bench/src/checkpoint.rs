@@ -170,7 +170,7 @@ fn fill(wp: &WritePath, dirty_bytes: u64) -> Result<f64, BenchError> {
         ColumnDef { name: "id".into(), column_type: ColumnType::Int64, nullable: false },
         ColumnDef { name: "pad".into(), column_type: ColumnType::Utf8, nullable: false },
     ];
-    wp.create_table(NewTable { name: BENCH_TABLE.into(), columns, partition_count: Some(4), partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new() })?;
+    wp.create_table(NewTable { name: BENCH_TABLE.into(), columns, partition_count: Some(4), partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new(), ..Default::default() })?;
     let mut next_id = 0i64;
     while wp.delta_bytes()? < dirty_bytes {
         let b = batch(next_id, ROWS_PER_STATEMENT)?;

@@ -200,7 +200,7 @@ fn open(db: &Path, table: &str, primary_key: bool) -> Result<(WritePath, bool, u
             t.row_count + wp.delta(table).map(|d| d.row_count()).unwrap_or(0)
         }
         None => {
-            wp.create_table(NewTable { name: table.into(), columns: columns(), partition_count: None, partition_by: Some("c1".into()), if_not_exists: false, indexes })?;
+            wp.create_table(NewTable { name: table.into(), columns: columns(), partition_count: None, partition_by: Some("c1".into()), if_not_exists: false, indexes, ..Default::default() })?;
             0
         }
     };

@@ -72,6 +72,8 @@ pub mod sqlstate {
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const SERIALIZATION_FAILURE: &str = "40001";
+    /// A value for a `GENERATED ALWAYS` identity column.
+    pub const GENERATED_ALWAYS: &str = "428C9";
     pub const DEADLOCK_DETECTED: &str = "40P01";
     pub const DUPLICATE_TABLE: &str = "42P07";
     pub const DEPENDENT_OBJECTS_STILL_EXIST: &str = "2BP01";

@@ -194,7 +194,15 @@ pub async fn plan_sql(shared: &Shared, backend: &Backend, sql: &str) -> PgWireRe
 async fn plan_text(shared: &Shared, state: &datafusion::execution::session_state::SessionState, sql: &str) -> PgWireResult<LogicalPlan> {
     let to_pg = |e: datafusion::error::DataFusionError| sql_error_to_pg(&flashscan_sql::SqlError::from(e));
     let dialect = state.config().options().sql_parser.dialect;
-    let statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
+    let mut statement = state.sql_to_statement(sql, &dialect).map_err(to_pg)?;
+    // INSERT: `DEFAULT` written for a value, identity columns (`flashscan_sql::column_defaults`).
+    if let (datafusion::sql::parser::Statement::Statement(s), Some(write)) = (&mut statement, shared.database.write.as_ref()) {
+        if matches!(s.as_ref(), datafusion::sql::sqlparser::ast::Statement::Insert(_)) {
+            flashscan_sql::column_defaults::prepare_insert(write, s).map_err(|e| sql_error_to_pg(&e))?;
+        }
+    }
+    // RETURNING, which DataFusion refuses: planned after the change, over its table.
+    let returning = flashscan_sql::returning::take_returning(&mut statement);
     // The forms of UPDATE / DELETE / MERGE flashscan refuses, as `flashscan sql` refuses
     // them (one place: change.rs), before DataFusion's plan folds them away (it keeps
     // only the last of `SET x = 1, x = 2`).
@@ -223,7 +231,16 @@ async fn plan_text(shared: &Shared, state: &datafusion::execution::session_state
         .with_allow_statements(false)
         .verify_plan(&plan)
         .map_err(|e| pg_error(sqlstate::READ_ONLY, format!("flashscan serve runs queries, INSERT, COPY FROM STDIN, CREATE TABLE and DROP TABLE only: {}", flashscan_sql::error::one_line(&e.message()))))?;
-    Ok(plan)
+    match returning {
+        Some(items) => flashscan_sql::returning::wrap(state, plan, &items).map_err(|e| sql_error_to_pg(&e)),
+        None => Ok(plan),
+    }
+}
+
+/// A RETURNING node's answer schema (Arrow).
+fn node_schema(node: &flashscan_sql::returning::ReturningNode) -> arrow::datatypes::SchemaRef {
+    use datafusion::logical_expr::UserDefinedLogicalNodeCore;
+    node.schema().inner().clone()
 }
 
 fn is_insert(plan: &LogicalPlan) -> bool {
@@ -697,6 +714,13 @@ impl QueryHandler {
     /// like a query, under a query slot; then, without the slot, committed through the
     /// group committer (or kept for COMMIT inside BEGIN … COMMIT).
     async fn run_insert(&self, backend: &Backend, plan: LogicalPlan) -> PgWireResult<Response> {
+        let (table, batches) = self.insert_rows(backend, plan).await?;
+        self.commit_rows(backend, &table, batches).await
+    }
+
+    /// An INSERT's table and rows (VALUES or SELECT, cast to the table's types, defaults
+    /// filled in), computed like a query under a query slot.
+    async fn insert_rows(&self, backend: &Backend, plan: LogicalPlan) -> PgWireResult<(String, Vec<RecordBatch>)> {
         let LogicalPlan::Dml(dml) = plan else { return Err(pg_error(sqlstate::INTERNAL_ERROR, "not an INSERT")) };
         if !matches!(dml.op, WriteOp::Insert(InsertOp::Append)) {
             return Err(pg_error(sqlstate::FEATURE_NOT_SUPPORTED, format!("{}: flashscan appends rows only (INSERT INTO)", dml.op)));
@@ -725,7 +749,38 @@ impl QueryHandler {
         }
         running.finish(Outcome::Done);
         drop(running);
-        self.commit_rows(backend, &table, batches).await
+        Ok((table, batches))
+    }
+
+    /// INSERT / UPDATE / DELETE … RETURNING (`flashscan_sql::returning`): the change runs
+    /// as without RETURNING, keeping the rows it wrote (for DELETE, removed), then the
+    /// RETURNING list is computed over them. Answers the rows, tagged `INSERT 0 n` /
+    /// `UPDATE n` / `DELETE n`.
+    async fn run_returning(&self, backend: &Backend, node: flashscan_sql::returning::ReturningNode, format: &Format) -> PgWireResult<Response> {
+        let (tag, rows) = match node.op() {
+            Some(WriteOp::Insert(_)) => {
+                let (table, batches) = self.insert_rows(backend, node.change.clone()).await?;
+                self.commit_rows(backend, &table, batches.clone()).await?;
+                ("INSERT 0", batches)
+            }
+            Some(WriteOp::Update) => ("UPDATE", self.change_rows(backend, node.change.clone(), true).await?.1.new_rows),
+            Some(WriteOp::Delete) => ("DELETE", self.change_rows(backend, node.change.clone(), true).await?.1.old_rows),
+            _ => return Err(pg_error(sqlstate::INTERNAL_ERROR, "RETURNING of a statement that is not INSERT, UPDATE or DELETE")),
+        };
+        let returned = {
+            let settings = backend.settings().clone();
+            let lease = backend.planning.lease(&self.shared, &settings, backend.pid, None);
+            flashscan_sql::returning::returned_rows(&lease, &node, rows).await.map_err(|e| sql_error_to_pg(&e))?
+        };
+        let schema = node_schema(&node);
+        let batch = arrow::compute::concat_batches(&schema, &returned).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+        match Self::batch_response(batch, format)? {
+            Response::Query(mut q) => {
+                q.set_command_tag(tag);
+                Ok(Response::Query(q))
+            }
+            other => Ok(other),
+        }
     }
 
     /// UPDATE or DELETE (`flashscan_sql::change`): the table's change lock (waiting, off the
@@ -733,6 +788,13 @@ impl QueryHandler {
     /// read and staged into the connection's open block, or committed at once (durable
     /// before the answer). Answers `UPDATE n` / `DELETE n`.
     async fn run_change(&self, backend: &Backend, plan: LogicalPlan, kind: flashscan_sql::change::ChangeKind) -> PgWireResult<Response> {
+        let (rows, _) = self.change_rows(backend, plan, false).await?;
+        Ok(Response::Execution(Tag::new(kind.tag()).with_rows(rows as usize)))
+    }
+
+    /// [`Self::run_change`]'s work: the rows changed and what the statement read (with
+    /// `keep_old_rows`, a DELETE's removed rows too).
+    async fn change_rows(&self, backend: &Backend, plan: LogicalPlan, keep_old_rows: bool) -> PgWireResult<(u64, flashscan_sql::change::RowChanges)> {
         let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
         let write = committer.write_path();
         let LogicalPlan::Dml(dml) = &plan else { return Err(pg_error(sqlstate::INTERNAL_ERROR, "not an UPDATE or DELETE")) };
@@ -763,7 +825,7 @@ impl QueryHandler {
                 async move {
                     let settings = backend.settings().clone();
                     let mut lease = backend.planning.lease(&self.shared, &settings, backend.pid, own);
-                    flashscan_sql::change::read_plan_changes(write, own, &mut lease, plan).await
+                    flashscan_sql::change::read_plan_changes_keeping(write, own, &mut lease, plan, keep_old_rows).await
                 }
             };
             // Staging locks the rows and may wait for another transaction holding one.
@@ -773,21 +835,20 @@ impl QueryHandler {
             flashscan_sql::change::read_and_stage(read, stage).await.map_err(|e| sql_error_to_pg(&e))
         }
         .await;
-        let rows = match statements {
+        match statements {
             Some(statements) => {
                 *backend.transaction() = Transaction::Open { txn, statements: statements + 1 };
-                staged?
+                staged
             }
             None => {
-                let rows = staged?;
+                let (rows, changes) = staged?;
                 if rows > 0 {
                     txn.set_durability(backend.durability());
                     committer.commit_transaction(txn).await.map_err(|f| f.to_pg())?;
                 }
-                rows
+                Ok((rows, changes))
             }
-        };
-        Ok(Response::Execution(Tag::new(kind.tag()).with_rows(rows as usize)))
+        }
     }
 
     /// An INSERT's rows: kept for COMMIT inside BEGIN … COMMIT, otherwise committed through
@@ -1235,6 +1296,9 @@ impl QueryHandler {
                         plan
                     }
                 };
+                if let Some(node) = flashscan_sql::returning::node(&plan) {
+                    return self.run_returning(backend, node.clone(), format).await;
+                }
                 if is_insert(&plan) {
                     return self.run_insert(backend, plan).await;
                 }

@@ -87,6 +87,7 @@ pub fn normalize(statement: &mut DfStatement, empty: &[&str]) {
 /// index definition). Any other statement, or one that does not parse (the session says
 /// why), unchanged.
 pub fn normalize_ddl(sql: &str) -> String {
+    let sql = &flashscan_sql::column_defaults::reorder_sequence_options(sql);
     let Ok(mut statements) = Parser::parse_sql(&PostgreSqlDialect {}, sql) else { return sql.to_string() };
     let [Statement::CreateTable(ct)] = statements.as_mut_slice() else { return sql.to_string() };
     for column in ct.columns.iter_mut() {

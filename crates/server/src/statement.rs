@@ -106,7 +106,7 @@ static HEADER_OFF_RE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?is)\bhea
 /// first group is the command tag PostgreSQL answers them with.
 static DDL_RE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"(?is)^(create\s+table|drop\s+table|truncate|alter\s+table|create\s+(?:unique\s+)?index|drop\s+index|create\s+(?:or\s+replace\s+)?(?:materialized\s+|temp\s+|temporary\s+)?view|drop\s+view)\b",
+        r"(?is)^(create\s+table|drop\s+table|truncate|alter\s+table|create\s+(?:unique\s+)?index|drop\s+index|create\s+(?:or\s+replace\s+)?(?:materialized\s+|temp\s+|temporary\s+)?view|drop\s+view|create\s+(?:temp\s+|temporary\s+)?sequence|drop\s+sequence)\b",
     )
     .expect("static regex")
 });
@@ -359,6 +359,8 @@ pub fn classify(text: &str) -> Command {
             "ALTER TABLE" => "ALTER TABLE",
             "DROP VIEW" => "DROP VIEW",
             "DROP INDEX" => "DROP INDEX",
+            "DROP SEQUENCE" => "DROP SEQUENCE",
+            w if w.ends_with("SEQUENCE") => "CREATE SEQUENCE",
             w if w.ends_with("VIEW") => "CREATE VIEW",
             _ => "CREATE INDEX",
         };
@@ -563,6 +565,8 @@ mod tests {
         assert!(matches!(classify("create view v as select 1"), Command::Ddl { tag: "CREATE VIEW", .. }));
         assert!(matches!(classify("CREATE OR REPLACE VIEW v (a) AS select 1"), Command::Ddl { tag: "CREATE VIEW", .. }));
         assert!(matches!(classify("drop view if exists v, w"), Command::Ddl { tag: "DROP VIEW", .. }));
+        assert!(matches!(classify("create sequence s start with 5"), Command::Ddl { tag: "CREATE SEQUENCE", .. }));
+        assert!(matches!(classify("DROP SEQUENCE IF EXISTS s"), Command::Ddl { tag: "DROP SEQUENCE", .. }));
         assert!(matches!(classify("create viewer_table"), Command::Sql(_)));
     }
 

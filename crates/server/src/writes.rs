@@ -146,6 +146,9 @@ impl WriteFailure {
             WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } => sqlstate::SERIALIZATION_FAILURE,
             WriteError::LockTimeout { .. } => sqlstate::LOCK_NOT_AVAILABLE,
             WriteError::NoSuchSavepoint { .. } => sqlstate::INVALID_SAVEPOINT_SPECIFICATION,
+            WriteError::UnknownSequence { .. } => sqlstate::UNDEFINED_TABLE,
+            WriteError::SequenceInUse { .. } => sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+            WriteError::GeneratedAlways { .. } => sqlstate::GENERATED_ALWAYS,
             WriteError::IsolationAfterQuery => sqlstate::ACTIVE_SQL_TRANSACTION,
             WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. } | flashscan_storage::StorageError::UnknownView { .. }) => sqlstate::UNDEFINED_TABLE,
             WriteError::Storage(flashscan_storage::StorageError::RelationExists { .. }) => sqlstate::DUPLICATE_TABLE,
@@ -908,7 +911,7 @@ mod tests {
         init_database(&db, &InitOptions::default()).expect("init");
         let write = WritePath::open_writer(&db, "committer test").expect("writer");
         let id = ColumnDef { name: "id".into(), column_type: ColumnType::Int64, nullable: false };
-        write.create_table(NewTable { name: "t".into(), columns: vec![id], partition_count: Some(2), partition_by: None, if_not_exists: false, indexes: Vec::new() }).expect("create");
+        write.create_table(NewTable { name: "t".into(), columns: vec![id], partition_count: Some(2), partition_by: None, if_not_exists: false, indexes: Vec::new(), ..Default::default() }).expect("create");
         Arc::new(write)
     }
 

@@ -183,5 +183,42 @@ def main():
         say("isolation", c.get_isolation_level(), c.execute(sa.text("SELECT count(*) FROM keyed")).scalar_one())
         c.commit()
 
+    orm(engine)
+
+
+def orm(engine):
+    """The ORM as applications use it: a declarative model whose integer primary key the
+    database assigns (SQLAlchemy creates it SERIAL and reads the keys back with INSERT …
+    RETURNING, several rows per statement), a server default, an update and a delete by
+    the unit of work."""
+    from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+    class Base(DeclarativeBase):
+        pass
+
+    class Item(Base):
+        __tablename__ = "items"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        name: Mapped[str] = mapped_column(sa.String(40))
+        qty: Mapped[int] = mapped_column(server_default=sa.text("5"))
+
+    Base.metadata.create_all(engine)
+    with Session(engine) as session:
+        one = Item(name="one")
+        session.add(one)
+        session.flush()
+        say("orm_flush_id", one.id)
+        many = [Item(name=f"n{i}") for i in range(4)]
+        session.add_all(many)
+        session.commit()
+        say("orm_ids", *[m.id for m in many])
+        say("orm_server_default", one.qty)
+        one.name = "uno"
+        session.delete(many[0])
+        session.commit()
+    with Session(engine) as session:
+        say("orm_rows", *[f"{i.id}:{i.name}:{i.qty}" for i in session.scalars(sa.select(Item).order_by(Item.id))])
+
+
 if __name__ == "__main__":
     main()

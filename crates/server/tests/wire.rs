@@ -852,6 +852,11 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     assert_eq!(one("nested"), ["rolled_back", "23505"], "{stdout}");
     assert_eq!(one("after_nested"), ["1:a:11", "2:b:20", "3:c:30"], "{stdout}");
     assert_eq!(one("isolation"), ["REPEATABLE READ", "3"], "{stdout}");
+    // The ORM: keys from the SERIAL column, read back by INSERT … RETURNING.
+    assert_eq!(one("orm_flush_id"), ["1"], "{stdout}");
+    assert_eq!(one("orm_ids"), ["2", "3", "4", "5"], "{stdout}");
+    assert_eq!(one("orm_server_default"), ["5"], "{stdout}");
+    assert_eq!(one("orm_rows"), ["1:uno:5", "3:n1:5", "4:n2:5", "5:n3:5"], "{stdout}");
     server.shutdown().await;
     // The rows on disk, as flashscan sql reads them after the server stopped.
     let on_disk = common::reopened(&db, "select id, name, score, ok, at from frames order by id, name").await;

@@ -77,9 +77,6 @@ pub fn change_target(statement: &DFStatement) -> Result<Option<(ChangeKind, Stri
     };
     match s.as_ref() {
         SqlStatement::Update(update) => {
-            if update.returning.is_some() {
-                return Err(SqlError::Plan("UPDATE … RETURNING is not supported yet: run a SELECT after the UPDATE in the same transaction".into()));
-            }
             if !update.table.joins.is_empty() {
                 return Err(SqlError::Plan("UPDATE of a join is not supported: UPDATE one table, with the others in FROM".into()));
             }
@@ -101,9 +98,6 @@ pub fn change_target(statement: &DFStatement) -> Result<Option<(ChangeKind, Stri
             Ok(Some((ChangeKind::Update, relation_name(&update.table.relation)?)))
         }
         SqlStatement::Delete(delete) => {
-            if delete.returning.is_some() {
-                return Err(SqlError::Plan("DELETE … RETURNING is not supported yet: SELECT the rows first, then DELETE them in the same transaction".into()));
-            }
             if delete.using.is_some() {
                 return Err(SqlError::Plan("DELETE … USING is not supported yet: use WHERE … IN (SELECT …) or WHERE EXISTS (SELECT …)".into()));
             }
@@ -129,6 +123,8 @@ pub struct RowChanges {
     /// UPDATE: per table column, whether the statement assigns it (an unassigned column's
     /// new value is its old one: a key it does not assign needs no uniqueness check).
     pub assigned: Vec<bool>,
+    /// DELETE … RETURNING: the rows it removes (the table's columns, in order).
+    pub old_rows: Vec<RecordBatch>,
 }
 
 /// Plans `statement` on `state` with a snapshot of now attached (the caller holds the
@@ -150,6 +146,12 @@ pub async fn read_changes(write: &WritePath, own: Option<&OwnChanges>, mut state
 /// changes, which the statement reads (and may change again) as PostgreSQL's do
 /// (`flashscan_write::own_writes`).
 pub async fn read_plan_changes(write: &WritePath, own: Option<&OwnChanges>, state: &mut SessionState, plan: LogicalPlan) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
+    read_plan_changes_keeping(write, own, state, plan, false).await
+}
+
+/// [`read_plan_changes`], and with `old_rows` a DELETE reads the rows it removes too (for
+/// RETURNING: `RowChanges::old_rows`).
+pub async fn read_plan_changes_keeping(write: &WritePath, own: Option<&OwnChanges>, state: &mut SessionState, plan: LogicalPlan, old_rows: bool) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
     let snapshot = Arc::new(write.read_snapshot_own(own)?);
     state.config_mut().set_extension(snapshot.clone());
     let LogicalPlan::Dml(dml) = plan else { return Err(SqlError::Internal("UPDATE or DELETE did not plan as a change of a table".into())) };
@@ -204,7 +206,11 @@ pub async fn read_plan_changes(write: &WritePath, own: Option<&OwnChanges>, stat
         (ChangeKind::Delete, input) => {
             let input = swap_scan(input)?;
             let (id, _) = row_id_of(&input)?;
-            LogicalPlanBuilder::from(input).project(vec![id])?.build()?
+            let mut exprs = vec![id];
+            if old_rows {
+                exprs.extend(table.table().columns.iter().map(|c| Expr::Column(Column::new(Some(dml.table_name.clone()), c.name.as_str()))));
+            }
+            LogicalPlanBuilder::from(input).project(exprs)?.build()?
         }
     };
     if swapped != 1 {
@@ -219,7 +225,7 @@ pub async fn read_plan_changes(write: &WritePath, own: Option<&OwnChanges>, stat
         },
         None => DataFrame::new(state.clone(), read).collect().await?,
     };
-    let mut changes = changes_of(kind, batches, &table.table().arrow_schema())?;
+    let mut changes = changes_of(kind, batches, &table.table().arrow_schema(), old_rows)?;
     changes.assigned = assigned;
     Ok((changes, snapshot))
 }
@@ -235,15 +241,16 @@ fn unalias(e: &Expr) -> &Expr {
 /// The row ids (first column) and new rows (the rest) a change's read returned. A row
 /// matched more than once (UPDATE … FROM a join) changes once, with its first new values,
 /// as PostgreSQL does.
-fn changes_of(kind: ChangeKind, batches: Vec<RecordBatch>, table_schema: &Arc<Schema>) -> Result<RowChanges, SqlError> {
+fn changes_of(kind: ChangeKind, batches: Vec<RecordBatch>, table_schema: &Arc<Schema>, old_rows: bool) -> Result<RowChanges, SqlError> {
     let mut seen = HashSet::new();
     let mut row_ids = Vec::new();
     let mut new_rows = Vec::new();
+    let mut removed = Vec::new();
     for b in batches {
         let ids = b.column(0).as_any().downcast_ref::<UInt64Array>().ok_or_else(|| SqlError::Internal("the row id column is not UInt64".into()))?;
         let keep: Vec<bool> = ids.iter().map(|id| id.is_some_and(|id| seen.insert(id))).collect();
         row_ids.extend(ids.iter().flatten().filter(|_| true).zip(keep.iter()).filter(|(_, k)| **k).map(|(id, _)| id));
-        if kind == ChangeKind::Update {
+        if kind == ChangeKind::Update || old_rows {
             let values = RecordBatch::try_new(table_schema.clone(), b.columns()[1..].to_vec()).or_else(|_| {
                 // Nullability may differ (an expression's result is nullable even where the
                 // column is NOT NULL): the rows are checked when they are staged.
@@ -253,11 +260,14 @@ fn changes_of(kind: ChangeKind, batches: Vec<RecordBatch>, table_schema: &Arc<Sc
             let values = values.map_err(|e| SqlError::Plan(format!("UPDATE: the new values do not fit the table's columns: {e}")))?;
             let values = if keep.iter().all(|k| *k) { values } else { arrow::compute::filter_record_batch(&values, &arrow::array::BooleanArray::from(keep)).map_err(|e| SqlError::Internal(e.to_string()))? };
             if values.num_rows() > 0 {
-                new_rows.push(values);
+                match kind {
+                    ChangeKind::Update => new_rows.push(values),
+                    ChangeKind::Delete => removed.push(values),
+                }
             }
         }
     }
-    Ok(RowChanges { row_ids, new_rows, assigned: Vec::new() })
+    Ok(RowChanges { row_ids, new_rows, assigned: Vec::new(), old_rows: removed })
 }
 
 /// How many times one statement reads again because rows it read were changed by commits
@@ -267,8 +277,9 @@ pub const STATEMENT_RESTARTS_MAX: usize = 100;
 
 /// One UPDATE or DELETE: `read` (a fresh snapshot each call) then `stage`, read again
 /// while `stage` finds rows changed since the read (READ COMMITTED's re-check,
-/// crates/write table_lock.rs). Returns the rows changed.
-pub async fn read_and_stage<R, Fut>(mut read: R, mut stage: impl FnMut(&ReadSnapshot, &RowChanges) -> Result<u64, SqlError>) -> Result<u64, SqlError>
+/// crates/write table_lock.rs). Returns the rows changed and what the read that was staged
+/// read (for RETURNING).
+pub async fn read_and_stage<R, Fut>(mut read: R, mut stage: impl FnMut(&ReadSnapshot, &RowChanges) -> Result<u64, SqlError>) -> Result<(u64, RowChanges), SqlError>
 where
     R: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<(RowChanges, Arc<ReadSnapshot>), SqlError>>,
@@ -278,7 +289,8 @@ where
         let (changes, snapshot) = read().await?;
         match stage(&snapshot, &changes) {
             Err(SqlError::Write(flashscan_write::WriteError::RowsChanged { .. })) if restarts < STATEMENT_RESTARTS_MAX => restarts += 1,
-            other => return other,
+            Ok(rows) => return Ok((rows, changes)),
+            Err(e) => return Err(e),
         }
     }
 }

@@ -157,7 +157,7 @@ fn refuse_column_option(column: &str, option: &ColumnOption) -> Result<(), SqlEr
 }
 
 pub fn new_table(name: String, columns: Vec<flashscan_storage::ColumnDef>, partitions: Option<u32>, partition_by: Option<String>, if_not_exists: bool) -> NewTable {
-    NewTable { name, columns, partition_count: partitions, partition_by, if_not_exists, indexes: Vec::new() }
+    NewTable { name, columns, partition_count: partitions, partition_by, if_not_exists, ..NewTable::default() }
 }
 
 /// The columns an INSERT fills, in the order of its VALUES (or SELECT) list — the listed

@@ -101,6 +101,8 @@ impl FlashscanSession {
         let ctx = crate::subquery_by_domain::register(ctx);
         // Inner joins in the order estimated cardinalities give, not the query's.
         let ctx = crate::join_order::register(ctx);
+        // nextval / setval over the database's sequences (column defaults call nextval).
+        crate::sequence_functions::register(&ctx, &write);
         let scan_log = ScanLog::new();
         let session = FlashscanSession { ctx, scan_log, db_dir: db_dir.to_path_buf(), table_names: RwLock::new(Vec::new()), view_names: RwLock::new(Vec::new()), options, write, txn: Default::default() };
         session.register_tables(&session.current_catalog()?)?;
@@ -157,6 +159,9 @@ impl FlashscanSession {
             let name = table.name.to_lowercase();
             let mut provider = FlashscanTable::new(table.clone(), db_dir.to_path_buf(), options.read, scan_log.clone(), &settings);
             provider = provider.with_write(self.write.clone());
+            if !table.column_defaults.is_empty() {
+                provider = provider.with_defaults(crate::column_defaults::planned_defaults(&ctx.state(), table));
+            }
             if table.is_column_store() {
                 // A directory that does not read or verify leaves the table without
                 // statistics; its scan reads the same directories and reports the error.
@@ -275,7 +280,7 @@ impl FlashscanSession {
     /// first error. `BEGIN … COMMIT` may span calls (the shell runs one statement per
     /// call); an error inside an open block aborts it.
     pub async fn run(&self, sql: &str) -> Result<Vec<QueryOutput>, SqlError> {
-        let statements = parse_statements(sql)?;
+        let statements = parse_statements(&crate::column_defaults::reorder_sequence_options(sql))?;
         if statements.is_empty() {
             return Err(SqlError::Syntax("no statement to run".into()));
         }
@@ -313,12 +318,38 @@ impl FlashscanSession {
                 return Err(crate::views::refuse_write_into_view(what, &target));
             }
         }
+        if crate::returning::has_returning(&statement) {
+            return Err(SqlError::Plan(
+                "RETURNING is answered over the wire (`flashscan serve`), not yet in `flashscan sql`: run the statement, then SELECT the rows in the same transaction".into(),
+            ));
+        }
+        // INSERT: `DEFAULT` written for a value, identity columns (column_defaults.rs).
+        let mut statement = statement;
+        if let DFStatement::Statement(s) = &mut statement {
+            if matches!(s.as_ref(), SqlStatement::Insert(_)) {
+                crate::column_defaults::prepare_insert(&self.write, s)?;
+            }
+        }
         // INSERT: the columns it fills, to name a NOT NULL column DataFusion names by position.
         let mut insert_columns: Option<crate::dml::InsertColumns> = None;
         if let DFStatement::Statement(s) = &statement {
             match s.as_ref() {
                 SqlStatement::CreateTable(ct) => return self.create_table(ct.clone(), text).await,
                 SqlStatement::CreateView(cv) => return self.create_view(cv, text).await,
+                SqlStatement::CreateSequence { .. } => {
+                    let started = Instant::now();
+                    let Some((name, meta, if_not_exists)) = crate::column_defaults::create_sequence_request(s)? else { return Err(SqlError::Internal("CREATE SEQUENCE".into())) };
+                    let w = self.ensure_writer()?;
+                    let created = w.create_sequence(&name, meta, if_not_exists)?;
+                    return status_output(text, if created { format!("sequence {name}") } else { format!("sequence {name} exists") }, started);
+                }
+                SqlStatement::Drop { object_type: ObjectType::Sequence, if_exists, names, .. } => {
+                    let started = Instant::now();
+                    let w = self.ensure_writer()?;
+                    let names: Vec<String> = names.iter().map(crate::column_defaults::table_name_of).collect();
+                    let dropped = w.drop_sequences(&names, *if_exists)?;
+                    return status_output(text, format!("dropped {}", if dropped.is_empty() { "nothing".into() } else { dropped.join(", ") }), started);
+                }
                 // CASCADE drops nothing more: a table or view another view reads is refused
                 // whether it is given or not (the write path names the view), so it is taken
                 // only where there is nothing to cascade to.
@@ -498,6 +529,7 @@ impl FlashscanSession {
     async fn create_table(&self, mut ct: datafusion::sql::sqlparser::ast::CreateTable, text: String) -> Result<QueryOutput, SqlError> {
         let started = Instant::now();
         let keys = crate::index_ddl::take_key_constraints(&mut ct)?;
+        let defaults = crate::column_defaults::take_column_defaults(&mut ct)?;
         crate::dml::refuse_unsupported_create(&ct)?;
         let (partitions, partition_by) = crate::dml::table_options(&mut ct)?;
         let if_not_exists = ct.if_not_exists;
@@ -506,8 +538,9 @@ impl FlashscanSession {
             return Err(SqlError::Plan("CREATE TABLE: this form is not supported; list the columns".into()));
         };
         if !create.column_defaults.is_empty() {
-            return Err(SqlError::Plan("column DEFAULT values are not supported yet: give every column in INSERT".into()));
+            return Err(SqlError::Internal("column DEFAULT left in the statement after they were taken out".into()));
         }
+        crate::column_defaults::check_defaults(&self.ctx.state(), create.input.schema().as_arrow(), &defaults).await?;
         let name = create.name.table().to_string();
         let columns = create
             .input
@@ -519,6 +552,8 @@ impl FlashscanSession {
         let w = self.ensure_writer()?;
         let mut new = crate::dml::new_table(name, columns, partitions, partition_by, if_not_exists);
         new.indexes = keys;
+        new.column_defaults = defaults.defaults;
+        new.sequences = defaults.sequences;
         let table = w.create_table(new)?;
         self.register_tables(&w.catalog()?)?;
         status_output(text, format!("table {} ({} partitions, hashed on {})", table.name, table.partitions.len(), table.partition_by), started)
@@ -559,15 +594,13 @@ impl FlashscanSession {
         if matches!(truncate.cascade, Some(CascadeOption::Cascade)) {
             return Err(SqlError::Plan("TRUNCATE … CASCADE is not supported: flashscan has no foreign keys, so name every table to empty".into()));
         }
-        if matches!(truncate.identity, Some(TruncateIdentityOption::Restart)) {
-            return Err(SqlError::Plan("TRUNCATE … RESTART IDENTITY is not supported: flashscan has no identity columns or sequences".into()));
-        }
+        let restart_identity = matches!(truncate.identity, Some(TruncateIdentityOption::Restart));
         let names: Vec<String> = truncate.table_names.iter().map(|t| t.name.0.last().map(|p| p.to_string()).unwrap_or_default().trim_matches('"').to_string()).collect();
         let w = self.ensure_writer()?;
         let known = w.catalog()?;
         let names: Vec<&str> = if truncate.if_exists { names.iter().map(String::as_str).filter(|n| known.tables.keys().any(|k| k.eq_ignore_ascii_case(n))).collect() } else { names.iter().map(String::as_str).collect() };
         if !names.is_empty() {
-            w.truncate_tables(&names)?;
+            w.truncate_tables_restarting(&names, restart_identity)?;
         }
         self.register_tables(&w.catalog()?)?;
         status_output(text, format!("truncated {}", if names.is_empty() { "nothing".to_string() } else { names.join(", ") }), started)

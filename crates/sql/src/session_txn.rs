@@ -399,7 +399,7 @@ impl FlashscanSession {
             txn.pin_snapshot(&w)?;
             let own = txn.own_changes();
             let read = || crate::change::read_changes(&w, own.as_deref(), self.ctx.state(), statement.clone(), None);
-            crate::change::read_and_stage(read, |snapshot, changes| crate::change::stage_changes(&w, &mut txn, &table, snapshot, changes)).await
+            crate::change::read_and_stage(read, |snapshot, changes| crate::change::stage_changes(&w, &mut txn, &table, snapshot, changes)).await.map(|(rows, _)| rows)
         }
         .await;
         let scans = self.scan_log.take();

@@ -65,6 +65,9 @@ pub struct FlashscanTable {
     table_settings: FlashscanSettings,
     /// The schema ends with `ROW_ID_COLUMN` (`with_row_ids`).
     row_ids: bool,
+    /// Column DEFAULTs, planned (`column_defaults.rs`): DataFusion's INSERT planner fills
+    /// the columns an INSERT leaves out with them.
+    defaults: Arc<std::collections::HashMap<String, Expr>>,
 }
 
 /// What one scan reads (`FlashscanTable::scan_request`).
@@ -96,6 +99,7 @@ impl FlashscanTable {
             write: None,
             table_settings: settings.clone(),
             row_ids: false,
+            defaults: Arc::default(),
         }
     }
 
@@ -115,7 +119,14 @@ impl FlashscanTable {
             write: self.write.clone(),
             table_settings: self.table_settings.clone(),
             row_ids: true,
+            defaults: self.defaults.clone(),
         }
+    }
+
+    /// The table's column DEFAULTs, planned.
+    pub fn with_defaults(mut self, defaults: Arc<std::collections::HashMap<String, Expr>>) -> FlashscanTable {
+        self.defaults = defaults;
+        self
     }
 
     /// The write path INSERT goes to and scans read snapshots of.
@@ -446,6 +457,10 @@ impl TableProvider for FlashscanTable {
 
     fn table_type(&self) -> TableType {
         TableType::Base
+    }
+
+    fn get_column_default(&self, column: &str) -> Option<&Expr> {
+        self.defaults.get(column)
     }
 
     fn supports_filters_pushdown(&self, filters: &[&Expr]) -> Result<Vec<TableProviderFilterPushDown>> {

@@ -69,6 +69,10 @@ pub struct Catalog {
     /// registers the tables. Absent (empty) in catalogs written before views existed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub views: Vec<ViewEntry>,
+    /// Sequences by name (`SERIAL`, identity columns, `CREATE SEQUENCE`; `sequence.rs`).
+    /// Absent (empty) in catalogs written before sequences existed.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub sequences: BTreeMap<String, crate::sequence::SequenceMeta>,
 }
 
 /// One view in the catalog. Tables and views share one namespace.
@@ -218,6 +222,11 @@ impl Catalog {
         self.indexes = kept;
         self.unreferenced_files.extend(gone.into_iter().map(|i| i.file));
         Some(removed)
+    }
+
+    /// DROP TABLE's part for sequences: those `table`'s SERIAL and identity columns own.
+    pub fn remove_owned_sequences(&mut self, table: &str) {
+        self.sequences.retain(|_, s| s.owned_by.as_deref() != Some(table));
     }
 
     /// The view named `name` (any case).

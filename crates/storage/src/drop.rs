@@ -29,6 +29,7 @@ pub fn drop_table(db_dir: &Path, table_name: &str) -> Result<DropReport, Storage
     crate::orphans::sweep_unreferenced(db_dir, &mut next)?;
     let index_bytes: u64 = next.indexes_on(&table.name).map(|i| i.size_bytes).sum();
     next.remove_table(&table.name);
+    next.remove_owned_sequences(&table.name);
     next.generation += 1;
     let sweep = next.commit_and_sweep(db_dir)?;
     Ok(DropReport { table: table.name, files_removed: sweep.removed_count, bytes_freed: table.size_bytes + index_bytes })

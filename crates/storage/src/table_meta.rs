@@ -111,6 +111,32 @@ pub struct TableMeta {
     /// make them older, not wrong (docs/formats.md, "Table statistics").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<TableStatisticsMeta>,
+    /// Column DEFAULTs, SERIAL and identity columns, in column order; empty for a table
+    /// with none (and in catalogs written before defaults existed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub column_defaults: Vec<ColumnDefaultMeta>,
+}
+
+/// One column's DEFAULT: planned for every INSERT that leaves the column out (or writes
+/// `DEFAULT` for it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ColumnDefaultMeta {
+    pub column: String,
+    /// The expression as SQL: `0`, `now()`, `nextval('t_id_seq')`.
+    pub sql: String,
+    /// The sequence a SERIAL or identity column draws from (owned by the table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence: Option<String>,
+    /// `GENERATED ALWAYS AS IDENTITY`: an INSERT may not give the column a value.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub always: bool,
+}
+
+impl TableMeta {
+    /// The DEFAULT of `column` (case-insensitive), if it has one.
+    pub fn column_default(&self, column: &str) -> Option<&ColumnDefaultMeta> {
+        self.column_defaults.iter().find(|d| d.column.eq_ignore_ascii_case(column))
+    }
 }
 
 /// A table's statistics as `ANALYZE` measured them at one snapshot.
@@ -175,6 +201,7 @@ impl TableMeta {
             deleted_rows: None,
             indexes: Vec::new(),
             statistics: None,
+            column_defaults: Vec::new(),
         }
     }
 

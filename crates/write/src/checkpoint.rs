@@ -313,7 +313,9 @@ impl WritePath {
         let mut st = self.lock_state()?;
         self.retry_stopped_log(&mut st)?;
         self.restart_log_if_stopped(&mut st)?;
-        self.checkpoint_locked(&mut st, options)
+        let report = self.checkpoint_locked(&mut st, options)?;
+        self.trim_sequence_reservations(&mut st)?;
+        Ok(report)
     }
 
     /// The checkpoint, with the state already locked (INSERT's automatic checkpoints).

@@ -61,6 +61,12 @@ pub enum WriteError {
     #[error("SET TRANSACTION ISOLATION LEVEL must be called before any query of the transaction: set it right after BEGIN (or BEGIN ISOLATION LEVEL …)")]
     IsolationAfterQuery,
     /// ROLLBACK TO / RELEASE of a savepoint the transaction does not have (SQLSTATE 3B001).
+    #[error("sequence \"{name}\" does not exist; sequences in this database: {known}")]
+    UnknownSequence { name: String, known: String },
+    #[error("cannot drop sequence {name} because column default of table {table} requires it: DROP TABLE {table} drops it")]
+    SequenceInUse { name: String, table: String },
+    #[error("cannot insert a non-DEFAULT value into column \"{column}\": it is an identity column defined as GENERATED ALWAYS; leave it out of the INSERT (or write DEFAULT)")]
+    GeneratedAlways { column: String },
     #[error("savepoint \"{name}\" does not exist: take it first (SAVEPOINT {name})")]
     NoSuchSavepoint { name: String },
     /// The log and the catalog disagree in a way no crash explains.
@@ -77,7 +83,7 @@ impl WriteError {
                 e,
                 WalError::MissingControl { .. } | WalError::AlreadyExists { .. } | WalError::Foreign { .. } | WalError::Locked { .. } | WalError::Config(_)
             ),
-            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::NoSuchSavepoint { .. } | WriteError::IsolationAfterQuery => true,
+            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::NoSuchSavepoint { .. } | WriteError::UnknownSequence { .. } | WriteError::SequenceInUse { .. } | WriteError::GeneratedAlways { .. } | WriteError::IsolationAfterQuery => true,
             WriteError::DeltaFull { .. } => true,
             WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } | WriteError::WouldWait { .. } => false,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,

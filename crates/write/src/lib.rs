@@ -45,6 +45,7 @@ pub mod key_index;
 pub mod limits;
 pub mod lock;
 pub mod own_writes;
+pub mod sequences;
 /// A row's id lives with the deleted rows file that stores it (crates/storage).
 pub use flashscan_storage::row_id;
 mod table_statistics;

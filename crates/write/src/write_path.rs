@@ -20,7 +20,7 @@ use flashscan_storage::column::ColumnDef;
 use flashscan_storage::load::valid_table_name;
 use flashscan_storage::partitioning::PARTITION_COUNT_MAX;
 use flashscan_storage::placement::INTERLEAVE_BYTES_DEFAULT;
-use flashscan_storage::{Catalog, FilegroupMeta, PartitionMeta, StorageError, TableMeta, WriteMeta};
+use flashscan_storage::{Catalog, ColumnDefaultMeta, FilegroupMeta, PartitionMeta, SequenceMeta, StorageError, TableMeta, WriteMeta};
 use flashscan_wal::files::read_control;
 use flashscan_wal::{scan_dir, DatabaseIdentity, LogEnd, RedoChange, Scan, Wal, WalConfig, WalError};
 
@@ -34,7 +34,7 @@ use crate::snapshot::{ReadSnapshot, Visibility};
 use crate::table_lock::TableLocks;
 
 /// A table to create (from CREATE TABLE).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct NewTable {
     pub name: String,
     pub columns: Vec<ColumnDef>,
@@ -46,6 +46,11 @@ pub struct NewTable {
     /// Its PRIMARY KEY and UNIQUE constraints, as indexes (checked here against the
     /// columns; a primary key's columns must be NOT NULL).
     pub indexes: Vec<flashscan_storage::KeyIndexDef>,
+    /// Column DEFAULTs, SERIAL and identity columns (each column named must exist).
+    pub column_defaults: Vec<flashscan_storage::ColumnDefaultMeta>,
+    /// The sequences its SERIAL and identity columns draw from, created with it and owned
+    /// by it (each name must be free).
+    pub sequences: Vec<(String, flashscan_storage::SequenceMeta)>,
 }
 
 /// What replaying the log did (on open and for `flashscan recover`).
@@ -191,6 +196,8 @@ pub struct WritePath {
     pub(crate) visibility: Visibility,
     /// Change locks of UPDATE and DELETE (table_lock.rs).
     pub(crate) table_locks: Arc<TableLocks>,
+    /// Sequence values handed out since open (sequences.rs).
+    pub(crate) sequences: crate::sequences::SequenceCounters,
 }
 
 /// The state with no commit in flight: what DDL and the checkpoint hold.
@@ -219,7 +226,7 @@ impl std::fmt::Debug for WritePath {
     }
 }
 
-fn poisoned() -> WriteError {
+pub(crate) fn poisoned() -> WriteError {
     WriteError::InvalidArgument("write path lock poisoned by a failed statement; restart".into())
 }
 
@@ -394,6 +401,7 @@ impl WritePath {
             commit_gate: CommitGate::default(),
             visibility: Visibility::default(),
             table_locks: Arc::default(),
+            sequences: Default::default(),
         })
     }
 
@@ -408,6 +416,7 @@ impl WritePath {
             commit_gate: CommitGate::default(),
             visibility: Visibility::default(),
             table_locks: Arc::default(),
+            sequences: Default::default(),
         };
         wp.become_writer(holder)?;
         Ok(wp)
@@ -474,6 +483,13 @@ impl WritePath {
 
     pub fn catalog(&self) -> Result<Catalog, WriteError> {
         Ok(self.lock_state_shared()?.catalog.clone())
+    }
+
+    /// `f` of the table named `name` (any case) as the catalog has it now, without copying
+    /// the catalog; None when there is no such table.
+    pub fn with_table<R>(&self, name: &str, f: impl FnOnce(&TableMeta) -> R) -> Result<Option<R>, WriteError> {
+        let st = self.lock_state_shared()?;
+        Ok(key_of(&st.catalog, name).map(|k| f(&st.catalog.tables[&k])))
     }
 
     /// Every heap table's committed rows as of now, each transaction whole or not at all:
@@ -617,6 +633,9 @@ impl WritePath {
         if st.catalog.view(&name).is_some() {
             return Err(StorageError::RelationExists { name, kind: "view", hint: "" }.into());
         }
+        if st.catalog.sequences.contains_key(&name) {
+            return Err(StorageError::RelationExists { name, kind: "sequence", hint: "" }.into());
+        }
         if let Some(key) = key_of(&st.catalog, &name) {
             if new.if_not_exists {
                 return Ok(st.catalog.tables[&key].clone());
@@ -665,8 +684,24 @@ impl WritePath {
             deleted_rows: None,
             indexes: Vec::new(),
             statistics: None,
+            column_defaults: Vec::new(),
         };
         let mut table = table;
+        for d in &new.column_defaults {
+            let i = table.column_index(&d.column)?;
+            if table.column_defaults.iter().any(|o| o.column.eq_ignore_ascii_case(&d.column)) {
+                return Err(WriteError::InvalidArgument(format!("multiple default values specified for column \"{}\" of table \"{name}\"", d.column)));
+            }
+            table.column_defaults.push(ColumnDefaultMeta { column: table.columns[i].name.clone(), ..d.clone() });
+        }
+        for (seq, meta) in &new.sequences {
+            let seq = seq.to_ascii_lowercase();
+            if next.sequences.contains_key(&seq) || next.tables.contains_key(&seq) || next.view(&seq).is_some() || seq == name {
+                return Err(StorageError::RelationExists { name: seq, kind: "relation", hint: "" }.into());
+            }
+            self.sequences.forget(std::slice::from_ref(&seq));
+            next.sequences.insert(seq, SequenceMeta { owned_by: Some(name.clone()), ..meta.clone() });
+        }
         for def in &new.indexes {
             let def = flashscan_storage::KeyIndexDef { name: def.name.to_ascii_lowercase(), ..def.clone() };
             let taken = next.tables.values().chain(std::iter::once(&table)).any(|t| t.indexes.iter().any(|i| i.name == def.name)) || next.tables.contains_key(&def.name) || def.name == name;
@@ -720,6 +755,9 @@ impl WritePath {
         if next.remove_table(&key).is_none() {
             return Ok(false);
         }
+        let owned: Vec<String> = next.sequences.iter().filter(|(_, s)| s.owned_by.as_deref() == Some(key.as_str())).map(|(n, _)| n.clone()).collect();
+        next.remove_owned_sequences(&key);
+        self.sequences.forget(&owned);
         if let Some(meta) = next.write.as_mut() {
             meta.table_ids.remove(&key);
         }
@@ -779,6 +817,12 @@ impl WritePath {
     /// with nothing changed, if any of them is a column store or has indexes (they would
     /// go stale: `flashscan index drop` them first).
     pub fn truncate_tables(&self, names: &[&str]) -> Result<(), WriteError> {
+        self.truncate_tables_restarting(names, false)
+    }
+
+    /// TRUNCATE, and with `restart_identity` (… RESTART IDENTITY) the sequences the tables'
+    /// SERIAL and identity columns own start over, in the same commit.
+    pub fn truncate_tables_restarting(&self, names: &[&str], restart_identity: bool) -> Result<(), WriteError> {
         let mut st = self.lock_state()?;
         Self::require_writer(&st)?;
         self.refuse_cluster_host(&st, "TRUNCATE")?;
@@ -821,6 +865,10 @@ impl WritePath {
         }
         next.write = Some(meta);
         next.generation += 1;
+        if restart_identity {
+            let owned: Vec<String> = next.sequences.iter().filter(|(_, s)| s.owned_by.as_ref().is_some_and(|t| keys.contains(t))).map(|(n, _)| n.clone()).collect();
+            self.restart_sequences(&mut next, &owned)?;
+        }
         next.write_atomic(&self.db_dir)?;
         for key in keys {
             st.deltas.insert(key.clone(), Arc::new(TableDelta::new(&next.tables[&key])));

@@ -133,7 +133,7 @@ fn a_transaction_is_all_or_nothing() {
     wp.stage_insert(&mut txn, "b", &[batch(2000, 2001)]).unwrap();
     wp.stage_insert(&mut txn, "a", &[batch(3000, 3001)]).unwrap();
     wp.drop_table("b", false).unwrap();
-    wp.create_table(NewTable { name: "b".into(), columns: columns(), partition_count: Some(2), partition_by: None, if_not_exists: false, indexes: Vec::new() }).unwrap();
+    wp.create_table(NewTable { name: "b".into(), columns: columns(), partition_count: Some(2), partition_by: None, if_not_exists: false, indexes: Vec::new(), ..Default::default() }).unwrap();
     assert!(wp.commit_transaction(txn).unwrap_err().to_string().contains("dropped or created again"));
     wp.close().unwrap();
     assert_eq!(ids(&db, "a"), (0..10).collect::<Vec<_>>());
@@ -154,7 +154,7 @@ fn a_prepared_insert_refuses_bad_rows_and_a_recreated_table() {
     drop(p);
     let mut p = wp.prepare_insert("t").unwrap();
     wp.drop_table("t", false).unwrap();
-    wp.create_table(NewTable { name: "t".into(), columns: columns(), partition_count: Some(1), partition_by: None, if_not_exists: false, indexes: Vec::new() }).unwrap();
+    wp.create_table(NewTable { name: "t".into(), columns: columns(), partition_count: Some(1), partition_by: None, if_not_exists: false, indexes: Vec::new(), ..Default::default() }).unwrap();
     assert!(p.insert(&batch(20, 21)).is_err());
     drop(p);
     wp.close().unwrap();

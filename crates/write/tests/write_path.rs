@@ -231,7 +231,7 @@ fn column_store_insert_drop_and_init_refusals() {
     // DROP: rows of the dropped table never come back in a new table of the same name.
     wp.insert("t", &[batch(0, 50)]).unwrap();
     assert!(wp.drop_table("t", false).unwrap());
-    wp.create_table(NewTable { name: "t".into(), columns: columns(), partition_count: Some(2), partition_by: None, if_not_exists: false, indexes: Vec::new() }).unwrap();
+    wp.create_table(NewTable { name: "t".into(), columns: columns(), partition_count: Some(2), partition_by: None, if_not_exists: false, indexes: Vec::new(), ..Default::default() }).unwrap();
     wp.insert("t", &[batch(900, 905)]).unwrap();
     wp.close().unwrap();
     let r = recover(&db, true).unwrap();
@@ -253,7 +253,7 @@ fn a_cluster_host_refuses_writes_and_stays_readable() {
     let wp = db.writer();
     let insert = wp.insert("t", &[batch(0, 10)]).unwrap_err();
     let create = wp
-        .create_table(NewTable { name: "u".into(), columns: columns(), partition_count: Some(2), partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new() })
+        .create_table(NewTable { name: "u".into(), columns: columns(), partition_count: Some(2), partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new(), ..Default::default() })
         .unwrap_err();
     let drop = wp.drop_table("t", false).unwrap_err();
     for (err, what) in [(&insert, "INSERT into t"), (&create, "CREATE TABLE"), (&drop, "DROP TABLE")] {

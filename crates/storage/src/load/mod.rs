@@ -406,6 +406,7 @@ fn load_locked(
         deleted_rows: None,
         indexes: Vec::new(),
         statistics: None,
+        column_defaults: Vec::new(),
     };
     let report = LoadReport {
         table: name.clone(),

@@ -19,7 +19,7 @@ pub fn create_db(db: &Path, init: &InitOptions, tables: &[&str], columns: &[Colu
     init_database(db, init).unwrap();
     let wp = writer(db);
     for t in tables {
-        let table = NewTable { name: (*t).into(), columns: columns.to_vec(), partition_count: Some(partition_count), partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new() };
+        let table = NewTable { name: (*t).into(), columns: columns.to_vec(), partition_count: Some(partition_count), partition_by: Some("id".into()), if_not_exists: false, indexes: Vec::new(), ..Default::default() };
         wp.create_table(table).unwrap();
     }
     wp.close().unwrap();
