@@ -72,6 +72,10 @@ pub mod sqlstate {
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
     pub const SERIALIZATION_FAILURE: &str = "40001";
+    /// ON CONFLICT DO UPDATE changing one row twice.
+    pub const CARDINALITY_VIOLATION: &str = "21000";
+    /// ON CONFLICT naming columns no unique index has.
+    pub const INVALID_COLUMN_REFERENCE: &str = "42P10";
     /// A value for a `GENERATED ALWAYS` identity column.
     pub const GENERATED_ALWAYS: &str = "428C9";
     pub const DEADLOCK_DETECTED: &str = "40P01";

@@ -201,8 +201,9 @@ async fn plan_text(shared: &Shared, state: &datafusion::execution::session_state
             flashscan_sql::column_defaults::prepare_insert(write, s).map_err(|e| sql_error_to_pg(&e))?;
         }
     }
-    // RETURNING, which DataFusion refuses: planned after the change, over its table.
+    // RETURNING and ON CONFLICT, which DataFusion refuses: planned after the change.
     let returning = flashscan_sql::returning::take_returning(&mut statement);
+    let on_conflict = flashscan_sql::returning::take_on_conflict(&mut statement).map_err(|e| sql_error_to_pg(&e))?;
     // The forms of UPDATE / DELETE / MERGE flashscan refuses, as `flashscan sql` refuses
     // them (one place: change.rs), before DataFusion's plan folds them away (it keeps
     // only the last of `SET x = 1, x = 2`).
@@ -231,10 +232,40 @@ async fn plan_text(shared: &Shared, state: &datafusion::execution::session_state
         .with_allow_statements(false)
         .verify_plan(&plan)
         .map_err(|e| pg_error(sqlstate::READ_ONLY, format!("flashscan serve runs queries, INSERT, COPY FROM STDIN, CREATE TABLE and DROP TABLE only: {}", flashscan_sql::error::one_line(&e.message()))))?;
-    match returning {
-        Some(items) => flashscan_sql::returning::wrap(state, plan, &items).map_err(|e| sql_error_to_pg(&e)),
-        None => Ok(plan),
+    match (returning, on_conflict) {
+        (None, None) => Ok(plan),
+        (items, on_conflict) => flashscan_sql::returning::wrap(state, plan, items.as_deref().unwrap_or_default(), on_conflict).map_err(|e| sql_error_to_pg(&e)),
     }
+}
+
+/// ON CONFLICT DO UPDATE: a key proposed twice by one statement would change its row twice
+/// (PostgreSQL's 21000).
+fn refuse_repeated_keys(batches: &[RecordBatch], arbiter: &[String]) -> PgWireResult<()> {
+    use arrow::row::{RowConverter, SortField};
+    let Some(first) = batches.first() else { return Ok(()) };
+    let fields: Vec<SortField> = arbiter.iter().filter_map(|c| first.schema().field_with_name(c).ok().map(|f| SortField::new(f.data_type().clone()))).collect();
+    if fields.len() != arbiter.len() {
+        return Ok(());
+    }
+    let converter = RowConverter::new(fields).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+    let mut seen = std::collections::HashSet::new();
+    for b in batches {
+        let columns: Vec<arrow::array::ArrayRef> = arbiter.iter().filter_map(|c| b.column_by_name(c).cloned()).collect();
+        let rows = converter.convert_columns(&columns).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
+        for (i, r) in rows.iter().enumerate() {
+            // A NULL in the key collides with nothing (PostgreSQL's rule).
+            if columns.iter().any(|c| c.is_null(i)) {
+                continue;
+            }
+            if !seen.insert(r.as_ref().to_vec()) {
+                return Err(pg_error(
+                    sqlstate::CARDINALITY_VIOLATION,
+                    "ON CONFLICT DO UPDATE command cannot affect row a second time: the statement proposes one key twice; give each key once",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A RETURNING node's answer schema (Arrow).
@@ -760,8 +791,21 @@ impl QueryHandler {
         let (tag, rows) = match node.op() {
             Some(WriteOp::Insert(_)) => {
                 let (table, batches) = self.insert_rows(backend, node.change.clone()).await?;
-                self.commit_rows(backend, &table, batches.clone()).await?;
-                ("INSERT 0", batches)
+                let inserted = match &node.on_conflict {
+                    None => {
+                        self.commit_rows(backend, &table, batches.clone()).await?;
+                        batches
+                    }
+                    Some(spec) => match &spec.update {
+                        None => self.insert_skipping_conflicts(backend, &table, batches, spec.arbiter.as_deref()).await?.0,
+                        Some(update) => self.upsert(backend, &table, batches, spec, update).await?,
+                    },
+                };
+                if !node.returns_rows() {
+                    let rows: usize = inserted.iter().map(|b| b.num_rows()).sum();
+                    return Ok(insert_tag(rows as u64));
+                }
+                ("INSERT 0", inserted)
             }
             Some(WriteOp::Update) => ("UPDATE", self.change_rows(backend, node.change.clone(), true).await?.1.new_rows),
             Some(WriteOp::Delete) => ("DELETE", self.change_rows(backend, node.change.clone(), true).await?.1.old_rows),
@@ -790,6 +834,90 @@ impl QueryHandler {
     async fn run_change(&self, backend: &Backend, plan: LogicalPlan, kind: flashscan_sql::change::ChangeKind) -> PgWireResult<Response> {
         let (rows, _) = self.change_rows(backend, plan, false).await?;
         Ok(Response::Execution(Tag::new(kind.tag()).with_rows(rows as usize)))
+    }
+
+    /// INSERT … ON CONFLICT (key) DO UPDATE: the rows whose key is free inserted, and each
+    /// row whose key is taken runs the clause's UPDATE of the row holding it
+    /// (`flashscan_sql::returning::ConflictUpdate`, planned once, bound per row), all in one
+    /// transaction (the open block, or one committed at the end). Returns the rows inserted
+    /// and the new versions of the rows updated. A key the statement proposes twice is
+    /// refused (21000), as PostgreSQL refuses to change a row twice.
+    async fn upsert(&self, backend: &Backend, table: &str, batches: Vec<RecordBatch>, spec: &flashscan_sql::returning::ConflictSpec, update: &flashscan_sql::returning::ConflictUpdate) -> PgWireResult<Vec<RecordBatch>> {
+        let arbiter = spec.arbiter.clone().unwrap_or_default();
+        refuse_repeated_keys(&batches, &arbiter)?;
+        let template = plan_sql(&self.shared, backend, &update.sql).await?;
+        let autocommit = !matches!(&*backend.transaction(), Transaction::Open { .. });
+        if autocommit {
+            // The statement's own transaction, as an open block while its parts run.
+            let mut txn = flashscan_write::Transaction::new();
+            let _ = txn.set_isolation(backend.default_isolation());
+            *backend.transaction() = Transaction::Open { txn, statements: 0 };
+        }
+        let result = async {
+            let (mut rows, skipped) = self.insert_skipping_conflicts(backend, table, batches, Some(&arbiter)).await?;
+            for batch in &skipped {
+                for row in 0..batch.num_rows() {
+                    let values = update
+                        .params
+                        .iter()
+                        .map(|c| {
+                            let column = batch.column_by_name(c).ok_or_else(|| pg_error(sqlstate::UNDEFINED_COLUMN, format!("column excluded.{c} does not exist")))?;
+                            datafusion::common::ScalarValue::try_from_array(column, row).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))
+                        })
+                        .collect::<PgWireResult<Vec<_>>>()?;
+                    let bound = template.clone().with_param_values(datafusion::common::ParamValues::List(values.into_iter().map(Into::into).collect())).map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?;
+                    let (_, changes) = self.change_rows(backend, bound, false).await?;
+                    rows.extend(changes.new_rows);
+                }
+            }
+            Ok::<_, PgWireError>(rows)
+        }
+        .await;
+        if !autocommit {
+            return result;
+        }
+        let txn = match std::mem::take(&mut *backend.transaction()) {
+            Transaction::Open { txn, .. } => txn,
+            _ => return Err(pg_error(sqlstate::INTERNAL_ERROR, "the upsert's transaction went missing")),
+        };
+        let rows = result?;
+        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
+        let mut txn = txn;
+        txn.set_durability(backend.durability());
+        committer.commit_transaction(txn).await.map_err(|f| f.to_pg())?;
+        Ok(rows)
+    }
+
+    /// INSERT … ON CONFLICT DO NOTHING: the rows that collide with no key of the arbiter
+    /// indexes staged into the connection's open block, or committed at once; returns them
+    /// and the rows skipped.
+    async fn insert_skipping_conflicts(&self, backend: &Backend, table: &str, batches: Vec<RecordBatch>, arbiter: Option<&[String]>) -> PgWireResult<(Vec<RecordBatch>, Vec<RecordBatch>)> {
+        let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
+        let write = committer.write_path();
+        let (mut txn, statements) = match std::mem::take(&mut *backend.transaction()) {
+            Transaction::Open { txn, statements } => (txn, Some(statements)),
+            _ => {
+                let mut txn = flashscan_write::Transaction::new();
+                let _ = txn.set_isolation(backend.default_isolation());
+                (txn, None)
+            }
+        };
+        // Checking keys takes the table whole and may wait: off the async workers then.
+        let staged = crate::writes::without_waiting_first(&mut txn, |txn| write.stage_insert_skipping_conflicts(txn, table, &batches, arbiter)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg());
+        match statements {
+            Some(statements) => {
+                *backend.transaction() = Transaction::Open { txn, statements: statements + 1 };
+                staged
+            }
+            None => {
+                let (inserted, skipped) = staged?;
+                if inserted.iter().any(|b| b.num_rows() > 0) {
+                    txn.set_durability(backend.durability());
+                    committer.commit_transaction(txn).await.map_err(|f| f.to_pg())?;
+                }
+                Ok((inserted, skipped))
+            }
+        }
     }
 
     /// [`Self::run_change`]'s work: the rows changed and what the statement read (with
@@ -1476,7 +1604,8 @@ impl QueryParser for Parser {
                 // INSERT, UPDATE and DELETE return no rows (NoData), as in PostgreSQL (their
                 // plans' `count` column is DataFusion's, not a result: psycopg, which prepares
                 // a text run five times, showed it as a description).
-                let schema = (!matches!(plan, LogicalPlan::Dml(_))).then(|| plan.schema().inner().clone());
+                let returns_rows = flashscan_sql::returning::node(&plan).is_none_or(|n| n.returns_rows());
+                let schema = (!matches!(plan, LogicalPlan::Dml(_)) && returns_rows).then(|| plan.schema().inner().clone());
                 if is_insert(&plan) && self.shared.fast_insert {
                     fast = FastInsert::from_plan(&plan);
                 }

@@ -149,6 +149,7 @@ impl WriteFailure {
             WriteError::UnknownSequence { .. } => sqlstate::UNDEFINED_TABLE,
             WriteError::SequenceInUse { .. } => sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
             WriteError::GeneratedAlways { .. } => sqlstate::GENERATED_ALWAYS,
+            WriteError::NoConflictTarget { .. } => sqlstate::INVALID_COLUMN_REFERENCE,
             WriteError::IsolationAfterQuery => sqlstate::ACTIVE_SQL_TRANSACTION,
             WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. } | flashscan_storage::StorageError::UnknownView { .. }) => sqlstate::UNDEFINED_TABLE,
             WriteError::Storage(flashscan_storage::StorageError::RelationExists { .. }) => sqlstate::DUPLICATE_TABLE,

@@ -181,3 +181,59 @@ fn sorted(mut v: Vec<String>) -> Vec<String> {
     v.sort();
     v
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_conflict_do_nothing_skips_the_rows_whose_keys_are_taken() {
+    let Served { _guard, db: _db, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE u (k INT PRIMARY KEY, v TEXT, e TEXT UNIQUE); CREATE TABLE plain (k INT, v TEXT)").await.expect("create");
+    let (_, _, count) = returned(&client, "INSERT INTO u VALUES (1, 'a', 'x'), (2, 'b', 'y') ON CONFLICT DO NOTHING").await;
+    assert_eq!(count, 2);
+    // A committed key and a key repeated in the statement: the later rows are skipped.
+    let (_, rows, count) = returned(&client, "INSERT INTO u VALUES (1, 'dup', 'z'), (3, 'c', 'w'), (3, 'c2', 'w2') ON CONFLICT (k) DO NOTHING RETURNING k, v").await;
+    assert_eq!((rows, count), (vec!["3|c".to_string()], 1));
+    // Only the arbiter's conflicts are skipped; another unique index still refuses.
+    fails(&client, "INSERT INTO u VALUES (4, 'd', 'x') ON CONFLICT (k) DO NOTHING", "23505").await;
+    let (_, _, count) = returned(&client, "INSERT INTO u VALUES (4, 'd', 'x') ON CONFLICT DO NOTHING").await;
+    assert_eq!(count, 0, "without a target every unique index is an arbiter");
+    fails(&client, "INSERT INTO u VALUES (5, 'e', 'q') ON CONFLICT (v) DO NOTHING", "42P10").await;
+    // DO UPDATE: the row holding the key changed, with EXCLUDED the row proposed.
+    let (_, rows, count) = returned(&client, "INSERT INTO u VALUES (1, 'new', 'x') ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v RETURNING k, v, e").await;
+    assert_eq!((rows, count), (vec!["1|new|x".to_string()], 1));
+    let (_, rows, count) = returned(&client, "INSERT INTO u AS t VALUES (1, 'z', 'x'), (6, 'six', 'six') ON CONFLICT (k) DO UPDATE SET v = t.v || EXCLUDED.v RETURNING k, v").await;
+    assert_eq!((sorted(rows), count), (vec!["1|newz".to_string(), "6|six".to_string()], 2));
+    let (_, _, count) = returned(&client, "INSERT INTO u VALUES (1, 'no', 'x') ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v WHERE u.v = 'nomatch'").await;
+    assert_eq!(count, 0, "the WHERE of DO UPDATE left the row as it was");
+    assert_eq!(column(&client, "SELECT v FROM u WHERE k = 1").await, vec!["newz"]);
+    fails(&client, "INSERT INTO u VALUES (7, 'a', 'a7'), (7, 'b', 'b7') ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", "21000").await;
+    fails(&client, "INSERT INTO u VALUES (7, 'a', 'a7') ON CONFLICT DO UPDATE SET v = EXCLUDED.v", "42601").await;
+    assert_eq!(column(&client, "SELECT count(*) FROM u WHERE k = 7").await, vec!["0"], "a refused upsert wrote nothing");
+    client.batch_execute("BEGIN").await.expect("begin");
+    assert_eq!(returned(&client, "INSERT INTO u VALUES (6, 'in block', 'six') ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v").await.2, 1);
+    assert_eq!(column(&client, "SELECT v FROM u WHERE k = 6").await, vec!["in block"]);
+    client.batch_execute("ROLLBACK").await.expect("rollback");
+    assert_eq!(column(&client, "SELECT v FROM u WHERE k = 6").await, vec!["six"]);
+    client.batch_execute("DELETE FROM u WHERE k IN (1, 6)").await.expect("back to the rows before");
+    let (_, _, count) = returned(&client, "INSERT INTO plain VALUES (1, 'a'), (1, 'a') ON CONFLICT DO NOTHING").await;
+    assert_eq!(count, 2, "no unique index: nothing conflicts");
+    // Inside a block: the block's own rows count; a row it deleted frees its key.
+    client.batch_execute("BEGIN; INSERT INTO u VALUES (5, 'e', 'q')").await.expect("begin");
+    assert_eq!(returned(&client, "INSERT INTO u VALUES (5, 'again', 'r') ON CONFLICT DO NOTHING").await.2, 0);
+    client.batch_execute("DELETE FROM u WHERE k = 5").await.expect("delete");
+    assert_eq!(returned(&client, "INSERT INTO u VALUES (5, 'again', 'r') ON CONFLICT DO NOTHING").await.2, 1);
+    client.batch_execute("COMMIT").await.expect("commit");
+    assert_eq!(column(&client, "SELECT v FROM u WHERE k = 5").await, vec!["again"]);
+    // A second inserter of a key another open transaction inserted waits for it, then
+    // skips the row (it committed), as PostgreSQL does.
+    let other = connect(&server).await;
+    client.batch_execute("BEGIN; INSERT INTO u VALUES (10, 'first', 'f')").await.expect("first");
+    let waiter = tokio::spawn(async move {
+        let got = returned(&other, "INSERT INTO u VALUES (10, 'second', 's') ON CONFLICT (k) DO NOTHING RETURNING v").await;
+        (got.1, got.2)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "the second inserter waits for the first transaction");
+    client.batch_execute("COMMIT").await.expect("commit first");
+    assert_eq!(waiter.await.expect("join"), (Vec::<String>::new(), 0));
+    assert_eq!(column(&client, "SELECT v FROM u WHERE k = 10").await, vec!["first"]);
+    server.stop().await.expect("stop");
+}

@@ -9,6 +9,10 @@
 //! columns (PostgreSQL's RowDescription, not NoData). The front end runs the change as
 //! always, keeping the rows it wrote, then [`returned_rows`] projects them. The node is
 //! never planned physically: a front end that does not know it refuses the statement.
+//!
+//! `INSERT … ON CONFLICT [(columns)] DO NOTHING` rides on the same node ([`take_on_conflict`]):
+//! the front end stages the rows through `WritePath::stage_insert_skipping_conflicts`,
+//! and RETURNING (if any) returns the rows inserted, as PostgreSQL does.
 
 use std::fmt;
 use std::sync::Arc;
@@ -36,6 +40,110 @@ pub fn take_returning(statement: &mut DFStatement) -> Option<Vec<SelectItem>> {
     }
 }
 
+/// `ON CONFLICT [(columns)] DO NOTHING` of an INSERT: the arbiter index's columns (None:
+/// every unique index).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd)]
+pub struct ConflictSpec {
+    pub arbiter: Option<Vec<String>>,
+    /// DO UPDATE: the UPDATE each colliding row runs (see [`ConflictUpdate`]).
+    pub update: Option<ConflictUpdate>,
+}
+
+/// `ON CONFLICT (key) DO UPDATE SET … [WHERE …]` as an UPDATE of the row holding the key:
+/// `UPDATE t SET <assignments> WHERE t.key = $k … [AND (<where>)]`, with every
+/// `EXCLUDED.col` (the row proposed for insertion) and the key's values as parameters,
+/// `params[i]` naming the proposed row's column `$i+1` takes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd)]
+pub struct ConflictUpdate {
+    pub sql: String,
+    pub params: Vec<String>,
+}
+
+/// The UPDATE of [`ConflictUpdate`] for an INSERT into `table` (`alias`: its AS name).
+fn conflict_update(table: &str, alias: Option<&str>, arbiter: &[String], mut update: datafusion::sql::sqlparser::ast::DoUpdate) -> ConflictUpdate {
+    use datafusion::sql::sqlparser::ast::{Value, VisitMut, VisitorMut};
+    struct Excluded<'p> {
+        params: &'p mut Vec<String>,
+    }
+    impl VisitorMut for Excluded<'_> {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &mut SqlExpr) -> std::ops::ControlFlow<()> {
+            if let SqlExpr::CompoundIdentifier(parts) = expr {
+                if parts.len() == 2 && parts[0].quote_style.is_none() && parts[0].value.eq_ignore_ascii_case("excluded") {
+                    let column = if parts[1].quote_style.is_some() { parts[1].value.clone() } else { parts[1].value.to_ascii_lowercase() };
+                    let n = match self.params.iter().position(|p| *p == column) {
+                        Some(i) => i + 1,
+                        None => {
+                            self.params.push(column);
+                            self.params.len()
+                        }
+                    };
+                    *expr = SqlExpr::Value(Value::Placeholder(format!("${n}")).into());
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut params: Vec<String> = arbiter.to_vec();
+    for a in &mut update.assignments {
+        let _ = a.value.visit(&mut Excluded { params: &mut params });
+    }
+    if let Some(w) = update.selection.as_mut() {
+        let _ = w.visit(&mut Excluded { params: &mut params });
+    }
+    let name = alias.unwrap_or(table);
+    let target = match alias {
+        Some(a) => format!("{table} AS {a}"),
+        None => table.to_string(),
+    };
+    let assignments: Vec<String> = update.assignments.iter().map(|a| a.to_string()).collect();
+    let mut filter: Vec<String> = arbiter.iter().enumerate().map(|(i, k)| format!("{name}.\"{k}\" = ${}", i + 1)).collect();
+    if let Some(w) = &update.selection {
+        filter.push(format!("({w})"));
+    }
+    ConflictUpdate { sql: format!("UPDATE {target} SET {} WHERE {}", assignments.join(", "), filter.join(" AND ")), params }
+}
+
+/// The ON CONFLICT clause of an INSERT, taken out of it; the forms flashscan does not
+/// take are refused with what to write instead.
+pub fn take_on_conflict(statement: &mut DFStatement) -> Result<Option<ConflictSpec>, SqlError> {
+    use datafusion::sql::sqlparser::ast::{ConflictTarget, OnConflictAction, OnInsert};
+    let DFStatement::Statement(s) = statement else { return Ok(None) };
+    let Statement::Insert(insert) = s.as_mut() else { return Ok(None) };
+    let Some(on) = insert.on.take() else { return Ok(None) };
+    let OnInsert::OnConflict(conflict) = on else {
+        return Err(SqlError::Plan("ON DUPLICATE KEY UPDATE is MySQL's: write INSERT … ON CONFLICT (key) DO NOTHING, or UPDATE the row".into()));
+    };
+    let table = match &insert.table {
+        datafusion::sql::sqlparser::ast::TableObject::TableName(n) => n.to_string(),
+        other => other.to_string(),
+    };
+    // The alias names the table in the ON CONFLICT clause; DataFusion's INSERT takes none.
+    let alias = insert.table_alias.take().map(|a| a.alias.to_string());
+    let arbiter = match conflict.conflict_target {
+        None => None,
+        Some(ConflictTarget::Columns(columns)) => Some(columns.iter().map(|c| if c.quote_style.is_some() { c.value.clone() } else { c.value.to_ascii_lowercase() }).collect()),
+        Some(ConflictTarget::OnConstraint(name)) => {
+            return Err(SqlError::Plan(format!("ON CONFLICT ON CONSTRAINT {name} is not supported yet: name the constraint's columns, ON CONFLICT (col, …)")))
+        }
+    };
+    match conflict.action {
+        OnConflictAction::DoNothing => Ok(Some(ConflictSpec { arbiter, update: None })),
+        OnConflictAction::DoUpdate(update) => {
+            let Some(columns) = arbiter else {
+                return Err(SqlError::Plan("ON CONFLICT DO UPDATE requires inference specification or constraint name: write ON CONFLICT (key columns) DO UPDATE …".into()));
+            };
+            let update = conflict_update(&table, alias.as_deref(), &columns, update);
+            Ok(Some(ConflictSpec { arbiter: Some(columns), update: Some(update) }))
+        }
+    }
+}
+
+/// Whether `statement` is an INSERT with an ON CONFLICT (or ON DUPLICATE KEY) clause.
+pub fn has_on_conflict(statement: &DFStatement) -> bool {
+    matches!(statement, DFStatement::Statement(s) if matches!(s.as_ref(), Statement::Insert(i) if i.on.is_some()))
+}
+
 /// Whether `statement` has a RETURNING list.
 pub fn has_returning(statement: &DFStatement) -> bool {
     let DFStatement::Statement(s) = statement else { return false };
@@ -54,8 +162,10 @@ pub struct ReturningNode {
     pub change: LogicalPlan,
     /// The changed table, as the RETURNING expressions qualify its columns.
     pub table: TableReference,
-    /// Over the table's columns.
+    /// Over the table's columns; empty without RETURNING (an INSERT … ON CONFLICT).
     pub exprs: Vec<Expr>,
+    /// INSERT … ON CONFLICT DO NOTHING.
+    pub on_conflict: Option<ConflictSpec>,
     schema: DFSchemaRef,
 }
 
@@ -88,11 +198,16 @@ impl UserDefinedLogicalNodeCore for ReturningNode {
 
     fn with_exprs_and_inputs(&self, exprs: Vec<Expr>, mut inputs: Vec<LogicalPlan>) -> datafusion::error::Result<Self> {
         let change = inputs.pop().ok_or_else(|| datafusion::error::DataFusionError::Internal("Returning without its change".into()))?;
-        Ok(ReturningNode { change, table: self.table.clone(), exprs, schema: self.schema.clone() })
+        Ok(ReturningNode { change, table: self.table.clone(), exprs, on_conflict: self.on_conflict.clone(), schema: self.schema.clone() })
     }
 }
 
 impl ReturningNode {
+    /// Whether the statement answers rows (it has a RETURNING list).
+    pub fn returns_rows(&self) -> bool {
+        !self.exprs.is_empty()
+    }
+
     /// Which change it is: the PostgreSQL command tag's verb.
     pub fn op(&self) -> Option<&WriteOp> {
         match &self.change {
@@ -123,8 +238,9 @@ fn postgres_name(e: &SqlExpr) -> String {
 }
 
 /// Wraps the planned change `plan` (an INSERT, UPDATE or DELETE of a table) with its
-/// RETURNING list `items`, planned over the table's columns.
-pub fn wrap(state: &SessionState, plan: LogicalPlan, items: &[SelectItem]) -> Result<LogicalPlan, SqlError> {
+/// RETURNING list `items` (planned over the table's columns; empty: none) and an
+/// INSERT's ON CONFLICT.
+pub fn wrap(state: &SessionState, plan: LogicalPlan, items: &[SelectItem], on_conflict: Option<ConflictSpec>) -> Result<LogicalPlan, SqlError> {
     let LogicalPlan::Dml(dml) = &plan else { return Err(SqlError::Plan("RETURNING: only INSERT, UPDATE and DELETE return rows".into())) };
     let table = dml.table_name.clone();
     let provider = source_as_provider(&dml.target)?;
@@ -145,9 +261,13 @@ pub fn wrap(state: &SessionState, plan: LogicalPlan, items: &[SelectItem]) -> Re
     }
     // The projection over an empty scan of the table: its schema is the answer's.
     let empty = Arc::new(MemTable::try_new(table_schema.clone(), vec![vec![]])?);
+    if exprs.is_empty() {
+        let node = ReturningNode { change: plan, table, exprs, on_conflict, schema: Arc::new(DFSchema::empty()) };
+        return Ok(LogicalPlan::Extension(Extension { node: Arc::new(node) }));
+    }
     let projection = LogicalPlanBuilder::scan(table.clone(), provider_as_source(empty), None)?.project(exprs)?.build()?;
     let LogicalPlan::Projection(p) = projection else { return Err(SqlError::Internal("RETURNING did not plan as a projection".into())) };
-    let node = ReturningNode { change: plan, table, exprs: p.expr, schema: p.schema };
+    let node = ReturningNode { change: plan, table, exprs: p.expr, on_conflict, schema: p.schema };
     Ok(LogicalPlan::Extension(Extension { node: Arc::new(node) }))
 }
 

@@ -323,6 +323,9 @@ impl FlashscanSession {
                 "RETURNING is answered over the wire (`flashscan serve`), not yet in `flashscan sql`: run the statement, then SELECT the rows in the same transaction".into(),
             ));
         }
+        if crate::returning::has_on_conflict(&statement) {
+            return Err(SqlError::Plan("INSERT … ON CONFLICT is taken over the wire (`flashscan serve`), not yet in `flashscan sql`: INSERT … SELECT … WHERE NOT EXISTS (…) does the same".into()));
+        }
         // INSERT: `DEFAULT` written for a value, identity columns (column_defaults.rs).
         let mut statement = statement;
         if let DFStatement::Statement(s) = &mut statement {

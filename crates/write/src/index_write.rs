@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use flashscan_storage::load::valid_table_name;
+use arrow::record_batch::RecordBatch;
 use flashscan_storage::{KeyIndexDef, StorageError, TableFormat, TableMeta};
 
 use crate::delta::TableDelta;
@@ -23,6 +24,64 @@ use crate::key_index::{first_repeat, key_text, Key, KeyIndex};
 use crate::row_id::RowId;
 use crate::table_lock::LockMode;
 use crate::write_path::{key_of, State, WritePath};
+
+/// What the keys of one unique index collide with for a transaction now (see
+/// `check_unique`): the transaction's earlier keys of the index (less those of its rows it
+/// changed again: killed), and the committed live rows (less those it deletes).
+struct KeyCollisions<'a> {
+    index: &'a KeyIndex,
+    delta: &'a TableDelta,
+    deleting: &'a HashSet<u64>,
+    earlier: Vec<&'a [u8]>,
+    /// Counted into a map for a large statement; compared one by one for a small one (a
+    /// prepared one-row INSERT executed 1,000 times in one transaction hashed every earlier
+    /// key into a new set per statement: 41 µs per row).
+    earlier_counts: Option<HashMap<&'a [u8], usize>>,
+    killed_counts: HashMap<Vec<u8>, usize>,
+}
+
+impl<'a> KeyCollisions<'a> {
+    #[allow(clippy::too_many_arguments)]
+    fn of(index: &'a KeyIndex, txn: &'a Transaction, key: &str, table: &TableMeta, delta: &'a TableDelta, deleting: &'a HashSet<u64>, killed_rows: &[&[u8]], statement_keys: usize) -> Result<KeyCollisions<'a>, WriteError> {
+        let earlier: Vec<&[u8]> = txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.unique_keys.iter()).filter(|(name, _)| name == index.name()).flat_map(|(_, ks)| ks.iter().map(|k| &k[..])).collect();
+        let killed: Vec<Key> = if killed_rows.is_empty() { Vec::new() } else { index.keys_of_rows(table, killed_rows.iter().copied())?.0 };
+        let mut killed_counts: HashMap<Vec<u8>, usize> = HashMap::new();
+        killed.into_iter().for_each(|k| *killed_counts.entry(k.to_vec()).or_default() += 1);
+        let earlier_counts = (statement_keys > SMALL_STATEMENT_KEYS_MAX).then(|| count_of(earlier.iter().copied()));
+        Ok(KeyCollisions { index, delta, deleting, earlier, earlier_counts, killed_counts })
+    }
+
+    fn collides(&self, k: &[u8]) -> bool {
+        let taken_away = self.killed_counts.get(k).copied().unwrap_or(0);
+        let repeated = match &self.earlier_counts {
+            Some(counts) => counts.get(k).copied().unwrap_or(0) > taken_away,
+            None if taken_away == 0 => self.earlier.iter().any(|e| *e == k),
+            None => self.earlier.iter().filter(|e| **e == k).count() > taken_away,
+        };
+        if repeated {
+            return true;
+        }
+        // At most one committed row under a key is live (the index is unique): the newest
+        // entries are tried first and the first live one decides. A key updated by every
+        // transaction (pgbench's one branch) holds an id per update since the last
+        // checkpoint; checking them all made each commit slower than the one before
+        // (server CPU per transaction 3.5 → 9.4 ms over 5 runs).
+        let live = self.index.ids_of(k).into_iter().rev().find(|id| self.delta.is_live(RowId(*id)));
+        live.is_some_and(|id| !self.deleting.contains(&id))
+    }
+}
+
+/// The committed rows of table `key` that `txn` deletes (UPDATE's old versions), as
+/// `delta` names them now: they collide with no new key.
+fn deleting_rows(txn: &Transaction, key: &str, delta: &Arc<TableDelta>) -> Result<HashSet<u64>, WriteError> {
+    let mut deleting = HashSet::new();
+    for s in txn.staged.iter().filter(|s| s.key == key) {
+        if let Some(against) = &s.deletes_against {
+            deleting.extend(deletes_now(key, against, delta, s.deletes.clone())?.into_iter().map(|r| r.0));
+        }
+    }
+    Ok(deleting)
+}
 
 /// Rows per partition, each in the page's row encoding.
 type PartitionRows = Vec<Vec<Vec<u8>>>;
@@ -135,12 +194,7 @@ impl WritePath {
             Self::delta_of(&mut st, key, table)
         };
         // Rows this transaction deletes (UPDATE's old versions) do not collide.
-        let mut deleting: HashSet<u64> = HashSet::new();
-        for s in txn.staged.iter().filter(|s| s.key == key) {
-            if let Some(against) = &s.deletes_against {
-                deleting.extend(deletes_now(key, against, &delta, s.deletes.clone())?.into_iter().map(|r| r.0));
-            }
-        }
+        let deleting = deleting_rows(txn, key, &delta)?;
         let all_rows: Vec<&[u8]> = rows.iter().flatten().map(|r| r.as_slice()).collect();
         let killed_rows = crate::own_writes::killed_rows(txn, key);
         let mut out = Vec::new();
@@ -151,40 +205,95 @@ impl WritePath {
             if let Some(i) = first_repeat(&keys) {
                 return Err(violation(i));
             }
-            // The transaction's earlier keys of this index: compared one by one for a small
-            // statement (a prepared one-row INSERT executed 1,000 times in one transaction
-            // hashed every earlier key into a new set per statement: 41 µs per row), counted
-            // into a map for a large one. A key of a row the transaction staged and changed
-            // again (own_writes.rs) is kept among them; the keys of such killed rows are
-            // taken away by count (a key staged, deleted and staged again is there twice).
-            let earlier = || txn.staged.iter().filter(|s| s.key == key).flat_map(|s| s.unique_keys.iter()).filter(|(name, _)| name == index.name()).flat_map(|(_, ks)| ks.iter().map(|k| &k[..]));
-            let killed: Vec<Key> = if killed_rows.is_empty() { Vec::new() } else { index.keys_of_rows(table, killed_rows.iter().copied())?.0 };
-            let earlier_counts: Option<HashMap<&[u8], usize>> = (keys.len() > SMALL_STATEMENT_KEYS_MAX).then(|| count_of(earlier()));
-            let killed_counts = count_of(killed.iter().map(|k| &k[..]));
+            let collisions = KeyCollisions::of(index, txn, key, table, &delta, &deleting, &killed_rows, keys.len())?;
             for (i, k) in keys.iter().enumerate() {
-                let Some(k) = k else { continue };
-                let taken_away = killed_counts.get(&k[..]).copied().unwrap_or(0);
-                let repeated = match &earlier_counts {
-                    Some(counts) => counts.get(&k[..]).copied().unwrap_or(0) > taken_away,
-                    None if taken_away == 0 => earlier().any(|e| e == &k[..]),
-                    None => earlier().filter(|e| *e == &k[..]).count() > taken_away,
-                };
-                if repeated {
-                    return Err(violation(i));
-                }
-                // At most one committed row under a key is live (the index is unique): the
-                // newest entries are tried first and the first live one decides. A key
-                // updated by every transaction (pgbench's one branch) holds an id per update
-                // since the last checkpoint; checking them all made each commit slower than
-                // the one before (server CPU per transaction 3.5 → 9.4 ms over 5 runs).
-                let live = index.ids_of(k).into_iter().rev().find(|id| delta.is_live(RowId(*id)));
-                if live.is_some_and(|id| !deleting.contains(&id)) {
+                if k.as_ref().is_some_and(|k| collisions.collides(k)) {
                     return Err(violation(i));
                 }
             }
             out.push((index.name().to_string(), keys.into_iter().flatten().collect()));
         }
         Ok(out)
+    }
+
+    /// `INSERT … ON CONFLICT [(columns)] DO NOTHING`: stages, as `stage_insert` does, the
+    /// rows of `batches` whose keys collide with nothing (a committed row, a row this
+    /// transaction wrote earlier, an earlier row of the statement) in the arbiter indexes —
+    /// the unique index on exactly `arbiter`'s columns, or every unique index when None —
+    /// and returns the rows staged. A row colliding only in another unique index fails the
+    /// statement (23505), as in PostgreSQL. The table's change lock is taken first, so no
+    /// other transaction adds a key meanwhile; a transaction that asked not to wait gets
+    /// `WouldWait` before anything is staged. Returns the rows staged and the rows skipped
+    /// (in the statement's order).
+    pub fn stage_insert_skipping_conflicts(&self, txn: &mut Transaction, table_name: &str, batches: &[RecordBatch], arbiter: Option<&[String]>) -> Result<(Vec<RecordBatch>, Vec<RecordBatch>), WriteError> {
+        self.prepare_commit(table_name, 0)?;
+        let (key, table) = {
+            let st = self.lock_state_shared()?;
+            let (key, _, table) = self.table_for_insert(&st, table_name)?;
+            (key, table)
+        };
+        let arbiters: Vec<&KeyIndexDef> = match arbiter {
+            None => table.indexes.iter().filter(|i| i.unique).collect(),
+            Some(columns) => {
+                let same = |i: &&KeyIndexDef| i.unique && i.columns.len() == columns.len() && i.columns.iter().all(|c| columns.iter().any(|a| a.eq_ignore_ascii_case(c)));
+                let found: Vec<&KeyIndexDef> = table.indexes.iter().filter(same).take(1).collect();
+                if found.is_empty() {
+                    return Err(WriteError::NoConflictTarget { table: key, columns: columns.join(", ") });
+                }
+                found
+            }
+        };
+        if arbiters.is_empty() {
+            self.stage_insert(txn, table_name, batches)?;
+            return Ok((batches.to_vec(), Vec::new()));
+        }
+        if txn.no_wait {
+            return Err(WriteError::WouldWait { table: key });
+        }
+        self.take_change_lock(txn, &key, LockMode::Table)?;
+        let indexes: Vec<Arc<KeyIndex>> = self.built_indexes(&key)?.into_iter().filter(|i| arbiters.iter().any(|a| a.name == i.name())).collect();
+        let delta = {
+            let mut st = self.lock_state_shared()?;
+            Self::delta_of(&mut st, &key, &table)
+        };
+        let deleting = deleting_rows(txn, &key, &delta)?;
+        let killed_rows = crate::own_writes::killed_rows(txn, &key);
+        let mut kept_batches = Vec::with_capacity(batches.len());
+        let mut skipped_batches = Vec::new();
+        {
+            let collisions: Vec<KeyCollisions> = indexes.iter().map(|i| KeyCollisions::of(i, txn, &key, &table, &delta, &deleting, &killed_rows, usize::MAX)).collect::<Result<_, _>>()?;
+            // Keys of the statement's rows kept so far, per arbiter index.
+            let mut taken: Vec<HashSet<Key>> = vec![HashSet::new(); indexes.len()];
+            for batch in batches {
+                let keys: Vec<Vec<Option<Key>>> = indexes
+                    .iter()
+                    .map(|index| index.unique_keys_of(&index.columns().iter().map(|&c| batch.column(c).clone()).collect::<Vec<_>>()))
+                    .collect::<Result<_, _>>()?;
+                let mut keep = Vec::with_capacity(batch.num_rows());
+                for row in 0..batch.num_rows() {
+                    let collides = keys.iter().enumerate().any(|(i, ks)| ks[row].as_ref().is_some_and(|k| taken[i].contains(k) || collisions[i].collides(k)));
+                    if !collides {
+                        for (i, ks) in keys.iter().enumerate() {
+                            if let Some(k) = &ks[row] {
+                                taken[i].insert(k.clone());
+                            }
+                        }
+                    }
+                    keep.push(!collides);
+                }
+                let keep = arrow::array::BooleanArray::from(keep);
+                let kept = arrow::compute::filter_record_batch(batch, &keep).map_err(|e| WriteError::InvalidArgument(e.to_string()))?;
+                if kept.num_rows() > 0 {
+                    kept_batches.push(kept);
+                }
+                if keep.true_count() < batch.num_rows() {
+                    let skip = arrow::compute::not(&keep).map_err(|e| WriteError::InvalidArgument(e.to_string()))?;
+                    skipped_batches.push(arrow::compute::filter_record_batch(batch, &skip).map_err(|e| WriteError::InvalidArgument(e.to_string()))?);
+                }
+            }
+        }
+        self.stage_insert(txn, table_name, &kept_batches)?;
+        Ok((kept_batches, skipped_batches))
     }
 
     /// CREATE [UNIQUE] INDEX, and the index of a PRIMARY KEY or UNIQUE constraint added

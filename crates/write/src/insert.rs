@@ -277,7 +277,7 @@ struct Target {
 
 impl WritePath {
     /// The table `name` as it is now, refusing column stores and databases without a log.
-    fn table_for_insert(&self, st: &State, name: &str) -> Result<(String, Option<u32>, TableMeta), WriteError> {
+    pub(crate) fn table_for_insert(&self, st: &State, name: &str) -> Result<(String, Option<u32>, TableMeta), WriteError> {
         WritePath::require_writer(st)?;
         if st.catalog.host.is_some() {
             // Only where it refuses: the message is built per statement otherwise (seen in
