@@ -816,7 +816,7 @@ impl QueryHandler {
             let lease = backend.planning.lease(&self.shared, &settings, backend.pid, None);
             flashscan_sql::returning::returned_rows(&lease, &node, rows).await.map_err(|e| sql_error_to_pg(&e))?
         };
-        let schema = node_schema(&node);
+        let schema = returned.first().map(|b| b.schema()).unwrap_or_else(|| node_schema(&node));
         let batch = arrow::compute::concat_batches(&schema, &returned).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))?;
         match Self::batch_response(batch, format)? {
             Response::Query(mut q) => {

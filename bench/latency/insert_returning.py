@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""What an ORM's INSERT costs: one-row `INSERT … RETURNING id` into a SERIAL table, and an
+upsert (`INSERT … ON CONFLICT (k) DO UPDATE … RETURNING`), flashscan and PostgreSQL side by
+side, interleaved per round.
+
+  python3 bench/latency/insert_returning.py \\
+      --flashscan 'host=127.0.0.1 port=5544 user=x dbname=flashscan' --flashscan-pid PID \\
+      --postgres 'host=/tmp port=5499 user=postgres dbname=postgres' \\
+      --statements 2000 --rounds 5
+
+Per kind: the median over rounds of elapsed µs per statement (client side, one connection,
+psycopg's prepared statements — the extended protocol, planned once — autocommit, so each
+statement is one durable commit on both sides) and of the server's CPU µs per statement
+(/proc utime + stime: the flashscan process given by --flashscan-pid, and the PostgreSQL
+backend of the connection); then flashscan / PostgreSQL. Warm: the tables are made at the
+start and grow through the run; the upsert's keys cycle over 1,000 rows (most statements
+update).
+"""
+import argparse
+import os
+import statistics
+import time
+
+import psycopg
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def setup(dsn):
+    c = psycopg.connect(dsn, autocommit=True)
+    c.execute("DROP TABLE IF EXISTS orm_items")
+    c.execute("DROP TABLE IF EXISTS orm_counts")
+    c.execute("CREATE TABLE orm_items (id SERIAL PRIMARY KEY, name VARCHAR(40) NOT NULL, qty INT NOT NULL DEFAULT 5)")
+    c.execute("CREATE TABLE orm_counts (k INT PRIMARY KEY, n BIGINT NOT NULL)")
+    return c
+
+
+KINDS = {
+    "insert_returning": ("INSERT INTO orm_items (name) VALUES (%s) RETURNING id", lambda i: (f"item{i}",)),
+    "upsert_returning": ("INSERT INTO orm_counts AS c (k, n) VALUES (%s, 1) ON CONFLICT (k) DO UPDATE SET n = c.n + EXCLUDED.n RETURNING n", lambda i: (i % 1000,)),
+}
+
+
+def run(conn, pid, kind, n, start):
+    sql, params = KINDS[kind]
+    cpu0, t0 = cpu_s(pid), time.perf_counter()
+    with conn.cursor() as cur:
+        for i in range(start, start + n):
+            cur.execute(sql, params(i), prepare=True)
+            cur.fetchone()
+    return (time.perf_counter() - t0) * 1e6 / n, (cpu_s(pid) - cpu0) * 1e6 / n
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--flashscan", required=True)
+    ap.add_argument("--flashscan-pid", type=int, required=True)
+    ap.add_argument("--postgres", required=True)
+    ap.add_argument("--statements", type=int, default=2000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    fs = setup(args.flashscan)
+    pg = setup(args.postgres)
+    pg_pid = pg.execute("SELECT pg_backend_pid()").fetchone()[0]
+    sides = {"flashscan": (fs, args.flashscan_pid), "postgres": (pg, pg_pid)}
+    results = {(side, k): [] for side in sides for k in KINDS}
+    for r in range(args.rounds):
+        for kind in KINDS:
+            order = list(sides) if r % 2 == 0 else list(reversed(sides))
+            for side in order:
+                conn, pid = sides[side]
+                results[(side, kind)].append(run(conn, pid, kind, args.statements, r * args.statements))
+                e, c = results[(side, kind)][-1]
+                print(f"round {r} {side} {kind}: {e:.0f} us/statement elapsed, {c:.0f} us CPU", flush=True)
+    print("\n| statement | flashscan µs | PostgreSQL µs | ratio | flashscan CPU µs | PostgreSQL CPU µs | CPU ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for kind in KINDS:
+        f = [statistics.median(x) for x in zip(*results[("flashscan", kind)])]
+        p = [statistics.median(x) for x in zip(*results[("postgres", kind)])]
+        print(f"| {kind} | {f[0]:.0f} | {p[0]:.0f} | {f[0] / p[0]:.2f} | {f[1]:.0f} | {p[1]:.0f} | {f[1] / p[1]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
