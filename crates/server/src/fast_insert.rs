@@ -37,6 +37,12 @@ enum Cell {
     /// pgbench's history INSERT is one, and without this cell it took the SQL path (its
     /// logical optimizer and physical planner were 15 % of the server's CPU under pgbench).
     Now { zone: Option<Arc<str>>, column_type: DataType },
+    /// A column's `nextval('seq')` DEFAULT (SERIAL, identity): one value per row from the
+    /// write path's sequence, cast to the column's type. Without the write path, or when
+    /// the sequence refuses (unknown, exhausted), the execution takes the SQL path, which
+    /// reports it; a value drawn by an execution that then takes the SQL path is used up
+    /// (a gap, which sequences allow).
+    NextVal { sequence: String },
 }
 
 impl Cell {
@@ -44,9 +50,13 @@ impl Cell {
     /// `None` sends the execution to the SQL path.
     /// `now_ns`: the execution's clock, one reading for all its rows (as PostgreSQL's
     /// `now()` is one value per statement).
-    fn value<'a>(&'a self, params: &'a [ScalarValue], column_type: &DataType, now_ns: i64) -> Option<std::borrow::Cow<'a, ScalarValue>> {
+    fn value<'a>(&'a self, params: &'a [ScalarValue], column_type: &DataType, now_ns: i64, write: Option<&flashscan_write::WritePath>) -> Option<std::borrow::Cow<'a, ScalarValue>> {
         use std::borrow::Cow;
         match self {
+            Cell::NextVal { sequence } => {
+                let v = *write?.next_sequence_values(sequence, 1).ok()?.first()?;
+                ScalarValue::Int64(Some(v)).cast_to(column_type).ok().map(Cow::Owned)
+            }
             Cell::Value(v) => Some(Cow::Borrowed(v)),
             Cell::Param(k) => {
                 let v = params.get(*k)?;
@@ -86,6 +96,19 @@ fn constant(e: &Expr) -> Option<ScalarValue> {
         Expr::Literal(v, _) => Some(v.clone()),
         Expr::Cast(c) => constant(&c.expr)?.cast_to(c.field.data_type()).ok(),
         Expr::Alias(a) => constant(&a.expr),
+        _ => None,
+    }
+}
+
+/// The sequence of a `nextval('seq')` default (under the cast DataFusion puts to the
+/// column's type), if `e` is one.
+fn nextval_of(e: &Expr) -> Option<String> {
+    match unalias(e) {
+        Expr::Cast(c) => nextval_of(&c.expr),
+        Expr::ScalarFunction(f) if f.name() == "nextval" => match f.args.as_slice() {
+            [Expr::Literal(ScalarValue::Utf8(Some(name)) | ScalarValue::Utf8View(Some(name)), _)] => Some(flashscan_sql::sequence_functions::sequence_name(name)),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -131,6 +154,7 @@ impl FastInsert {
         enum Source {
             Values(usize),
             Constant(ScalarValue),
+            NextVal(String),
         }
         let mut sources = Vec::with_capacity(schema.fields().len());
         for (i, e) in projection.expr.iter().enumerate() {
@@ -146,6 +170,7 @@ impl FastInsert {
             };
             let source = match column {
                 Some(c) => Source::Values(values.schema.index_of_column(c).ok()?),
+                None if nextval_of(inner).is_some() => Source::NextVal(nextval_of(inner)?),
                 None => {
                     let v = constant(inner)?;
                     Source::Constant(if v.data_type() == *column_type { v } else { v.cast_to(column_type).ok()? })
@@ -159,6 +184,7 @@ impl FastInsert {
             for (i, source) in sources.iter().enumerate() {
                 cells.push(match source {
                     Source::Constant(v) => Cell::Value(v.clone()),
+                    Source::NextVal(sequence) => Cell::NextVal { sequence: sequence.clone() },
                     Source::Values(j) => cell(row.get(*j)?, values.schema.field(*j).data_type(), schema.field(i).data_type())?,
                 });
             }
@@ -180,21 +206,27 @@ impl FastInsert {
     /// a NOT NULL column, a parameter of another type, a missing parameter): its error is
     /// then the SQL path's.
     pub fn batch(&self, params: &[ScalarValue]) -> Option<RecordBatch> {
+        self.batch_drawing(params, None)
+    }
+
+    /// [`FastInsert::batch`], drawing the values of `nextval` defaults from `write`'s
+    /// sequences (without it such a statement takes the SQL path).
+    pub fn batch_drawing(&self, params: &[ScalarValue], write: Option<&flashscan_write::WritePath>) -> Option<RecordBatch> {
         let now_ns = chrono::Utc::now().timestamp_nanos_opt()?;
         if let [row] = self.rows.as_slice() {
-            return self.one_row_batch(row, params, now_ns);
+            return self.one_row_batch(row, params, now_ns, write);
         }
-        self.any_rows_batch(params, now_ns)
+        self.any_rows_batch(params, now_ns, write)
     }
 
     /// [`FastInsert::batch`] for any number of rows: a column at a time through
     /// `ScalarValue::iter_to_array`.
-    fn any_rows_batch(&self, params: &[ScalarValue], now_ns: i64) -> Option<RecordBatch> {
+    fn any_rows_batch(&self, params: &[ScalarValue], now_ns: i64, write: Option<&flashscan_write::WritePath>) -> Option<RecordBatch> {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for (i, field) in self.schema.fields().iter().enumerate() {
             let mut values = Vec::with_capacity(self.rows.len());
             for row in &self.rows {
-                let v = row[i].value(params, field.data_type(), now_ns)?.into_owned();
+                let v = row[i].value(params, field.data_type(), now_ns, write)?.into_owned();
                 if self.not_null[i] && v.is_null() {
                     return None;
                 }
@@ -211,10 +243,10 @@ impl FastInsert {
     /// generic builder — that path was 6.6 % of the server's CPU at 64 clients (perf,
     /// docs/benchmarks.md, server7). The same checks as the general path; the same arrays
     /// (the general path's `iter_to_array` of one value builds the same one-element array).
-    fn one_row_batch(&self, row: &[Cell], params: &[ScalarValue], now_ns: i64) -> Option<RecordBatch> {
+    fn one_row_batch(&self, row: &[Cell], params: &[ScalarValue], now_ns: i64, write: Option<&flashscan_write::WritePath>) -> Option<RecordBatch> {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(row.len());
         for (i, (cell, field)) in row.iter().zip(self.schema.fields().iter()).enumerate() {
-            let v = cell.value(params, field.data_type(), now_ns)?;
+            let v = cell.value(params, field.data_type(), now_ns, write)?;
             if self.not_null[i] && v.is_null() {
                 return None;
             }
@@ -263,7 +295,7 @@ mod tests {
         let params: Vec<ScalarValue> = (0..types.len()).step_by(2).map(|i| values[i].clone()).collect();
         let one = fast.batch(&params).expect("one row");
         assert_eq!(one.num_rows(), 1);
-        assert_eq!(Some(one.clone()), fast.any_rows_batch(&params, 0));
+        assert_eq!(Some(one.clone()), fast.any_rows_batch(&params, 0, None));
         assert_eq!(one.column(6).as_any().downcast_ref::<arrow::array::StringArray>().map(|a| a.value(0)), Some("one row per transaction"));
         // NULLs in nullable columns: the same batch both ways.
         let mut with_nulls = params.clone();
@@ -272,7 +304,7 @@ mod tests {
         }
         let nulls = fast.batch(&with_nulls).expect("nulls in nullable columns");
         assert_eq!(nulls.column(2).null_count(), 1);
-        assert_eq!(Some(nulls), fast.any_rows_batch(&with_nulls, 0));
+        assert_eq!(Some(nulls), fast.any_rows_batch(&with_nulls, 0, None));
         // Declined by both: NULL for NOT NULL, a parameter of another type, one missing.
         let mut null_key = params.clone();
         null_key[0] = ScalarValue::Int64(None);
@@ -280,7 +312,7 @@ mod tests {
         other_type[0] = ScalarValue::Int32(Some(1));
         for bad in [null_key, other_type, params[..2].to_vec()] {
             assert!(fast.batch(&bad).is_none(), "{bad:?}");
-            assert!(fast.any_rows_batch(&bad, 0).is_none(), "{bad:?}");
+            assert!(fast.any_rows_batch(&bad, 0, None).is_none(), "{bad:?}");
         }
     }
 

@@ -790,7 +790,13 @@ impl QueryHandler {
     async fn run_returning(&self, backend: &Backend, node: flashscan_sql::returning::ReturningNode, format: &Format) -> PgWireResult<Response> {
         let (tag, rows) = match node.op() {
             Some(WriteOp::Insert(_)) => {
-                let (table, batches) = self.insert_rows(backend, node.change.clone()).await?;
+                // A plain VALUES insert (the parameters are bound into the plan by now) takes
+                // the fast path's rows, as without RETURNING.
+                let fast = self.fast_rows(FastInsert::from_plan(&node.change).as_ref(), &[]);
+                let (table, batches) = match fast {
+                    Some((table, batch)) => (table, vec![batch]),
+                    None => self.insert_rows(backend, node.change.clone()).await?,
+                };
                 let inserted = match &node.on_conflict {
                     None => {
                         self.commit_rows(backend, &table, batches.clone()).await?;
@@ -1004,7 +1010,7 @@ impl QueryHandler {
             return None;
         }
         let fast = fast?;
-        let batch = fast.batch(params)?;
+        let batch = fast.batch_drawing(params, self.shared.database.write.as_deref())?;
         if let Some(c) = self.shared.database.committer.as_ref() {
             c.counters.statements_fast_path.fetch_add(1, Relaxed);
         }

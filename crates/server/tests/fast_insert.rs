@@ -325,3 +325,28 @@ async fn kill_9_loses_no_acknowledged_insert() {
     assert_eq!(rows(&c, "select count(*) from t").await, vec![vec![Some(found.len().to_string())]]);
     server.shutdown().await;
 }
+
+/// A SERIAL (or identity) column's `nextval` default takes the fast path too, prepared and
+/// with RETURNING: one value per row from the sequence, the rows the SQL path would write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serial_defaults_take_the_fast_path_with_and_without_returning() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = init_db(dir.path(), "db");
+    let server = flashscan_server::start(config(&db, true)).await.expect("start");
+    let client = connect(&server).await;
+    client.simple_query("CREATE TABLE items (id SERIAL PRIMARY KEY, name text NOT NULL, qty int DEFAULT 5)").await.expect("create");
+    let fast = || server.shared.database.committer.as_ref().expect("committer").counters.statements_fast_path.load(Relaxed);
+    let taken_before = fast();
+    let plain = client.prepare("INSERT INTO items (name) VALUES ($1)").await.expect("prepare");
+    client.execute(&plain, &[&"a"]).await.expect("plain");
+    let returning = client.prepare("INSERT INTO items (name) VALUES ($1) RETURNING id, qty").await.expect("prepare returning");
+    let row = client.query_one(&returning, &[&"b"]).await.expect("returning");
+    assert_eq!((row.get::<_, i32>(0), row.get::<_, i32>(1)), (2, 5));
+    assert_eq!(simple_count(&client, "INSERT INTO items (name) VALUES ('c'), ('d')").await.expect("two rows"), 2);
+    assert_eq!(fast() - taken_before, 3, "all three took the fast path");
+    assert_eq!(
+        rows(&client, "SELECT id, name, qty FROM items ORDER BY id").await,
+        [["1", "a", "5"], ["2", "b", "5"], ["3", "c", "5"], ["4", "d", "5"]].iter().map(|r| r.iter().map(|v| Some(v.to_string())).collect::<Vec<_>>()).collect::<Vec<_>>()
+    );
+    server.shutdown().await;
+}
