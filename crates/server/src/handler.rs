@@ -203,7 +203,11 @@ async fn plan_text(shared: &Shared, state: &datafusion::execution::session_state
     }
     // RETURNING and ON CONFLICT, which DataFusion refuses: planned after the change.
     let returning = flashscan_sql::returning::take_returning(&mut statement);
-    let on_conflict = flashscan_sql::returning::take_on_conflict(&mut statement).map_err(|e| sql_error_to_pg(&e))?;
+    let mut on_conflict = flashscan_sql::returning::take_on_conflict(&mut statement).map_err(|e| sql_error_to_pg(&e))?;
+    // DO UPDATE's UPDATE planned now, with the INSERT: bound per colliding row at Execute.
+    if let Some(update) = on_conflict.as_mut().and_then(|c| c.update.as_mut()) {
+        update.planned = Some(Box::pin(plan_text(shared, state, &update.sql)).await?);
+    }
     // The forms of UPDATE / DELETE / MERGE flashscan refuses, as `flashscan sql` refuses
     // them (one place: change.rs), before DataFusion's plan folds them away (it keeps
     // only the last of `SET x = 1, x = 2`).
@@ -851,7 +855,10 @@ impl QueryHandler {
     async fn upsert(&self, backend: &Backend, table: &str, batches: Vec<RecordBatch>, spec: &flashscan_sql::returning::ConflictSpec, update: &flashscan_sql::returning::ConflictUpdate) -> PgWireResult<Vec<RecordBatch>> {
         let arbiter = spec.arbiter.clone().unwrap_or_default();
         refuse_repeated_keys(&batches, &arbiter)?;
-        let template = plan_sql(&self.shared, backend, &update.sql).await?;
+        let template = match &update.planned {
+            Some(plan) => plan.clone(),
+            None => plan_sql(&self.shared, backend, &update.sql).await?,
+        };
         let autocommit = !matches!(&*backend.transaction(), Transaction::Open { .. });
         if autocommit {
             // The statement's own transaction, as an open block while its parts run.

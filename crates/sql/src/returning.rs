@@ -57,6 +57,9 @@ pub struct ConflictSpec {
 pub struct ConflictUpdate {
     pub sql: String,
     pub params: Vec<String>,
+    /// `sql` planned with the INSERT (at Parse, for a prepared statement), its parameters
+    /// bound per colliding row; None until a front end plans it.
+    pub planned: Option<LogicalPlan>,
 }
 
 /// The UPDATE of [`ConflictUpdate`] for an INSERT into `table` (`alias`: its AS name).
@@ -101,7 +104,7 @@ fn conflict_update(table: &str, alias: Option<&str>, arbiter: &[String], mut upd
     if let Some(w) = &update.selection {
         filter.push(format!("({w})"));
     }
-    ConflictUpdate { sql: format!("UPDATE {target} SET {} WHERE {}", assignments.join(", "), filter.join(" AND ")), params }
+    ConflictUpdate { sql: format!("UPDATE {target} SET {} WHERE {}", assignments.join(", "), filter.join(" AND ")), params, planned: None }
 }
 
 /// The ON CONFLICT clause of an INSERT, taken out of it; the forms flashscan does not
