@@ -242,6 +242,23 @@ async fn plan_text(shared: &Shared, state: &datafusion::execution::session_state
     }
 }
 
+/// The connection's open block's transaction and its statement count, taken out of the
+/// connection while a statement runs (its lock is not held across an await; the caller
+/// puts it back); outside a block, a new transaction (None: the statement commits it).
+fn take_transaction(backend: &Backend) -> (flashscan_write::Transaction, Option<u64>) {
+    match std::mem::take(&mut *backend.transaction()) {
+        Transaction::Open { txn, statements } => (txn, Some(statements)),
+        _ => (new_transaction(backend), None),
+    }
+}
+
+/// A statement's own transaction, at the connection's isolation level (a new one takes any).
+fn new_transaction(backend: &Backend) -> flashscan_write::Transaction {
+    let mut txn = flashscan_write::Transaction::new();
+    let _ = txn.set_isolation(backend.default_isolation());
+    txn
+}
+
 /// ON CONFLICT DO UPDATE: a key proposed twice by one statement would change its row twice
 /// (PostgreSQL's 21000).
 fn refuse_repeated_keys(batches: &[RecordBatch], arbiter: &[String]) -> PgWireResult<()> {
@@ -862,9 +879,7 @@ impl QueryHandler {
         let autocommit = !matches!(&*backend.transaction(), Transaction::Open { .. });
         if autocommit {
             // The statement's own transaction, as an open block while its parts run.
-            let mut txn = flashscan_write::Transaction::new();
-            let _ = txn.set_isolation(backend.default_isolation());
-            *backend.transaction() = Transaction::Open { txn, statements: 0 };
+            *backend.transaction() = Transaction::Open { txn: new_transaction(backend), statements: 0 };
         }
         let result = async {
             let (mut rows, skipped) = self.insert_skipping_conflicts(backend, table, batches, Some(&arbiter)).await?;
@@ -907,14 +922,7 @@ impl QueryHandler {
     async fn insert_skipping_conflicts(&self, backend: &Backend, table: &str, batches: Vec<RecordBatch>, arbiter: Option<&[String]>) -> PgWireResult<(Vec<RecordBatch>, Vec<RecordBatch>)> {
         let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
         let write = committer.write_path();
-        let (mut txn, statements) = match std::mem::take(&mut *backend.transaction()) {
-            Transaction::Open { txn, statements } => (txn, Some(statements)),
-            _ => {
-                let mut txn = flashscan_write::Transaction::new();
-                let _ = txn.set_isolation(backend.default_isolation());
-                (txn, None)
-            }
-        };
+        let (mut txn, statements) = take_transaction(backend);
         // Checking keys takes the table whole and may wait: off the async workers then.
         let staged = crate::writes::without_waiting_first(&mut txn, |txn| write.stage_insert_skipping_conflicts(txn, table, &batches, arbiter)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg());
         match statements {
@@ -940,17 +948,7 @@ impl QueryHandler {
         let write = committer.write_path();
         let LogicalPlan::Dml(dml) = &plan else { return Err(pg_error(sqlstate::INTERNAL_ERROR, "not an UPDATE or DELETE")) };
         let table = dml.table_name.table().to_string();
-        // The block's transaction leaves the connection while the statement runs (its lock
-        // is not held across an await) and comes back after it.
-        let (mut txn, statements) = match std::mem::take(&mut *backend.transaction()) {
-            Transaction::Open { txn, statements } => (txn, Some(statements)),
-            _ => {
-                // Its own transaction, at the connection's level (a new one takes any).
-                let mut txn = flashscan_write::Transaction::new();
-                let _ = txn.set_isolation(backend.default_isolation());
-                (txn, None)
-            }
-        };
+        let (mut txn, statements) = take_transaction(backend);
         let staged = async {
             crate::writes::without_waiting_first(&mut txn, |txn| write.lock_for_change(txn, &table)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
             // Each read leases the connection's planning state (lent, not copied); a plan's
