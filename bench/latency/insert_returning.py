@@ -17,19 +17,13 @@ start and grow through the run; the upsert's keys cycle over 1,000 rows (most st
 update).
 """
 import argparse
-import os
 import statistics
 import time
 
 import psycopg
 
-TICKS = os.sysconf("SC_CLK_TCK")
+from server_cpu import cpu_s
 
-
-def cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def setup(dsn):

@@ -19,19 +19,13 @@ PostgreSQL. Warm: a 10,000-row keyed table in memory on both; each block updates
 1..N once each and commits (durably, both sides).
 """
 import argparse
-import os
 import statistics
 import time
 
 import psycopg
 
-TICKS = os.sysconf("SC_CLK_TCK")
+from server_cpu import cpu_s
 
-
-def cpu_s(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def setup(dsn):

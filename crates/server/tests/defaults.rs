@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use tokio_postgres::Client;
 
 mod common;
-use common::{connect, error_of, init_db, serve, simple_rows as rows, Served};
+use common::{connect, error_of, fails, init_db, serve, simple_rows as rows, Served};
 
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -18,13 +18,6 @@ fn new_db() -> (tempfile::TempDir, PathBuf) {
 
 async fn column(client: &Client, sql: &str) -> Vec<String> {
     rows(client, sql).await.into_iter().map(|r| r[0].clone().unwrap_or_else(|| "NULL".into())).collect()
-}
-
-async fn fails(client: &Client, sql: &str, code: &str) -> String {
-    let e = client.simple_query(sql).await.err().unwrap_or_else(|| panic!("{sql}: expected {code}, it succeeded"));
-    let text = error_of(&e);
-    assert!(text.starts_with(code), "{sql}: expected {code}, got {text}");
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

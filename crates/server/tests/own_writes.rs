@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 use tokio_postgres::Client;
 
 mod common;
-use common::{connect, error_of, init_db, reopened, serve, simple_rows as rows, Served};
+use common::{connect, error_of, fails, init_db, reopened, serve, simple_rows as rows, Served};
 
 fn new_db() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -25,14 +25,6 @@ fn new_db() -> (tempfile::TempDir, PathBuf) {
 
 async fn one(client: &Client, sql: &str) -> String {
     rows(client, sql).await[0][0].clone().unwrap_or_default()
-}
-
-/// Runs `sql`, expecting an error with SQLSTATE `code`.
-async fn fails(client: &Client, sql: &str, code: &str) -> String {
-    let e = client.simple_query(sql).await.err().unwrap_or_else(|| panic!("{sql}: expected {code}, it succeeded"));
-    let text = error_of(&e);
-    assert!(text.starts_with(code), "{sql}: expected {code}, got {text}");
-    text
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,6 +58,15 @@ pub fn error_of(e: &tokio_postgres::Error) -> String {
 }
 
 /// The rows of a simple-protocol query, each value as text (None for NULL).
+/// Runs `sql`, expecting an error whose text starts with SQLSTATE `code` (any error when
+/// `code` is empty); returns the error's text.
+pub async fn fails(client: &Client, sql: &str, code: &str) -> String {
+    let e = client.simple_query(sql).await.err().unwrap_or_else(|| panic!("{sql}: expected {code}, it succeeded"));
+    let text = error_of(&e);
+    assert!(text.starts_with(code), "{sql}: expected {code}, got {text}");
+    text
+}
+
 pub async fn simple_rows(client: &Client, sql: &str) -> Vec<Vec<Option<String>>> {
     let messages = client.simple_query(sql).await.unwrap_or_else(|e| panic!("{sql}: {}", error_of(&e)));
     messages
