@@ -17,12 +17,11 @@ start and grow through the run; the upsert's keys cycle over 1,000 rows (most st
 update).
 """
 import argparse
-import statistics
 import time
 
 import psycopg
 
-from server_cpu import cpu_s
+from server_cpu import cpu_s, interleaved, ratio_table
 
 
 
@@ -63,22 +62,8 @@ def main():
     pg = setup(args.postgres)
     pg_pid = pg.execute("SELECT pg_backend_pid()").fetchone()[0]
     sides = {"flashscan": (fs, args.flashscan_pid), "postgres": (pg, pg_pid)}
-    results = {(side, k): [] for side in sides for k in KINDS}
-    for r in range(args.rounds):
-        for kind in KINDS:
-            order = list(sides) if r % 2 == 0 else list(reversed(sides))
-            for side in order:
-                conn, pid = sides[side]
-                results[(side, kind)].append(run(conn, pid, kind, args.statements, r * args.statements))
-                e, c = results[(side, kind)][-1]
-                print(f"round {r} {side} {kind}: {e:.0f} us/statement elapsed, {c:.0f} us CPU", flush=True)
-    print("\n| statement | flashscan µs | PostgreSQL µs | ratio | flashscan CPU µs | PostgreSQL CPU µs | CPU ratio |")
-    print("|---|---|---|---|---|---|---|")
-    for kind in KINDS:
-        f = [statistics.median(x) for x in zip(*results[("flashscan", kind)])]
-        p = [statistics.median(x) for x in zip(*results[("postgres", kind)])]
-        print(f"| {kind} | {f[0]:.0f} | {p[0]:.0f} | {f[0] / p[0]:.2f} | {f[1]:.0f} | {p[1]:.0f} | {f[1] / p[1]:.2f} |")
-
+    results = interleaved(sides, list(KINDS), args.rounds, lambda side, kind, r: run(*sides[side], kind, args.statements, r * args.statements), "")
+    ratio_table(results, list(KINDS), "statement")
 
 if __name__ == "__main__":
     main()

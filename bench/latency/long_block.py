@@ -19,12 +19,11 @@ PostgreSQL. Warm: a 10,000-row keyed table in memory on both; each block updates
 1..N once each and commits (durably, both sides).
 """
 import argparse
-import statistics
 import time
 
 import psycopg
 
-from server_cpu import cpu_s
+from server_cpu import cpu_s, interleaved, ratio_table
 
 
 
@@ -59,21 +58,8 @@ def main():
     pg = setup(args.postgres)
     pg_pid = pg.execute("SELECT pg_backend_pid()").fetchone()[0]
     sides = {"flashscan": (fs, args.flashscan_pid), "postgres": (pg, pg_pid)}
-    results = {(side, n): [] for side in sides for n in sizes}
-    for r in range(args.rounds):
-        for n in sizes:
-            order = list(sides) if r % 2 == 0 else list(reversed(sides))
-            for side in order:
-                conn, pid = sides[side]
-                results[(side, n)].append(block(conn, pid, n))
-                print(f"round {r} {side} n={n}: {results[(side, n)][-1][0]:.0f} us/statement elapsed, {results[(side, n)][-1][1]:.0f} us CPU", flush=True)
-    print("\n| statements in the block | flashscan µs/statement | PostgreSQL µs/statement | ratio | flashscan CPU µs | PostgreSQL CPU µs | CPU ratio |")
-    print("|---|---|---|---|---|---|---|")
-    for n in sizes:
-        f = [statistics.median(x) for x in zip(*results[("flashscan", n)])]
-        p = [statistics.median(x) for x in zip(*results[("postgres", n)])]
-        print(f"| {n} | {f[0]:.0f} | {p[0]:.0f} | {f[0] / p[0]:.2f} | {f[1]:.0f} | {p[1]:.0f} | {f[1] / p[1]:.2f} |")
-
+    results = interleaved(sides, sizes, args.rounds, lambda side, n, r: block(*sides[side], n), "n=")
+    ratio_table(results, sizes, "statements in the block")
 
 if __name__ == "__main__":
     main()
