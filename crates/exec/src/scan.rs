@@ -396,7 +396,12 @@ fn run_workers<W: ChunkWork>(
             stats.chunks_read += 1;
             work.on_chunk(chunk, bytes, &paths[chunk.file_index as usize], &mut stats)
         };
-        let result = reader.run_with_depth(&mut next, &mut consume, Some(&scan_depth)).and_then(|()| work.finish());
+        // A worker the others cut off (`abort`: a LIMIT was met or a worker failed) may hold
+        // an incomplete unit; its completeness check would only hide the cause, which the
+        // worker that set `abort` reports.
+        let result = reader
+            .run_with_depth(&mut next, &mut consume, Some(&scan_depth))
+            .and_then(|()| if abort.load(Ordering::Relaxed) { Ok(()) } else { work.finish() });
         stats.read = reader.stats();
         stats.busy_ns = started.elapsed().as_nanos() as u64;
         match result {
