@@ -31,6 +31,10 @@ struct Entry {
 #[derive(Default)]
 struct Inner {
     by_path: HashMap<PathBuf, Entry>,
+    /// Each path as callers gave it → its canonical path: a path seen before is checked by
+    /// one `stat` (its identity), not resolved again component by component (a point
+    /// lookup registers its table's file per statement).
+    aliases: HashMap<PathBuf, PathBuf>,
     /// Path of every id ever given (ids are never reused).
     paths: Vec<PathBuf>,
 }
@@ -50,10 +54,23 @@ pub(crate) struct Registered {
 impl FileRegistry {
     /// The id of the file at `path`; `has_dirty(id)` says whether an id holds dirty pages.
     pub(crate) fn register(&self, path: &Path, has_dirty: &dyn Fn(u32) -> bool) -> Result<Registered, BufferError> {
+        let meta = std::fs::metadata(path).map_err(|e| BufferError::File { path: path.to_path_buf(), what: format!("cannot stat: {e}") })?;
+        let identity = Identity::of(&meta);
+        {
+            // The same file under a path seen before (the identity names the file, however
+            // the path resolves): its id as it is.
+            let inner = self.inner.lock();
+            if let Some(entry) = inner.aliases.get(path).and_then(|canonical| inner.by_path.get(canonical)) {
+                if entry.identity == identity {
+                    return Ok(Registered { id: entry.id, replaced: None });
+                }
+            }
+        }
         let canonical = std::fs::canonicalize(path).map_err(|e| BufferError::File { path: path.to_path_buf(), what: format!("cannot resolve the path: {e}") })?;
-        let meta = std::fs::metadata(&canonical).map_err(|e| BufferError::File { path: path.to_path_buf(), what: format!("cannot stat: {e}") })?;
-        let identity = Identity { dev: meta.dev(), ino: meta.ino(), ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128 };
         let mut inner = self.inner.lock();
+        if inner.aliases.get(path) != Some(&canonical) {
+            inner.aliases.insert(path.to_path_buf(), canonical.clone());
+        }
         if let Some(entry) = inner.by_path.get_mut(&canonical) {
             if entry.identity == identity {
                 return Ok(Registered { id: entry.id, replaced: None });
@@ -70,6 +87,19 @@ impl FileRegistry {
         Ok(Registered { id, replaced })
     }
 
+    /// Forgets the file at `path` (it is about to be removed): a file made later at the
+    /// same path gets a new id whatever its identity (a new file can reuse the inode, and
+    /// change times are coarse). The id it had, if it had one.
+    pub(crate) fn forget(&self, path: &Path) -> Option<u32> {
+        let mut inner = self.inner.lock();
+        let canonical = match inner.aliases.remove(path) {
+            Some(c) => c,
+            None => std::fs::canonicalize(path).ok()?,
+        };
+        inner.aliases.retain(|_, c| *c != canonical);
+        inner.by_path.remove(&canonical).map(|e| e.id)
+    }
+
     /// The canonical path of a file id.
     pub fn path(&self, id: u32) -> Option<PathBuf> {
         self.inner.lock().paths.get(id as usize).cloned()
@@ -82,8 +112,14 @@ impl FileRegistry {
         let Some(path) = inner.paths.get(id as usize).cloned() else { return };
         if let (Ok(meta), Some(entry)) = (std::fs::metadata(&path), inner.by_path.get_mut(&path)) {
             if entry.id == id {
-                entry.identity = Identity { dev: meta.dev(), ino: meta.ino(), ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128 };
+                entry.identity = Identity::of(&meta);
             }
         }
+    }
+}
+
+impl Identity {
+    fn of(meta: &std::fs::Metadata) -> Identity {
+        Identity { dev: meta.dev(), ino: meta.ino(), ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128 }
     }
 }

@@ -92,6 +92,11 @@ impl BufferPool {
         })
     }
 
+    /// The process's pool if something has used it (nothing of a file is cached otherwise).
+    pub fn global_if_made() -> Option<&'static BufferPool> {
+        GLOBAL_POOL.get()
+    }
+
     /// Sizes the process's pool (once, before first use); the pool if it already exists
     /// with this budget, else an error saying what it holds.
     pub fn init_global(budget_bytes: u64) -> Result<&'static BufferPool, BufferError> {
@@ -121,6 +126,16 @@ impl BufferPool {
             let _ = self.clear_matching(|k| k.file_index == old);
         }
         Ok(registered.id)
+    }
+
+    /// Before flashscan removes the file at `path` (DROP TABLE, a rebuild's old files):
+    /// its clean pages are dropped and its id retired, so a file made later at the same
+    /// path is never served the old one's pages.
+    pub fn forget_file(&self, path: &Path) {
+        if let Some(id) = self.files.forget(path) {
+            // A page pinned now is unreachable once its reader is done: the clock reclaims it.
+            let _ = self.clear_matching(|k| k.file_index == id);
+        }
     }
 
     /// The canonical path of a file id.

@@ -269,3 +269,25 @@ fn a_file_replaced_behind_the_pools_back_gets_a_new_id() {
     let g = pool.read_page(&mut r, PageKey::new(new_id, 1), ok).unwrap();
     assert_eq!(g.data(), &page_bytes(9, 1)[..]);
 }
+
+/// A file flashscan is about to remove is forgotten: its pages go, and the path gets a new
+/// id even when the next file there looks the same (a reused inode within one tick of the
+/// coarse change time would otherwise be taken for the old file).
+#[test]
+fn a_forgotten_file_drops_its_pages_and_its_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.dat");
+    write_file(&path, 6, 4);
+    let pool = BufferPool::with_frames(16).unwrap();
+    let id = pool.register_file(&path).unwrap();
+    let mut r = reader(&pool, std::slice::from_ref(&path));
+    drop(pool.read_page(&mut r, PageKey::new(id, 2), ok).unwrap());
+    drop(r);
+    assert!(pool.contains(PageKey::new(id, 2)));
+    pool.forget_file(&path);
+    assert!(!pool.contains(PageKey::new(id, 2)), "the forgotten file's pages were dropped");
+    // The very same file, registered again: a new id all the same.
+    assert_ne!(pool.register_file(&path).unwrap(), id);
+    // A path never registered is nothing to forget.
+    pool.forget_file(&dir.path().join("never.dat"));
+}

@@ -893,7 +893,7 @@ impl QueryHandler {
                             datafusion::common::ScalarValue::try_from_array(column, row).map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, e.to_string()))
                         })
                         .collect::<PgWireResult<Vec<_>>>()?;
-                    let bound = template.clone().with_param_values(datafusion::common::ParamValues::List(values.into_iter().map(Into::into).collect())).map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?;
+                    let bound = flashscan_sql::parameters::bind(&template, datafusion::common::ParamValues::List(values.into_iter().map(Into::into).collect())).map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?;
                     let (_, changes) = self.change_rows(backend, bound, false).await?;
                     rows.extend(changes.new_rows);
                 }
@@ -1949,9 +1949,7 @@ impl ExtendedQueryHandler for QueryHandler {
                     plan.clone()
                 } else {
                     reuse = Reuse::No;
-                    plan.clone()
-                        .with_param_values(ParamValues::from(values))
-                        .map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?
+                    flashscan_sql::parameters::bind(plan, ParamValues::from(values)).map_err(|e| sql_error_to_pg(&flashscan_sql::SqlError::from(e)))?
                 };
                 Some(plan)
             }

@@ -133,7 +133,7 @@ pub struct RowChanges {
 pub async fn read_changes(write: &WritePath, own: Option<&OwnChanges>, mut state: SessionState, statement: DFStatement, params: Option<ParamValues>) -> Result<(RowChanges, Arc<ReadSnapshot>), SqlError> {
     let mut plan = state.statement_to_plan(statement).await?;
     if let Some(params) = params {
-        plan = plan.with_param_values(params)?;
+        plan = crate::parameters::bind(&plan, params)?;
     }
     read_plan_changes(write, own, &mut state, plan).await
 }

@@ -36,6 +36,7 @@ pub mod join_order;
 pub mod like;
 pub mod metrics;
 pub mod output_names;
+pub mod parameters;
 pub mod point_plan;
 pub mod pruning;
 pub mod reader;

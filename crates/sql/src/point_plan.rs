@@ -75,6 +75,21 @@ fn over_one_row(e: &Expr) -> bool {
     .unwrap_or(true)
 }
 
+/// `column = value` (either way round), the value not NULL and of the column's own type:
+/// the predicate coercion and simplification leave as it is, and that compares as Arrow's
+/// `eq` does (a prepared key lookup's, once its parameter is bound). The column's index and
+/// the value.
+fn key_comparison<'a>(predicate: &'a Expr, schema: &DFSchemaRef) -> Option<(usize, &'a datafusion::common::ScalarValue)> {
+    let Expr::BinaryExpr(b) = predicate else { return None };
+    if b.op != datafusion::logical_expr::Operator::Eq {
+        return None;
+    }
+    let ((Expr::Column(c), Expr::Literal(v, None)) | (Expr::Literal(v, None), Expr::Column(c))) = (b.left.as_ref(), b.right.as_ref()) else { return None };
+    let i = schema.maybe_index_of_column(c)?;
+    let fits = !v.is_null() && schema.field(i).data_type() == &v.data_type() && (v.data_type().is_integer() || matches!(v.data_type(), datafusion::arrow::datatypes::DataType::Utf8 | datafusion::arrow::datatypes::DataType::Utf8View | datafusion::arrow::datatypes::DataType::LargeUtf8));
+    fits.then_some((i, v))
+}
+
 async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc<dyn ExecutionPlan>>> {
     let LogicalPlan::Projection(projection) = plan else { return Ok(None) };
     let LogicalPlan::Filter(filter) = projection.input.as_ref() else { return Ok(None) };
@@ -96,14 +111,25 @@ async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc
     let provider = source_as_provider(&scan.source)?;
     let Some(table) = provider.downcast_ref::<FlashscanTable>() else { return Ok(None) };
     let schema: &DFSchemaRef = filter.input.schema();
-    let simplifier = ExprSimplifier::new(
-        SimplifyContext::builder()
-            .with_schema(schema.clone())
-            .with_config_options(state.config_options().clone())
-            .with_query_execution_start_time(state.execution_props().query_execution_start_time)
-            .build(),
-    );
-    let predicate = simplifier.simplify(simplifier.coerce(filter.predicate.clone(), schema)?)?;
+    // Made only when an expression needs it (its context copies the session's options).
+    let simplifier = std::sync::OnceLock::new();
+    let simplifier = || {
+        simplifier.get_or_init(|| {
+            ExprSimplifier::new(
+                SimplifyContext::builder()
+                    .with_schema(schema.clone())
+                    .with_config_options(state.config_options().clone())
+                    .with_query_execution_start_time(state.execution_props().query_execution_start_time)
+                    .build(),
+            )
+        })
+    };
+    let key = key_comparison(&filter.predicate, schema);
+    let predicate = match key {
+        // Already what coercion and simplification would make of it.
+        Some(_) => filter.predicate.clone(),
+        None => simplifier().simplify(simplifier().coerce(filter.predicate.clone(), schema)?)?,
+    };
     let Some(lookup) = table.index_scan(state as &dyn Session, &split_conjunction_owned(predicate.clone())).await? else { return Ok(None) };
     let Some(found) = lookup.downcast_ref::<IndexLookupExec>() else { return Ok(None) };
     let rows = found.rows();
@@ -112,9 +138,15 @@ async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc
     }
     // The filter again over the rows found: the index fixes the key, the rest of the
     // predicate (and a prefix key's other columns) is checked here.
-    let keep = state.create_physical_expr(predicate.clone(), schema)?.evaluate(rows)?.into_array(rows.num_rows())?;
-    let Some(keep) = keep.as_any().downcast_ref::<BooleanArray>() else { return Ok(None) };
-    let kept = filter_record_batch(rows, keep)?;
+    let keep = match key {
+        Some((column, value)) => datafusion::arrow::compute::kernels::cmp::eq(rows.column(column), &value.to_scalar()?)?,
+        None => {
+            let keep = state.create_physical_expr(predicate.clone(), schema)?.evaluate(rows)?.into_array(rows.num_rows())?;
+            let Some(keep) = keep.as_any().downcast_ref::<BooleanArray>() else { return Ok(None) };
+            keep.clone()
+        }
+    };
+    let kept = filter_record_batch(rows, &keep)?;
     let mut columns = Vec::with_capacity(projection.expr.len());
     for e in &projection.expr {
         // A column (an UPDATE's projection is mostly its unassigned columns) is the rows'
@@ -131,7 +163,7 @@ async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc
         }
         // Simplified as the optimizer would: `now()` and friends become the statement's
         // start time, constants fold.
-        let e = simplifier.simplify(simplifier.coerce(e.clone(), schema)?)?;
+        let e = simplifier().simplify(simplifier().coerce(e.clone(), schema)?)?;
         columns.push(state.create_physical_expr(e, schema)?.evaluate(&kept)?.into_array(kept.num_rows())?);
     }
     // The rows must have the types the statement's description promised the client

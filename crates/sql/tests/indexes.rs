@@ -179,6 +179,43 @@ fn lookup_query(rng: &mut Rng, next_id: i64) -> String {
     }
 }
 
+/// A key lookup reads its table page from the buffer pool once it is there (no reader
+/// opened per lookup), and a table dropped and made again under the same name is never
+/// answered from the old one's pages.
+#[test]
+fn key_lookups_read_table_pages_kept_in_the_buffer_pool() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_database(dir.path());
+    let s = session(&db);
+    let checkpoint = |s: &flashscan_sql::FlashscanSession| {
+        s.write_path().become_writer("indexes test").unwrap();
+        s.write_path().checkpoint(&CheckpointOptions::default()).unwrap();
+    };
+    run(&rt, &s, "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)");
+    let rows: Vec<String> = (1..=500).map(|i| format!("({i}, 'v{i}')")).collect();
+    run(&rt, &s, &format!("INSERT INTO t VALUES {}", rows.join(", ")));
+    checkpoint(&s);
+    let want = |v: &str| vec![vec![v.to_string()]];
+    assert_eq!(sorted(&rt, &s, "SELECT v FROM t WHERE id = 7"), want("v7"));
+    let pool = flashscan_buffer::BufferPool::global();
+    let before = pool.snapshot();
+    for _ in 0..3 {
+        assert_eq!(sorted(&rt, &s, "SELECT v FROM t WHERE id = 7"), want("v7"));
+    }
+    let after = pool.snapshot();
+    assert!(after.hits_count >= before.hits_count + 3, "hits {} -> {}", before.hits_count, after.hits_count);
+    assert_eq!(after.pages_installed_count, before.pages_installed_count, "the page was read again");
+    // The same name, the same file names, other rows.
+    run(&rt, &s, "DROP TABLE t");
+    run(&rt, &s, "CREATE TABLE t (id BIGINT PRIMARY KEY, v TEXT)");
+    let rows: Vec<String> = (1..=500).map(|i| format!("({i}, 'new{i}')")).collect();
+    run(&rt, &s, &format!("INSERT INTO t VALUES {}", rows.join(", ")));
+    checkpoint(&s);
+    assert_eq!(sorted(&rt, &s, "SELECT v FROM t WHERE id = 7"), want("new7"));
+    assert_eq!(sorted(&rt, &s, "SELECT v FROM t WHERE id = 500"), want("new500"));
+}
+
 #[test]
 fn index_lookups_answer_as_the_scan_does() {
     for seed in [0x5eed_0001u64, 0x5eed_0002] {

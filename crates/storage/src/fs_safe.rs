@@ -240,6 +240,9 @@ impl DatabaseRoots {
             }
             Ok(_) => {}
         }
+        if let Some(pool) = flashscan_buffer::BufferPool::global_if_made() {
+            pool.forget_file(&path);
+        }
         match std::fs::remove_file(&path) {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),

@@ -294,21 +294,47 @@ impl SnapshotTable {
         if !pages.is_empty() {
             let table = self.table();
             let located: Vec<(PageId, PathBuf, u64, Vec<(u16, u64)>)> = pages.into_iter().filter_map(|(page, slots)| locate(table, page).map(|(file, offset)| (page, db_dir.join(file), offset, slots))).collect();
-            let paths = located.iter().map(|(_, path, _, _)| path.clone());
+            let mut deleted_slots = Vec::new();
+            let mut take_rows = |page: PageId, path: &Path, offset: u64, slots: &[(u16, u64)], bytes: &[u8]| -> Result<(), WriteError> {
+                verify_page(bytes, page, path, offset)?;
+                let page_rows = HeapPageRows::new(bytes, page, path, offset)?;
+                let any_deleted = self.delta.deleted().page_slots_at(page.0, self.seq, &mut deleted_slots);
+                for (slot, id) in slots {
+                    if any_deleted && deleted_slots.contains(slot) {
+                        continue;
+                    }
+                    rows.push(page_rows.row(*slot)?.to_vec());
+                    found.push(*id);
+                }
+                Ok(())
+            };
+            // Pages are kept in the buffer pool and read there: opening a reader (files, an
+            // I/O engine and its buffers) per lookup was a third of the server's CPU under
+            // prepared key lookups (docs/benchmarks.md, session 21). Pages not there are read
+            // with one reader and installed (verified) for the next lookup.
+            let pool = flashscan_buffer::BufferPool::global();
+            let mut missing = Vec::new();
+            for located in located {
+                let (page, path, offset, slots) = &located;
+                let key = if offset % PAGE_SIZE_BYTES as u64 == 0 {
+                    let file_id = pool.register_file(path).map_err(|e| WriteError::Storage(e.into()))?;
+                    Some(flashscan_buffer::PageKey::new(file_id, offset / PAGE_SIZE_BYTES as u64))
+                } else {
+                    None
+                };
+                match key.and_then(|k| pool.get_resident(k)) {
+                    Some(guard) => take_rows(*page, path, *offset, slots, &guard.data()[..PAGE_SIZE_BYTES])?,
+                    None => missing.push((located, key)),
+                }
+            }
+            let paths = missing.iter().map(|((_, path, _, _), _)| path.clone());
             if let Some(mut reader) = flashscan_storage::page_path::FileReader::open_distinct(paths)? {
-                let mut deleted_slots = Vec::new();
-                for (page, path, offset, slots) in &located {
+                for ((page, path, offset, slots), key) in &missing {
                     let file_index = reader.file_index(path)?;
                     let bytes = reader.read(file_index, *offset, PAGE_SIZE_BYTES as u64)?;
-                    verify_page(&bytes, *page, path, *offset)?;
-                    let page_rows = HeapPageRows::new(&bytes, *page, path, *offset)?;
-                    let any_deleted = self.delta.deleted().page_slots_at(page.0, self.seq, &mut deleted_slots);
-                    for (slot, id) in slots {
-                        if any_deleted && deleted_slots.contains(slot) {
-                            continue;
-                        }
-                        rows.push(page_rows.row(*slot)?.to_vec());
-                        found.push(*id);
+                    take_rows(*page, path, *offset, slots, &bytes)?;
+                    if let Some(key) = key {
+                        pool.install(*key, &bytes, |b| verify_page(b, *page, path, *offset).map(drop))?;
                     }
                 }
             }
