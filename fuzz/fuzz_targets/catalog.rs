@@ -81,7 +81,7 @@ fn synthesized(c: &mut Cursor) -> Catalog {
             // Column DEFAULTs, naming a column that exists or not (SQL text is planned
             // when a session registers the table, never when the catalog is read).
             column_defaults: (0..c.u8() % 3)
-                .map(|_| flashscan_storage::ColumnDefaultMeta { column: ["c0", "c1", "nope"][c.u8() as usize % 3].into(), sql: "nextval('s')".into(), sequence: (c.u8() % 2 == 0).then(|| "s".into()), always: c.u8() % 2 == 0 })
+                .map(|_| flashscan_storage::ColumnDefaultMeta { column: ["c0", "c1", "nope"][c.u8() as usize % 3].into(), sql: "nextval('s')".into(), sequence: (c.u8() % 2 == 0).then(|| "s".into()), always: c.u8() % 2 == 0, identity: c.u8() % 2 == 0 })
                 .collect(),
         };
         tables.insert(name, meta);

@@ -153,14 +153,14 @@ pub const WRITER_NAME: &str = "flashscan serve";
 pub async fn catalog_tables(base: &datafusion::prelude::SessionContext, db_dir: &std::path::Path) -> Result<Vec<CatalogTable>, ServerError> {
     let catalog = flashscan_storage::Catalog::read(db_dir).map_err(flashscan_sql::SqlError::from)?;
     // Tables and views share one namespace and one oid sequence, in name order.
-    type Relation = (String, String, Option<String>, Vec<flashscan_storage::KeyIndexDef>);
-    let mut names: Vec<Relation> = catalog.tables.values().map(|t| (t.name.to_lowercase(), t.format.clone(), None, t.indexes.clone())).collect();
-    names.extend(catalog.views.iter().map(|v| (v.name.clone(), String::new(), Some(v.sql.clone()), Vec::new())));
+    type Relation = (String, String, Option<String>, Vec<flashscan_storage::KeyIndexDef>, Vec<flashscan_storage::ColumnDefaultMeta>);
+    let mut names: Vec<Relation> = catalog.tables.values().map(|t| (t.name.to_lowercase(), t.format.clone(), None, t.indexes.clone(), t.column_defaults.clone())).collect();
+    names.extend(catalog.views.iter().map(|v| (v.name.clone(), String::new(), Some(v.sql.clone()), Vec::new(), Vec::new())));
     names.sort_by(|a, b| a.0.cmp(&b.0));
     let mut tables = Vec::new();
-    for (i, (name, format, view_definition, indexes)) in names.into_iter().enumerate() {
+    for (i, (name, format, view_definition, indexes, column_defaults)) in names.into_iter().enumerate() {
         let provider = base.table_provider(name.as_str()).await.map_err(flashscan_sql::SqlError::from)?;
-        tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format, view_definition, indexes });
+        tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format, view_definition, indexes, column_defaults });
     }
     Ok(tables)
 }

@@ -411,6 +411,7 @@ fn definition_udf(name: &'static str, definitions: Vec<(i64, String)>) -> Scalar
 
 fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
     let (mut relid, mut name, mut typid, mut num, mut notnull, mut typmod, mut len) = (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut hasdef, mut identity) = (vec![], vec![]);
     for t in tables {
         for (i, f) in t.schema.fields().iter().enumerate() {
             let pg = pg_type_of(f.data_type());
@@ -421,6 +422,13 @@ fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             notnull.push(!f.is_nullable());
             typmod.push(typmod_of(f.data_type()));
             len.push(typlen_of(&pg));
+            let kind = column_default_kind(t, f.name());
+            hasdef.push(matches!(kind, Some(DefaultKind::Expression(_))));
+            identity.push(match kind {
+                Some(DefaultKind::Identity { always: true }) => "a",
+                Some(DefaultKind::Identity { always: false }) => "d",
+                _ => "",
+            });
         }
     }
     let n = relid.len();
@@ -447,14 +455,93 @@ fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             Arc::new(Int32Array::from(num)),
             Arc::new(Int32Array::from(typmod)),
             Arc::new(BooleanArray::from(notnull)),
+            Arc::new(BooleanArray::from(hasdef)),
             Arc::new(BooleanArray::from(vec![false; n])),
-            Arc::new(BooleanArray::from(vec![false; n])),
-            strings(std::iter::repeat_n("", n)),
+            strings(identity),
             strings(std::iter::repeat_n("", n)),
             Arc::new(Int64Array::from(vec![NO_COLLATION_OID; n])),
         ],
     )
 }
+
+/// What a column's DEFAULT is in PostgreSQL's catalog: an identity column has no
+/// `pg_attrdef` row (its `attidentity` says 'a' or 'd'); any other default (a SERIAL's
+/// `nextval`, a constant, `now()`) is an expression `pg_attrdef` holds.
+enum DefaultKind {
+    Identity { always: bool },
+    Expression(String),
+}
+
+fn column_default_kind(table: &CatalogTable, column: &str) -> Option<DefaultKind> {
+    let d = table.column_defaults.iter().find(|d| d.column.eq_ignore_ascii_case(column))?;
+    // A catalog from before identities were marked: ALWAYS is one for sure.
+    if d.identity || d.always {
+        return Some(DefaultKind::Identity { always: d.always });
+    }
+    Some(DefaultKind::Expression(postgres_default_text(&d.sql)))
+}
+
+/// A default as PostgreSQL prints it (`pg_get_expr`): a sequence's name as a regclass.
+fn postgres_default_text(sql: &str) -> String {
+    match sql.strip_prefix("nextval('").and_then(|rest| rest.strip_suffix("')")) {
+        Some(sequence) if !sequence.contains('\'') => format!("nextval('{sequence}'::regclass)"),
+        _ => sql.to_string(),
+    }
+}
+
+/// `pg_attrdef`: one row per column with a default that is not an identity.
+fn attribute_defaults(tables: &[CatalogTable]) -> Result<RecordBatch> {
+    let (mut oid, mut relid, mut num, mut bin) = (vec![], vec![], vec![], vec![]);
+    for t in tables {
+        for (i, f) in t.schema.fields().iter().enumerate() {
+            if let Some(DefaultKind::Expression(text)) = column_default_kind(t, f.name()) {
+                // PostgreSQL's oids of these rows are its own; unique here is what matters.
+                oid.push(ATTRDEF_FIRST_OID + t.oid * 1_000 + i as i64 + 1);
+                relid.push(t.oid);
+                num.push(i as i16 + 1);
+                bin.push(text);
+            }
+        }
+    }
+    batch(
+        vec![int64("oid"), int64("adrelid"), Field::new("adnum", DataType::Int16, true), text("adbin")],
+        vec![Arc::new(Int64Array::from(oid)), Arc::new(Int64Array::from(relid)), Arc::new(arrow::array::Int16Array::from(num)), strings(bin.iter().map(|s| s.as_str()))],
+    )
+}
+
+/// `pg_catalog.attribute_default(relid, attnum)`: the text `pg_get_expr` gives for that
+/// column's `pg_attrdef` row, NULL when it has none — what `pg_syntax::attrdef_lookup`
+/// turns the catalog's correlated subquery over `pg_attrdef` into.
+fn attribute_default_udf(tables: &[CatalogTable]) -> ScalarUDF {
+    let mut texts: std::collections::HashMap<(i64, i64), String> = std::collections::HashMap::new();
+    for t in tables {
+        for (i, f) in t.schema.fields().iter().enumerate() {
+            if let Some(DefaultKind::Expression(text)) = column_default_kind(t, f.name()) {
+                texts.insert((t.oid, i as i64 + 1), text);
+            }
+        }
+    }
+    let f = Arc::new(move |args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let rows = args.iter().find_map(|a| match a {
+            ColumnarValue::Array(a) => Some(a.len()),
+            ColumnarValue::Scalar(_) => None,
+        });
+        let n = rows.unwrap_or(1);
+        let arrays: Vec<ArrayRef> = args.iter().map(|a| a.to_array(n)).collect::<Result<_>>()?;
+        let (Some(relid), Some(num)) = (arrays.first().and_then(|a| a.as_any().downcast_ref::<Int64Array>()), arrays.get(1).and_then(|a| a.as_any().downcast_ref::<Int64Array>())) else {
+            return Err(DataFusionError::Plan("attribute_default(relid, attnum) takes two bigints".into()));
+        };
+        let out: StringArray = relid.iter().zip(num.iter()).map(|(r, a)| texts.get(&(r?, a?)).map(|s| s.as_str())).collect();
+        Ok(match rows {
+            Some(_) => ColumnarValue::Array(Arc::new(out)),
+            None => ColumnarValue::Scalar(ScalarValue::try_from_array(&out, 0)?),
+        })
+    });
+    create_udf("attribute_default", vec![DataType::Int64, DataType::Int64], DataType::Utf8, Volatility::Stable, f).with_aliases(["pg_catalog.attribute_default"])
+}
+
+/// `pg_attrdef` oids count from here (above every table's oid).
+const ATTRDEF_FIRST_OID: i64 = 1 << 40;
 
 /// `pg_type.typtype` of every row `types` makes: base types only ('b'; arrays are base
 /// types too). No domains ('d'), composite row types ('c'), enums ('e'), ranges ('r'),
@@ -573,7 +660,6 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
     let i32f = |n: &str| Field::new(n, DataType::Int32, true);
     let t = |n: &str| Field::new(n, DataType::Utf8, true);
     vec![
-        ("pg_attrdef", vec![i("oid"), i("adrelid"), Field::new("adnum", DataType::Int16, true), t("adbin")]),
         ("pg_collation", vec![i("oid"), t("collname"), i("collnamespace"), t("collprovider")]),
         ("pg_inherits", vec![i("inhrelid"), i("inhparent"), i32f("inhseqno"), b("inhdetachpending")]),
         (
@@ -648,15 +734,22 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 28] = [
 /// `generate_subscripts`) is answered as no rows, as for the other empty tables. With keys
 /// such a statement fails with its planning error: key reflection through those queries is
 /// not supported yet.
+/// Likewise `pg_attrdef` while no column has a default.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct KeysPresent(pub bool);
+pub struct CatalogFilled {
+    pub keys: bool,
+    pub defaults: bool,
+}
 
-/// The names of the catalog tables flashscan keeps empty (`empty_tables`), and the key
-/// tables while there are no keys.
-pub fn empty_table_names(keys_present: bool) -> Vec<&'static str> {
+/// The names of the catalog tables flashscan keeps empty (`empty_tables`), the key tables
+/// while there are no keys, and `pg_attrdef` while there are no defaults.
+pub fn empty_table_names(filled: CatalogFilled) -> Vec<&'static str> {
     let mut names: Vec<&'static str> = empty_tables().into_iter().map(|(name, _)| name).collect();
-    if !keys_present {
+    if !filled.keys {
         names.extend(["pg_index", "pg_constraint"]);
+    }
+    if !filled.defaults {
+        names.push("pg_attrdef");
     }
     names
 }
@@ -719,11 +812,13 @@ impl SchemaProvider for SearchPath {
 /// default schema's search path. Plans already made keep the tables they were made with.
 pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
     let keys = crate::pg_keys::key_rows(tables, &crate::pg_keys::sql_keys(tables), DATABASE_NAME)?;
-    ctx.state_ref().write().config_mut().set_extension(Arc::new(KeysPresent(keys.pg_index.num_rows() > 0)));
+    let defaults = tables.iter().any(|t| t.column_defaults.iter().any(|d| matches!(column_default_kind(t, &d.column), Some(DefaultKind::Expression(_)))));
+    ctx.state_ref().write().config_mut().set_extension(Arc::new(CatalogFilled { keys: keys.pg_index.num_rows() > 0, defaults }));
     crate::information_schema::register(ctx, tables, &keys, DATABASE_NAME)?;
     // The functions first: `pg_proc` lists them.
     // `regclass` looks names up among the tables of the moment.
     let relations: Vec<(i64, String)> = tables.iter().map(|t| (t.oid, t.name.clone())).collect();
+    ctx.register_udf(attribute_default_udf(tables));
     ctx.register_udf(viewdef_udf(tables.iter().filter_map(|t| t.view_definition.clone().map(|d| (t.oid, d))).collect()));
     // `pg_get_indexdef(oid [, column, pretty])`, `pg_get_constraintdef(oid [, pretty])`: the
     // definition of an index or key `pg_keys` lists; NULL for any other oid.
@@ -746,6 +841,7 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
         ("pg_namespace", namespaces()?),
         ("pg_class", classes(tables)?),
         ("pg_attribute", attributes(tables)?),
+        ("pg_attrdef", attribute_defaults(tables)?),
         ("pg_type", types()?),
         ("pg_database", databases()?),
         ("pg_am", access_method_rows(tables)?),
@@ -898,8 +994,7 @@ fn to_reg_udf(name: &'static str, qualified: &'static str, lookup: OidLookup) ->
     create_udf(name, vec![DataType::Utf8], DataType::Int64, Volatility::Immutable, f).with_aliases([qualified])
 }
 
-/// A function whose answer here is the same for any arguments: `pg_get_expr` (no stored
-/// expressions: defaults, checks, partition bounds, policies),
+/// A function whose answer here is the same for any arguments:
 /// `pg_get_statisticsobjdef_columns` (no extended statistics), `obj_description` (no
 /// comments) … — NULL; `pg_relation_is_publishable` — false (no publications);
 /// `has_table_privilege` … — true (one owner, `register_functions`).
@@ -941,6 +1036,55 @@ fn null_answer_udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
         signature: datafusion::logical_expr::Signature::variadic_any(Volatility::Immutable),
         value,
     })
+}
+
+/// `pg_get_expr(expression, relation [, pretty])`: the expression's text. The catalog
+/// columns it is called on (`pg_attrdef.adbin`) hold PostgreSQL's printed form already
+/// (PostgreSQL keeps a parse tree there); a column of no text type (`relpartbound`,
+/// `polqual`: always NULL here) gives NULL.
+fn get_expr_udf() -> ScalarUDF {
+    #[derive(Debug, PartialEq, Eq, Hash)]
+    struct GetExpr {
+        aliases: Vec<String>,
+        signature: datafusion::logical_expr::Signature,
+    }
+    impl datafusion::logical_expr::ScalarUDFImpl for GetExpr {
+        fn name(&self) -> &str {
+            "pg_get_expr"
+        }
+        fn aliases(&self) -> &[String] {
+            &self.aliases
+        }
+        fn signature(&self) -> &datafusion::logical_expr::Signature {
+            &self.signature
+        }
+        fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+            Ok(DataType::Utf8)
+        }
+        fn invoke_with_args(&self, args: datafusion::logical_expr::ScalarFunctionArgs) -> Result<ColumnarValue> {
+            let rows = args.args.iter().find_map(|a| match a {
+                ColumnarValue::Array(a) => Some(a.len()),
+                ColumnarValue::Scalar(_) => None,
+            });
+            match args.args.first() {
+                Some(ColumnarValue::Array(a)) if matches!(a.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8) => {
+                    Ok(ColumnarValue::Array(arrow::compute::cast(a, &DataType::Utf8)?))
+                }
+                Some(ColumnarValue::Scalar(v)) if matches!(v.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8) => {
+                    let v = v.cast_to(&DataType::Utf8)?;
+                    Ok(match rows {
+                        Some(n) => ColumnarValue::Array(v.to_array_of_size(n)?),
+                        None => ColumnarValue::Scalar(v),
+                    })
+                }
+                _ => Ok(match rows {
+                    Some(n) => ColumnarValue::Array(ScalarValue::Utf8(None).to_array_of_size(n)?),
+                    None => ColumnarValue::Scalar(ScalarValue::Utf8(None)),
+                }),
+            }
+        }
+    }
+    ScalarUDF::new_from_impl(GetExpr { aliases: vec![format!("{PG_CATALOG}.pg_get_expr")], signature: datafusion::logical_expr::Signature::variadic_any(Volatility::Immutable) })
 }
 
 /// A function of constant answer over one argument's rows (or one row for scalars).
@@ -1104,7 +1248,7 @@ pub fn register_functions(ctx: &SessionContext) {
     ctx.register_udf(to_reg_udf("to_regtype", "pg_catalog.to_regtype", OidLookup::Types));
     ctx.register_udf(oid_alias_udf("regnamespace_oid", OidLookup::Namespaces, true));
     ctx.register_udf(oid_alias_udf("regnamespace_name", OidLookup::Namespaces, false));
-    ctx.register_udf(null_answer_udf("pg_get_expr", ScalarValue::Utf8(None)));
+    ctx.register_udf(get_expr_udf());
     ctx.register_udf(null_answer_udf("pg_get_statisticsobjdef_columns", ScalarValue::Utf8(None)));
     ctx.register_udf(null_answer_udf("pg_relation_is_publishable", ScalarValue::Boolean(Some(false))));
     // What SQLAlchemy's PostgreSQL dialect asks when it connects and reflects (docs/server.md,
@@ -1217,7 +1361,7 @@ fn version_text() -> String {
 /// with its columns' names (as text), and anything else keeps DataFusion's error. (A
 /// misspelt column or table is DataFusion's error, not this.)
 pub async fn statement_to_plan(state: &datafusion::execution::session_state::SessionState, mut statement: datafusion::sql::parser::Statement) -> Result<datafusion::logical_expr::LogicalPlan> {
-    let empty = empty_table_names(state.config().get_extension::<KeysPresent>().is_some_and(|k| k.0));
+    let empty = empty_table_names(state.config().get_extension::<CatalogFilled>().map(|f| *f).unwrap_or_default());
     crate::pg_syntax::normalize(&mut statement, &empty);
     let no_rows = crate::pg_syntax::empty_result_columns(&statement, &empty);
     // Unaliased items go out under PostgreSQL's names (`count`, not `count(*)`).
@@ -1268,7 +1412,7 @@ mod tests {
             Field::new("price", DataType::Decimal128(12, 2), true),
             Field::new("name", DataType::Utf8, true),
         ]));
-        vec![CatalogTable { oid: 16384, name: "items".into(), schema, format: "heap".into(), view_definition: None, indexes: Vec::new() }]
+        vec![CatalogTable { oid: 16384, name: "items".into(), schema, format: "heap".into(), view_definition: None, indexes: Vec::new(), column_defaults: Vec::new() }]
     }
 
     async fn run(ctx: &SessionContext, sql: &str) -> String {
@@ -1321,7 +1465,7 @@ mod tests {
         let ctx = SessionContext::new();
         register_functions(&ctx);
         let mut two = tables();
-        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None, indexes: Vec::new() });
+        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None, indexes: Vec::new(), column_defaults: Vec::new() });
         register(&ctx, &two).expect("register");
         let dt = "SELECT n.nspname as \"Schema\",\n  c.relname as \"Name\",\n  CASE c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 't' THEN 'TOAST table' WHEN 'f' THEN 'foreign table' WHEN 'p' THEN 'partitioned table' WHEN 'I' THEN 'partitioned index' END as \"Type\",\n  pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"\nFROM pg_catalog.pg_class c\n     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\n     LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam\nWHERE c.relkind IN ('r','p','')\n      AND n.nspname <> 'pg_catalog'\n      AND n.nspname !~ '^pg_toast'\n      AND n.nspname <> 'information_schema'\n  AND pg_catalog.pg_table_is_visible(c.oid)\nORDER BY 1,2;";
         let out = run_normalized(&ctx, dt).await;
@@ -1343,7 +1487,7 @@ mod tests {
         // Another collation than the default is not dropped: the planner decides (refuses).
         let state = ctx.state();
         let mut other = state.sql_to_statement("SELECT relname FROM pg_class WHERE relname = 'x' COLLATE \"C\"", &datafusion::config::Dialect::PostgreSQL).expect("parse");
-        crate::pg_syntax::normalize(&mut other, &empty_table_names(false));
+        crate::pg_syntax::normalize(&mut other, &empty_table_names(CatalogFilled::default()));
         assert!(other.to_string().contains("COLLATE"), "{other}");
     }
 
@@ -1398,6 +1542,42 @@ mod tests {
             .collect()
     }
 
+    /// psql's `\d TABLE` shows a SERIAL's default as PostgreSQL prints it, an identity
+    /// column as one (`attidentity`), and a constant default; `pg_attrdef` has a row for
+    /// each default that is not an identity.
+    #[tokio::test]
+    async fn psql_describe_shows_defaults_and_identity_columns() {
+        let ctx = SessionContext::new();
+        register_functions(&ctx);
+        let mut two = tables();
+        let default = |column: &str, sql: &str, sequence: Option<&str>, always: bool, identity: bool| flashscan_storage::ColumnDefaultMeta {
+            column: column.into(),
+            sql: sql.into(),
+            sequence: sequence.map(Into::into),
+            always,
+            identity,
+        };
+        two.push(CatalogTable {
+            oid: 16385,
+            name: "lineitem".into(),
+            schema: two[0].schema.clone(),
+            format: "heap".into(),
+            view_definition: None,
+            indexes: Vec::new(),
+            column_defaults: vec![
+                default("k", "nextval('lineitem_k_seq')", Some("lineitem_k_seq"), false, false),
+                default("price", "nextval('lineitem_price_seq')", Some("lineitem_price_seq"), true, true),
+                default("name", "'x'", None, false, false),
+            ],
+        });
+        register(&ctx, &two).expect("register");
+        let columns = rows_of(&run_normalized(&ctx, PSQL_DESCRIBE[1]).await);
+        let got: Vec<(&str, &str, &str)> = columns.iter().map(|r| (r[0].as_str(), r[2].as_str(), r[5].as_str())).collect();
+        assert_eq!(got, vec![("k", "nextval('lineitem_k_seq'::regclass)", ""), ("price", "", "a"), ("name", "'x'", "")], "{columns:?}");
+        let attrdef = rows_of(&run_normalized(&ctx, "SELECT adrelid, adnum, pg_get_expr(adbin, adrelid) FROM pg_catalog.pg_attrdef ORDER BY adnum").await);
+        assert_eq!(attrdef, vec![vec!["16385".to_string(), "1".into(), "nextval('lineitem_k_seq'::regclass)".into()], vec!["16385".into(), "3".into(), "'x'".into()]]);
+    }
+
     /// Every later step of psql's `\d TABLE` plans and answers from the catalog tables:
     /// the flags, the columns with PostgreSQL's type names and nullability, and no policies,
     /// statistics, publications or inheritance.
@@ -1406,13 +1586,13 @@ mod tests {
         let ctx = SessionContext::new();
         register_functions(&ctx);
         let mut two = tables();
-        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None, indexes: Vec::new() });
+        two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None, indexes: Vec::new(), column_defaults: Vec::new() });
         register(&ctx, &two).expect("register");
         let state = ctx.state();
         for (i, sql) in PSQL_DESCRIBE.iter().enumerate() {
             // Which steps DataFusion plans itself, and which only as an empty relation.
             let mut direct = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).expect("parse");
-            crate::pg_syntax::normalize(&mut direct, &empty_table_names(false));
+            crate::pg_syntax::normalize(&mut direct, &empty_table_names(CatalogFilled::default()));
             let planned = match state.statement_to_plan(direct).await {
                 Ok(plan) => state.create_physical_plan(&plan).await.map(|_| ()),
                 Err(e) => Err(e),
@@ -1541,7 +1721,7 @@ mod tests {
         register_functions(&ctx);
         let mut with_view = tables();
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
-        with_view.push(CatalogTable { oid: 16385, name: "v".into(), schema, format: "heap".into(), view_definition: Some("SELECT k FROM items".into()), indexes: Vec::new() });
+        with_view.push(CatalogTable { oid: 16385, name: "v".into(), schema, format: "heap".into(), view_definition: Some("SELECT k FROM items".into()), indexes: Vec::new(), column_defaults: Vec::new() });
         register(&ctx, &with_view).expect("register");
         let q = |sql: &'static str| {
             let ctx = ctx.clone();

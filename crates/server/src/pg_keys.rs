@@ -304,7 +304,7 @@ mod tests {
 
     fn tables() -> Vec<CatalogTable> {
         let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false), Field::new("Name", DataType::Utf8, true), Field::new("at", DataType::Date32, true)]));
-        vec![CatalogTable { oid: 16384, name: "t".into(), schema, format: "heap".into(), view_definition: None, indexes: Vec::new() }]
+        vec![CatalogTable { oid: 16384, name: "t".into(), schema, format: "heap".into(), view_definition: None, indexes: Vec::new(), column_defaults: Vec::new() }]
     }
 
     #[test]

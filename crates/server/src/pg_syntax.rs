@@ -388,7 +388,9 @@ impl VisitorMut for Rewriter<'_> {
             }
             Expr::Subquery(q) => {
                 let no_rows = matches!(q.body.as_ref(), SetExpr::Select(_)) && body_is_empty(q.body.as_ref(), self.empty);
-                if no_rows {
+                if let Some(lookup) = attrdef_lookup(q) {
+                    *e = lookup;
+                } else if no_rows {
                     if let Some(null) = parse_expr("CAST(NULL AS TEXT)") {
                         *e = null;
                     }
@@ -400,6 +402,74 @@ impl VisitorMut for Rewriter<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `(SELECT pg_get_expr(d.adbin, d.adrelid …) FROM pg_attrdef d WHERE d.adrelid = X AND
+/// d.adnum = Y [AND R])` (psql's `\d` and SQLAlchemy's column reflection) →
+/// `CASE WHEN R THEN pg_catalog.attribute_default(X, Y) END`: `pg_attrdef` is keyed by
+/// (adrelid, adnum), so the subquery is a lookup of one row's text, which DataFusion cannot
+/// decorrelate in this form (R refers only to the outer row).
+fn attrdef_lookup(q: &Query) -> Option<Expr> {
+    let SetExpr::Select(s) = q.body.as_ref() else { return None };
+    let rels = relations(&s.from);
+    if rels.len() != 1 || catalog_table(rels[0].0).as_deref() != Some("pg_attrdef") || s.projection.len() != 1 {
+        return None;
+    }
+    let item = match &s.projection[0] {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return None,
+    };
+    let Expr::Function(f) = item else { return None };
+    if catalog_name(&f.name).as_deref() != Some("pg_get_expr") {
+        return None;
+    }
+    let column_of = |e: &Expr| match e {
+        Expr::Identifier(id) => Some(id.value.to_lowercase()),
+        Expr::CompoundIdentifier(ids) => ids.last().map(|id| id.value.to_lowercase()),
+        _ => None,
+    };
+    let mut conjuncts = Vec::new();
+    fn split<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+        match e {
+            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+                split(left, out);
+                split(right, out);
+            }
+            Expr::Nested(inner) => split(inner, out),
+            other => out.push(other),
+        }
+    }
+    split(s.selection.as_ref()?, &mut conjuncts);
+    let (mut relid, mut num, mut rest) = (None, None, Vec::new());
+    for c in conjuncts {
+        if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = c {
+            let (l, r) = (column_of(left), column_of(right));
+            let key = |name: &str| if l.as_deref() == Some(name) { Some(right) } else if r.as_deref() == Some(name) { Some(left) } else { None };
+            if let Some(other) = key("adrelid") {
+                relid = Some(other.to_string());
+                continue;
+            }
+            if let Some(other) = key("adnum") {
+                num = Some(other.to_string());
+                continue;
+            }
+        }
+        // Anything else must be about the outer row only (psql's `a.atthasdef`).
+        let mut inner = false;
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(c, |x: &Expr| {
+            if column_of(x).is_some_and(|n| n.starts_with("ad")) {
+                inner = true;
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        if inner {
+            return None;
+        }
+        rest.push(format!("({c})"));
+    }
+    let lookup = format!("pg_catalog.attribute_default(CAST({} AS BIGINT), CAST({} AS BIGINT))", relid?, num?);
+    let sql = if rest.is_empty() { lookup } else { format!("CASE WHEN {} THEN {lookup} END", rest.join(" AND ")) };
+    parse_expr(&sql)
 }
 
 /// `generate_subscripts(a, d)` → `unnest(generate_series(1, array_length(a, d)))`: the

@@ -24,6 +24,8 @@ pub struct CatalogTable {
     pub view_definition: Option<String>,
     /// Its SQL indexes and keys (CREATE INDEX, PRIMARY KEY, UNIQUE), as the catalog keeps them.
     pub indexes: Vec<flashscan_storage::KeyIndexDef>,
+    /// Its columns' DEFAULTs, SERIAL and identity columns (`pg_attrdef`, `attidentity`).
+    pub column_defaults: Vec<flashscan_storage::ColumnDefaultMeta>,
 }
 
 impl CatalogTable {

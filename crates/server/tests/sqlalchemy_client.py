@@ -218,6 +218,9 @@ def orm(engine):
         session.commit()
     with Session(engine) as session:
         say("orm_rows", *[f"{i.id}:{i.name}:{i.qty}" for i in session.scalars(sa.select(Item).order_by(Item.id))])
+    # The table reflected back: its defaults as the database keeps them (pg_attrdef).
+    columns = {c["name"]: c for c in sa.inspect(engine).get_columns("items")}
+    say("reflected_defaults", columns["id"]["default"], columns["id"]["autoincrement"], columns["qty"]["default"], columns["name"]["default"])
 
 
 if __name__ == "__main__":

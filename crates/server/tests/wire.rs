@@ -856,6 +856,9 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     assert_eq!(one("orm_flush_id"), ["1"], "{stdout}");
     assert_eq!(one("orm_ids"), ["2", "3", "4", "5"], "{stdout}");
     assert_eq!(one("orm_server_default"), ["5"], "{stdout}");
+    // Reflected: the SERIAL's nextval (so SQLAlchemy knows the key is the database's), the
+    // constant default, none for the plain column.
+    assert_eq!(one("reflected_defaults"), ["nextval('items_id_seq'::regclass)", "True", "5", "NULL"], "{stdout}");
     assert_eq!(one("orm_rows"), ["1:uno:5", "3:n1:5", "4:n2:5", "5:n3:5"], "{stdout}");
     server.shutdown().await;
     // The rows on disk, as flashscan sql reads them after the server stopped.

@@ -184,6 +184,7 @@ pub fn take_column_defaults(ct: &mut CreateTable) -> Result<TakenDefaults, SqlEr
         let mut default_sql: Option<String> = None;
         let mut sequence: Option<SequenceMeta> = None;
         let mut always = false;
+        let mut identity = false;
         let mut not_null = false;
         if let Some((bits, int_type)) = serial_bits(&column.data_type) {
             column.data_type = int_type;
@@ -208,6 +209,7 @@ pub fn take_column_defaults(ct: &mut CreateTable) -> Result<TakenDefaults, SqlEr
                     }
                     sequence = Some(sequence_of(sequence_options.as_deref().unwrap_or_default(), bits).map_err(|e| plan_error(format!("column \"{name}\": {e}")))?);
                     always = matches!(generated_as, GeneratedAs::Always);
+                    identity = true;
                     not_null = true;
                     taken.identity_columns.push(name.clone());
                 }
@@ -228,7 +230,7 @@ pub fn take_column_defaults(ct: &mut CreateTable) -> Result<TakenDefaults, SqlEr
         }
         if let Some(sql) = default_sql {
             let owns_sequence = taken.sequences.last().is_some_and(|(n, _)| *n == sequence_name);
-            taken.defaults.push(ColumnDefaultMeta { column: name, sql, sequence: owns_sequence.then_some(sequence_name), always });
+            taken.defaults.push(ColumnDefaultMeta { column: name, sql, sequence: owns_sequence.then_some(sequence_name), always, identity });
         }
     }
     Ok(taken)

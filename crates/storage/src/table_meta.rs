@@ -130,6 +130,10 @@ pub struct ColumnDefaultMeta {
     /// `GENERATED ALWAYS AS IDENTITY`: an INSERT may not give the column a value.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub always: bool,
+    /// `GENERATED … AS IDENTITY` (not SERIAL): the catalogs clients read show it as an
+    /// identity column (`attidentity`), not as a `nextval` default.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub identity: bool,
 }
 
 impl TableMeta {
