@@ -999,12 +999,39 @@ fn to_reg_udf(name: &'static str, qualified: &'static str, lookup: OidLookup) ->
 /// comments) … — NULL; `pg_relation_is_publishable` — false (no publications);
 /// `has_table_privilege` … — true (one owner, `register_functions`).
 fn null_answer_udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
-    #[derive(Debug, PartialEq, Eq, Hash)]
+    any_args_udf(name, value, |value, _args, rows| sized(value.clone(), rows))
+}
+
+/// `value` as one row (`rows` None: scalar arguments only) or `rows` rows.
+fn sized(value: ScalarValue, rows: Option<usize>) -> Result<ColumnarValue> {
+    Ok(match rows {
+        Some(n) => ColumnarValue::Array(value.to_array_of_size(n)?),
+        None => ColumnarValue::Scalar(value),
+    })
+}
+
+/// A catalog function taking any arguments, typed as `value` is, answering with `answer`
+/// (given `value`, the arguments, and their row count when any is an array).
+fn any_args_udf(name: &'static str, value: ScalarValue, answer: fn(&ScalarValue, &[ColumnarValue], Option<usize>) -> Result<ColumnarValue>) -> ScalarUDF {
+    #[derive(Debug)]
     struct AnyArgs {
         name: String,
         aliases: Vec<String>,
         signature: datafusion::logical_expr::Signature,
         value: ScalarValue,
+        answer: fn(&ScalarValue, &[ColumnarValue], Option<usize>) -> Result<ColumnarValue>,
+    }
+    // One answer per name: functions compare (and hash) by name, signature and value.
+    impl PartialEq for AnyArgs {
+        fn eq(&self, other: &Self) -> bool {
+            (&self.name, &self.aliases, &self.signature, &self.value) == (&other.name, &other.aliases, &other.signature, &other.value)
+        }
+    }
+    impl Eq for AnyArgs {}
+    impl std::hash::Hash for AnyArgs {
+        fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+            (&self.name, &self.aliases, &self.signature, &self.value).hash(state);
+        }
     }
     impl datafusion::logical_expr::ScalarUDFImpl for AnyArgs {
         fn name(&self) -> &str {
@@ -1024,10 +1051,7 @@ fn null_answer_udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
                 ColumnarValue::Array(a) => Some(a.len()),
                 ColumnarValue::Scalar(_) => None,
             });
-            Ok(match rows {
-                Some(n) => ColumnarValue::Array(self.value.to_array_of_size(n)?),
-                None => ColumnarValue::Scalar(self.value.clone()),
-            })
+            (self.answer)(&self.value, &args.args, rows)
         }
     }
     ScalarUDF::new_from_impl(AnyArgs {
@@ -1035,6 +1059,7 @@ fn null_answer_udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
         aliases: vec![format!("{PG_CATALOG}.{name}")],
         signature: datafusion::logical_expr::Signature::variadic_any(Volatility::Immutable),
         value,
+        answer,
     })
 }
 
@@ -1043,48 +1068,14 @@ fn null_answer_udf(name: &'static str, value: ScalarValue) -> ScalarUDF {
 /// (PostgreSQL keeps a parse tree there); a column of no text type (`relpartbound`,
 /// `polqual`: always NULL here) gives NULL.
 fn get_expr_udf() -> ScalarUDF {
-    #[derive(Debug, PartialEq, Eq, Hash)]
-    struct GetExpr {
-        aliases: Vec<String>,
-        signature: datafusion::logical_expr::Signature,
-    }
-    impl datafusion::logical_expr::ScalarUDFImpl for GetExpr {
-        fn name(&self) -> &str {
-            "pg_get_expr"
+    any_args_udf("pg_get_expr", ScalarValue::Utf8(None), |null, args, rows| {
+        let is_text = |t: &DataType| matches!(t, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8);
+        match args.first() {
+            Some(ColumnarValue::Array(a)) if is_text(a.data_type()) => Ok(ColumnarValue::Array(arrow::compute::cast(a, &DataType::Utf8)?)),
+            Some(ColumnarValue::Scalar(v)) if is_text(&v.data_type()) => sized(v.cast_to(&DataType::Utf8)?, rows),
+            _ => sized(null.clone(), rows),
         }
-        fn aliases(&self) -> &[String] {
-            &self.aliases
-        }
-        fn signature(&self) -> &datafusion::logical_expr::Signature {
-            &self.signature
-        }
-        fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
-            Ok(DataType::Utf8)
-        }
-        fn invoke_with_args(&self, args: datafusion::logical_expr::ScalarFunctionArgs) -> Result<ColumnarValue> {
-            let rows = args.args.iter().find_map(|a| match a {
-                ColumnarValue::Array(a) => Some(a.len()),
-                ColumnarValue::Scalar(_) => None,
-            });
-            match args.args.first() {
-                Some(ColumnarValue::Array(a)) if matches!(a.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8) => {
-                    Ok(ColumnarValue::Array(arrow::compute::cast(a, &DataType::Utf8)?))
-                }
-                Some(ColumnarValue::Scalar(v)) if matches!(v.data_type(), DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8) => {
-                    let v = v.cast_to(&DataType::Utf8)?;
-                    Ok(match rows {
-                        Some(n) => ColumnarValue::Array(v.to_array_of_size(n)?),
-                        None => ColumnarValue::Scalar(v),
-                    })
-                }
-                _ => Ok(match rows {
-                    Some(n) => ColumnarValue::Array(ScalarValue::Utf8(None).to_array_of_size(n)?),
-                    None => ColumnarValue::Scalar(ScalarValue::Utf8(None)),
-                }),
-            }
-        }
-    }
-    ScalarUDF::new_from_impl(GetExpr { aliases: vec![format!("{PG_CATALOG}.pg_get_expr")], signature: datafusion::logical_expr::Signature::variadic_any(Volatility::Immutable) })
+    })
 }
 
 /// A function of constant answer over one argument's rows (or one row for scalars).
@@ -1095,10 +1086,7 @@ fn constant_udf(name: &str, qualified: &'static str, inputs: Vec<DataType>, valu
             ColumnarValue::Array(a) => Some(a.len()),
             ColumnarValue::Scalar(_) => None,
         });
-        Ok(match rows {
-            Some(n) => ColumnarValue::Array(value.to_array_of_size(n)?),
-            None => ColumnarValue::Scalar(value.clone()),
-        })
+        sized(value.clone(), rows)
     });
     create_udf(name, inputs, returns, Volatility::Immutable, f).with_aliases([qualified])
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use datafusion::catalog::Session;
 use datafusion::common::tree_node::TreeNode;
-use datafusion::common::{DFSchemaRef, Result};
+use datafusion::common::{DFSchemaRef, Result, ScalarValue};
 use datafusion::datasource::source_as_provider;
 use datafusion::execution::context::SessionState;
 use datafusion::logical_expr::simplify::SimplifyContext;
@@ -75,19 +75,37 @@ fn over_one_row(e: &Expr) -> bool {
     .unwrap_or(true)
 }
 
-/// `column = value` (either way round), the value not NULL and of the column's own type:
-/// the predicate coercion and simplification leave as it is, and that compares as Arrow's
-/// `eq` does (a prepared key lookup's, once its parameter is bound). The column's index and
-/// the value.
-fn key_comparison<'a>(predicate: &'a Expr, schema: &DFSchemaRef) -> Option<(usize, &'a datafusion::common::ScalarValue)> {
+/// `column = value` (either way round), the value not NULL, the column an integer or text
+/// one, and the value of the column's own type — or an integer the column's integer type
+/// holds exactly (pgbench's `aid = 5678` over an INT column: compared in the wider type
+/// after coercion, which gives the same rows): the predicate `column = value` in the
+/// column's type, which coercion and simplification leave as it is and which compares as
+/// Arrow's `eq` does. The column's index, the value, and the predicate.
+fn key_comparison(predicate: &Expr, schema: &DFSchemaRef) -> Option<(usize, ScalarValue, Expr)> {
+    use datafusion::arrow::datatypes::DataType;
     let Expr::BinaryExpr(b) = predicate else { return None };
     if b.op != datafusion::logical_expr::Operator::Eq {
         return None;
     }
     let ((Expr::Column(c), Expr::Literal(v, None)) | (Expr::Literal(v, None), Expr::Column(c))) = (b.left.as_ref(), b.right.as_ref()) else { return None };
     let i = schema.maybe_index_of_column(c)?;
-    let fits = !v.is_null() && schema.field(i).data_type() == &v.data_type() && (v.data_type().is_integer() || matches!(v.data_type(), datafusion::arrow::datatypes::DataType::Utf8 | datafusion::arrow::datatypes::DataType::Utf8View | datafusion::arrow::datatypes::DataType::LargeUtf8));
-    fits.then_some((i, v))
+    let column_type = schema.field(i).data_type();
+    if v.is_null() || !(column_type.is_integer() || matches!(column_type, DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8)) {
+        return None;
+    }
+    if &v.data_type() == column_type {
+        return Some((i, v.clone(), predicate.clone()));
+    }
+    if !(column_type.is_integer() && v.data_type().is_integer()) {
+        return None;
+    }
+    // Exactly: the value converts and converts back unchanged.
+    let narrowed = v.cast_to(column_type).ok()?;
+    if narrowed.is_null() || narrowed.cast_to(&v.data_type()).ok()? != *v {
+        return None;
+    }
+    let rewritten = Expr::Column(c.clone()).eq(Expr::Literal(narrowed.clone(), None));
+    Some((i, narrowed, rewritten))
 }
 
 async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc<dyn ExecutionPlan>>> {
@@ -125,9 +143,9 @@ async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc
         })
     };
     let key = key_comparison(&filter.predicate, schema);
-    let predicate = match key {
+    let predicate = match &key {
         // Already what coercion and simplification would make of it.
-        Some(_) => filter.predicate.clone(),
+        Some((_, _, predicate)) => predicate.clone(),
         None => simplifier().simplify(simplifier().coerce(filter.predicate.clone(), schema)?)?,
     };
     let Some(lookup) = table.index_scan(state as &dyn Session, &split_conjunction_owned(predicate.clone())).await? else { return Ok(None) };
@@ -139,7 +157,7 @@ async fn try_plan(state: &SessionState, plan: &LogicalPlan) -> Result<Option<Arc
     // The filter again over the rows found: the index fixes the key, the rest of the
     // predicate (and a prefix key's other columns) is checked here.
     let keep = match key {
-        Some((column, value)) => datafusion::arrow::compute::kernels::cmp::eq(rows.column(column), &value.to_scalar()?)?,
+        Some((column, value, _)) => datafusion::arrow::compute::kernels::cmp::eq(rows.column(column), &value.to_scalar()?)?,
         None => {
             let keep = state.create_physical_expr(predicate.clone(), schema)?.evaluate(rows)?.into_array(rows.num_rows())?;
             let Some(keep) = keep.as_any().downcast_ref::<BooleanArray>() else { return Ok(None) };

@@ -49,6 +49,9 @@ fn point_statements_an_index_answers_skip_the_optimizers() {
         ("SELECT g FROM {t} WHERE id = 2", vec![vec!["20".to_string()]]),
         ("SELECT s FROM {t} WHERE id = 2.0", vec![vec!["b".to_string()]]),
         ("SELECT id FROM {t} WHERE id = 2.5", Vec::<Vec<String>>::new()),
+        // A BIGINT literal over the INT key: narrowed when it fits, else no row can match.
+        ("SELECT id FROM {t} WHERE id = 4294967298", Vec::<Vec<String>>::new()),
+        ("SELECT id FROM {t} WHERE 2 = id", vec![vec!["2".to_string()]]),
         ("SELECT coalesce(g, -1) FROM {t} WHERE id IN (3, 4)", vec![vec!["-1".to_string()]]),
     ] {
         assert_eq!(sorted(&rt, &s, &q.replace("{t}", "t")), want, "{q}");
