@@ -21,7 +21,7 @@ import time
 
 import psycopg
 
-from server_cpu import cpu_s, interleaved, ratio_table
+from server_cpu import cpu_s, interleaved, ratio_table, server_arguments
 
 
 
@@ -52,9 +52,7 @@ def run(conn, pid, kind, n, start):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--flashscan", required=True)
-    ap.add_argument("--flashscan-pid", type=int, required=True)
-    ap.add_argument("--postgres", required=True)
+    server_arguments(ap)
     ap.add_argument("--statements", type=int, default=2000)
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()

@@ -23,7 +23,7 @@ import time
 
 import psycopg
 
-from server_cpu import cpu_s, interleaved, ratio_table
+from server_cpu import cpu_s, interleaved, ratio_table, server_arguments
 
 
 
@@ -47,9 +47,7 @@ def block(conn, pid, n):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--flashscan", required=True)
-    ap.add_argument("--flashscan-pid", type=int, required=True)
-    ap.add_argument("--postgres", required=True)
+    server_arguments(ap)
     ap.add_argument("--statements", default="500,2000,4000")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()

@@ -11,6 +11,14 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def server_arguments(ap):
+    """The servers a latency script measures: flashscan's DSN and process id (its CPU is
+    the whole process's), PostgreSQL's DSN (its CPU is the connection's backend's)."""
+    ap.add_argument("--flashscan", required=True)
+    ap.add_argument("--flashscan-pid", type=int, required=True)
+    ap.add_argument("--postgres", required=True)
+
+
 def interleaved(sides, cases, rounds, measure, label):
     """Runs `measure(side, case, round)` → (elapsed µs, CPU µs) for every side and case,
     `rounds` times, the sides' order reversed every other round; prints each result and
