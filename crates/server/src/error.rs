@@ -65,6 +65,7 @@ pub mod sqlstate {
     pub const INVALID_SAVEPOINT_SPECIFICATION: &str = "3B001";
     pub const BAD_COPY_FORMAT: &str = "22P04";
     pub const UNDEFINED_COLUMN: &str = "42703";
+    pub const DUPLICATE_COLUMN: &str = "42701";
     pub const UNDEFINED_OBJECT: &str = "42704";
     pub const INVALID_SCHEMA_NAME: &str = "3F000";
     pub const PROTOCOL_VIOLATION: &str = "08P01";

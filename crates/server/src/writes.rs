@@ -153,6 +153,8 @@ impl WriteFailure {
             WriteError::IsolationAfterQuery => sqlstate::ACTIVE_SQL_TRANSACTION,
             WriteError::Storage(flashscan_storage::StorageError::UnknownTable { .. } | flashscan_storage::StorageError::UnknownView { .. }) => sqlstate::UNDEFINED_TABLE,
             WriteError::Storage(flashscan_storage::StorageError::RelationExists { .. }) => sqlstate::DUPLICATE_TABLE,
+            WriteError::Storage(flashscan_storage::StorageError::UnknownColumn { .. }) => sqlstate::UNDEFINED_COLUMN,
+            WriteError::DuplicateColumn { .. } => sqlstate::DUPLICATE_COLUMN,
             WriteError::Storage(flashscan_storage::StorageError::DependentViews { .. }) => sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
             WriteError::Storage(flashscan_storage::StorageError::WrongObjectType { .. }) => sqlstate::WRONG_OBJECT_TYPE,
             WriteError::Storage(flashscan_storage::StorageError::ViewColumnsChanged { .. }) => sqlstate::INVALID_TABLE_DEFINITION,

@@ -41,6 +41,14 @@ pub struct TakenDefaults {
     identity_columns: Vec<String>,
 }
 
+impl TakenDefaults {
+    /// Defaults to check (`check_defaults`) that come with no sequence or identity column
+    /// (ALTER COLUMN … SET DEFAULT).
+    pub fn of(defaults: Vec<ColumnDefaultMeta>) -> TakenDefaults {
+        TakenDefaults { defaults, ..TakenDefaults::default() }
+    }
+}
+
 fn plan_error(message: String) -> SqlError {
     SqlError::Plan(message)
 }

@@ -20,6 +20,7 @@
 //! - [`error`]: one-line errors.
 
 pub mod aggregate_kernel;
+pub mod alter;
 pub mod aggregate_pushdown;
 pub mod build_side;
 pub mod change;

@@ -404,6 +404,9 @@ impl FlashscanSession {
                     return status_output(text, format!("dropped {}", if dropped.is_empty() { "nothing".into() } else { dropped.join(", ") }), started);
                 }
                 SqlStatement::AlterTable(at) => {
+                    if let Some(change) = crate::alter::column_change(at)? {
+                        return self.alter_columns(at, change, text).await;
+                    }
                     let started = Instant::now();
                     let w = self.ensure_writer()?;
                     let message = match crate::index_ddl::alter_table(at)? {
@@ -560,6 +563,50 @@ impl FlashscanSession {
         let table = w.create_table(new)?;
         self.register_tables(&w.catalog()?)?;
         status_output(text, format!("table {} ({} partitions, hashed on {})", table.name, table.partitions.len(), table.partition_by), started)
+    }
+
+    /// ALTER TABLE's column and name changes (`alter.rs`; the write path's `alter_table`).
+    async fn alter_columns(&self, at: &datafusion::sql::sqlparser::ast::AlterTable, change: crate::alter::ColumnChange, text: String) -> Result<QueryOutput, SqlError> {
+        use crate::alter::ColumnChange;
+        use flashscan_write::{AlterOutcome, Alteration};
+        let started = Instant::now();
+        let w = self.ensure_writer()?;
+        let name = crate::index_ddl::bare_name(&at.name);
+        let catalog = w.catalog()?;
+        let Some(table) = catalog.tables.values().find(|t| t.name.eq_ignore_ascii_case(&name)).cloned() else {
+            if at.if_exists && catalog.view(&name).is_none() {
+                return status_output(text, format!("relation \"{name}\" does not exist, skipping"), started);
+            }
+            if catalog.view(&name).is_some() {
+                return Err(SqlError::Plan(format!("{name} is a view, and ALTER TABLE changes tables: CREATE OR REPLACE VIEW {name} AS … changes a view (ALTER VIEW is not supported)")));
+            }
+            let known = catalog.tables.keys().cloned().collect::<Vec<_>>().join(", ");
+            return Err(SqlError::from(flashscan_write::WriteError::from(flashscan_storage::StorageError::UnknownTable { name, known })));
+        };
+        let state = self.ctx.state();
+        let outcome = match change {
+            ColumnChange::Add { column, if_not_exists } => {
+                let added = crate::alter::added_column(&state, &table.name, &column).await?;
+                let (data_type, value) = (added.column.column_type.arrow_type(), added.value.clone());
+                let fill = move |n: usize| {
+                    value.to_array_of_size(n).map_err(|e| flashscan_storage::StorageError::InvalidArgument(format!("the new column's value ({data_type}) for {n} rows: {e}")))
+                };
+                w.alter_table(&table.name, Alteration::AddColumn { column: added.column, default: added.default, if_not_exists, fill: &fill })?
+            }
+            ColumnChange::Drop { column, if_exists } => w.alter_table(&table.name, Alteration::DropColumn { column, if_exists })?,
+            ColumnChange::Rename { from, to } => w.alter_table(&table.name, Alteration::RenameColumn { from, to })?,
+            ColumnChange::SetDefault { column, default } => {
+                let default = match default {
+                    Some(e) => Some(crate::alter::checked_default(&state, &table, &column, &e).await?),
+                    None => None,
+                };
+                w.alter_table(&table.name, Alteration::SetDefault { column, default })?
+            }
+            ColumnChange::RenameTable { to } => w.alter_table(&table.name, Alteration::RenameTable { to })?,
+        };
+        self.register_tables(&w.catalog()?)?;
+        let (AlterOutcome::Done(message) | AlterOutcome::Skipped(message)) = outcome;
+        status_output(text, message, started)
     }
 
     /// CREATE [OR REPLACE] VIEW: the query planned now (an error here is the statement's),

@@ -56,6 +56,6 @@ pub use host_place::{HostPlace, HostSlot};
 pub use live_rows::{DeletedOnPage, DeletedRowSet, DeletedSlotBeyondPage, LiveHeapDecoder, LiveRows};
 pub use row_id::RowId;
 pub use sequence::SequenceMeta;
-pub use rebuild::{rebuild_table, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget};
+pub use rebuild::{rebuild_table, rebuild_table_locked, RebuildOptions, RebuildProgress, RebuildReport, RebuildTarget, Reshape};
 pub use write_meta::WriteMeta;
 pub use load::{load_table, LoadCounters, LoadOptions, LoadReport, TableSource};

@@ -6,16 +6,21 @@
 //! catalog switched, by the loader's atomic commit (tmp, fsync, rename, fsync of the
 //! directory); only then are the old files removed. Any error before the commit removes
 //! the new files and leaves the old table as it was, visible and intact.
+//!
+//! The same copy changes a table's columns (`RebuildOptions::reshape`: SQL's ALTER TABLE
+//! … ADD / DROP COLUMN, crates/write `alter.rs`): the rows are read, the columns kept are
+//! taken as they are, new ones are filled, and the table is written with its new columns.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use arrow::array::RecordBatch;
+use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::concat_batches;
 
 use crate::catalog::Catalog;
+use crate::column::ColumnDef;
 use crate::columnstore::{encode_row_group, ColumnStoreOptions, RowGroupReader, ROW_GROUP_ROWS_DEFAULT, ROW_GROUP_ROWS_MAX};
 use crate::database::Database;
 use crate::error::StorageError;
@@ -52,6 +57,24 @@ pub struct RebuildOptions<'a> {
     /// `bench compression` to hold one copy per format.
     pub into_table: Option<String>,
     pub progress: Option<&'a (dyn Fn(RebuildProgress) + Sync)>,
+    /// Change the table's columns while its rows are copied (ALTER TABLE).
+    pub reshape: Option<Reshape<'a>>,
+    /// Applied to the catalog the rebuild commits, in the same atomic commit (ALTER TABLE
+    /// gives the table a new id there, and changes its defaults and sequences).
+    pub catalog_change: Option<&'a (dyn Fn(&mut Catalog) -> Result<(), StorageError> + Sync)>,
+}
+
+/// The columns a rebuild writes when they are not the old table's (ALTER TABLE … ADD /
+/// DROP COLUMN).
+pub struct Reshape<'a> {
+    /// The table's columns after the rebuild.
+    pub columns: Vec<ColumnDef>,
+    /// For each of `columns`: the old table's column it copies, or `None` for a new one,
+    /// whose values `fill` makes.
+    pub sources: Vec<Option<usize>>,
+    /// The values of the new columns, in order, for `n` rows (called once per batch read,
+    /// from several threads for a column store).
+    pub fill: &'a (dyn Fn(usize) -> Result<Vec<ArrayRef>, StorageError> + Sync),
 }
 
 #[derive(Debug, Clone)]
@@ -89,9 +112,15 @@ fn table_volumes(db_dir: &Path, paths: impl Iterator<Item = String>) -> Vec<Path
 
 /// Rebuilds `table_name` in `db_dir` into `target` and commits it.
 pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, options: &RebuildOptions) -> Result<RebuildReport, StorageError> {
-    let started = Instant::now();
     Database::open(db_dir)?;
     let _lock = lock_database(db_dir)?;
+    rebuild_table_locked(db_dir, table_name, target, options)
+}
+
+/// [`rebuild_table`] for a caller that holds the database lock already (the write path:
+/// ALTER TABLE), and has nothing of the table outside its pages (a checkpoint first).
+pub fn rebuild_table_locked(db_dir: &Path, table_name: &str, target: RebuildTarget, options: &RebuildOptions) -> Result<RebuildReport, StorageError> {
+    let started = Instant::now();
     // Re-read under the lock: another writer may have committed since `open`.
     let mut catalog: Catalog = Catalog::read(db_dir)?;
     crate::orphans::sweep_unreferenced(db_dir, &mut catalog)?;
@@ -129,6 +158,24 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     if partition_count == 0 {
         return Err(StorageError::InvalidArgument(format!("table {} has no partitions", old.name)));
     }
+    if options.reshape.is_some() && target_name != old.name {
+        return Err(StorageError::InvalidArgument("a rebuild that changes columns rewrites the table in place (no --into)".into()));
+    }
+    let mut shaped = old.clone();
+    let projection: Vec<usize> = match &options.reshape {
+        None => (0..old.columns.len()).collect(),
+        Some(r) => {
+            let copied = r.sources.iter().filter_map(|s| *s);
+            if r.columns.len() != r.sources.len() || r.columns.is_empty() || copied.clone().any(|i| i >= old.columns.len()) {
+                return Err(StorageError::InvalidArgument(format!("table {}: a column change names columns the table does not have", old.name)));
+            }
+            shaped.columns = r.columns.clone();
+            let mut p: Vec<usize> = copied.collect();
+            p.sort_unstable();
+            p.dedup();
+            p
+        }
+    };
     let volumes = table_volumes(db_dir, old.files.iter().map(|f| f.path.clone()));
     let generation = catalog.generation + 1;
     let lsn = Lsn(catalog.next_lsn);
@@ -154,8 +201,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
     // Never more than the table holds (`of_table` checks).
     let live_row_count = old.row_count - deleted.len();
     let catalog = crate::load::commit_intent(db_dir, &catalog, &writer.planned_paths()?)?;
-    let projection: Vec<usize> = (0..old.columns.len()).collect();
-    let source = Source { db: &db, old: &old, projection: &projection, deleted: &deleted, live_row_count };
+    let source = Source { db: &db, old: &old, shaped: &shaped, projection: &projection, reshape: options.reshape.as_ref(), deleted: &deleted, live_row_count };
     let result = match target {
         RebuildTarget::Heap(format) => write_heap(&source, format, &mut writer, options),
         RebuildTarget::ColumnStore { archive } => {
@@ -176,7 +222,7 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         return Err(StorageError::Worker(format!("rebuild wrote {} rows, the table has {live_row_count} live rows; the old table is kept", written.row_count)));
     }
 
-    let mut table = old.clone();
+    let mut table = shaped;
     table.partitions = written.partitions;
     table.filegroups = written.filegroups;
     table.files = written.files;
@@ -202,7 +248,8 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
         new_page_count: table.page_count(),
         seconds: 0.0,
     };
-    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer)?;
+    let no_change = |_: &mut Catalog| Ok(());
+    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer, options.catalog_change.unwrap_or(&no_change))?;
     Ok(RebuildReport { seconds: started.elapsed().as_secs_f64(), ..report })
 }
 
@@ -210,10 +257,43 @@ pub fn rebuild_table(db_dir: &Path, table_name: &str, target: RebuildTarget, opt
 struct Source<'a> {
     db: &'a Database,
     old: &'a TableMeta,
+    /// The table as written: the old one, or with `reshape`'s columns.
+    shaped: &'a TableMeta,
     projection: &'a [usize],
+    reshape: Option<&'a Reshape<'a>>,
     /// Its deleted rows (the deleted rows file), left behind.
     deleted: &'a DeletedRowSet,
     live_row_count: u64,
+}
+
+impl Source<'_> {
+    /// Reads partition `p`'s live rows, in the columns the table is written with.
+    fn read_partition(&self, p: usize, on_batch: &mut dyn FnMut(RecordBatch) -> Result<(), StorageError>) -> Result<(), StorageError> {
+        read_partition_live(self.db, self.old, &self.old.partitions[p], self.projection, self.deleted, &mut |batch| match self.reshape {
+            None => on_batch(batch),
+            Some(r) => on_batch(self.reshaped(r, &batch)?),
+        })
+    }
+
+    fn reshaped(&self, r: &Reshape, batch: &RecordBatch) -> Result<RecordBatch, StorageError> {
+        let rows = batch.num_rows();
+        let mut filled = (r.fill)(rows)?.into_iter();
+        let mut columns = Vec::with_capacity(r.sources.len());
+        for (source, def) in r.sources.iter().zip(&r.columns) {
+            let column = match source {
+                Some(i) => batch.column(self.projection.binary_search(i).map_err(|_| StorageError::Worker(format!("column {i} was not read")))?).clone(),
+                None => filled.next().ok_or_else(|| StorageError::Worker(format!("no values for new column {}", def.name)))?,
+            };
+            if column.len() != rows {
+                return Err(StorageError::Worker(format!("column {}: {} values for {rows} rows", def.name, column.len())));
+            }
+            if !def.nullable && column.null_count() > 0 {
+                return Err(StorageError::InvalidArgument(format!("column \"{}\" of relation \"{}\" contains null values, which NOT NULL forbids: give the column a DEFAULT, or allow NULL", def.name, self.old.name)));
+            }
+            columns.push(column);
+        }
+        RecordBatch::try_new(self.shaped.arrow_schema(), columns).map_err(|e| StorageError::InvalidArgument(format!("table {}: the new columns do not fit: {e}", self.old.name)))
+    }
 }
 
 /// Writes the table's rows as heap pages (plain, row- or page-compressed), partition by
@@ -222,8 +302,8 @@ fn write_heap(source: &Source, format: HeapFormat, writer: &mut PartitionWriter,
     let old = source.old;
     let partition_count = old.partitions.len() as u32;
     let mut rows_done = 0u64;
-    for (p, partition) in old.partitions.iter().enumerate() {
-        let mut encoder = PageEncoder::new(&old.name, &old.columns, format);
+    for p in 0..old.partitions.len() {
+        let mut encoder = PageEncoder::new(&old.name, &source.shaped.columns, format);
         let send = |encoder: &mut PageEncoder, writer: &mut PartitionWriter| -> Result<(), StorageError> {
             if encoder.pages.is_empty() {
                 return Ok(());
@@ -232,7 +312,7 @@ fn write_heap(source: &Source, format: HeapFormat, writer: &mut PartitionWriter,
             let row_count = std::mem::take(&mut encoder.rows_in_pages);
             writer.write(PagesMessage { partition: p as u32, pages, row_count })
         };
-        read_partition_live(source.db, old, partition, source.projection, source.deleted, &mut |batch| {
+        source.read_partition(p, &mut |batch| {
             encoder.push_batch(&batch)?;
             send(&mut encoder, writer)?;
             rows_done += batch.num_rows() as u64;
@@ -314,8 +394,8 @@ fn write_column_store(source: &Source, column_store: ColumnStoreOptions, writer:
 /// Reads partition `p` and encodes its rows into row groups of `row_group_rows`, handing
 /// each to `emit` as soon as it is full (and the last, partial one at the end).
 fn encode_partition(source: &Source, p: u32, column_store: ColumnStoreOptions, emit: &dyn Fn(EncodedRowGroup) -> Result<(), StorageError>) -> Result<(), StorageError> {
-    let (db, old) = (source.db, source.old);
-    let schema = old.arrow_schema();
+    let db = source.db;
+    let schema = source.shaped.arrow_schema();
     let mut pending: Vec<RecordBatch> = Vec::new();
     let mut pending_rows = 0usize;
     let flush = |pending: &mut Vec<RecordBatch>, rows: usize| -> Result<(), StorageError> {
@@ -328,7 +408,7 @@ fn encode_partition(source: &Source, p: u32, column_store: ColumnStoreOptions, e
         let sizes = RowGroupReader::peek_sizes(&bytes, Path::new("<new row group>"), 0)?;
         emit(EncodedRowGroup { partition: p, bytes, row_count: rows as u64, metadata_bytes: sizes.metadata_bytes })
     };
-    read_partition_live(db, old, &old.partitions[p as usize], source.projection, source.deleted, &mut |batch| {
+    source.read_partition(p as usize, &mut |batch| {
         let mut start = 0;
         // Cut batches at row group boundaries, so every row group but the last is full.
         while start < batch.num_rows() {

@@ -195,6 +195,18 @@ impl TableDelta {
         next
     }
 
+    /// The delta that follows `previous` (empty: a checkpoint just wrote it) when only the
+    /// table's catalog entry changed (ALTER TABLE … RENAME, SET DEFAULT): the same rows and
+    /// row ids, so it keeps the deleted rows and is linked as `previous`'s successor with
+    /// nothing moved. Its SQL indexes are built again from `table` when next used.
+    pub(crate) fn reopened(table: &TableMeta, previous: &TableDelta) -> TableDelta {
+        debug_assert_eq!(previous.row_count(), 0, "a delta is reopened only right after a checkpoint");
+        let next = TableDelta::with_deleted(table, previous.deleted.translated(&HashMap::new()), HashMap::new(), Arc::new(TableIndexes::of(table)));
+        let linked = previous.successor.set(Successor { id: next.id, moved: next.moved.clone(), successor: next.successor.clone() });
+        debug_assert!(linked.is_ok(), "one delta follows another");
+        next
+    }
+
     fn with_deleted(table: &TableMeta, deleted: DeletedRows, moved: HashMap<u64, u64>, indexes: Arc<TableIndexes>) -> TableDelta {
         let column_count = table.columns.len() as u16;
         TableDelta {

@@ -69,6 +69,9 @@ pub enum WriteError {
     SequenceInUse { name: String, table: String },
     #[error("cannot insert a non-DEFAULT value into column \"{column}\": it is an identity column defined as GENERATED ALWAYS; leave it out of the INSERT (or write DEFAULT)")]
     GeneratedAlways { column: String },
+    /// ALTER TABLE … ADD COLUMN or RENAME COLUMN to a name the table has (SQLSTATE 42701).
+    #[error("column \"{column}\" of relation \"{table}\" already exists: choose another name (or ADD COLUMN IF NOT EXISTS)")]
+    DuplicateColumn { table: String, column: String },
     #[error("savepoint \"{name}\" does not exist: take it first (SAVEPOINT {name})")]
     NoSuchSavepoint { name: String },
     /// The log and the catalog disagree in a way no crash explains.
@@ -85,7 +88,7 @@ impl WriteError {
                 e,
                 WalError::MissingControl { .. } | WalError::AlreadyExists { .. } | WalError::Foreign { .. } | WalError::Locked { .. } | WalError::Config(_)
             ),
-            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::Locked { .. } | WriteError::NoSuchSavepoint { .. } | WriteError::UnknownSequence { .. } | WriteError::SequenceInUse { .. } | WriteError::GeneratedAlways { .. } | WriteError::NoConflictTarget { .. } | WriteError::IsolationAfterQuery => true,
+            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::DuplicateColumn { .. } | WriteError::Locked { .. } | WriteError::NoSuchSavepoint { .. } | WriteError::UnknownSequence { .. } | WriteError::SequenceInUse { .. } | WriteError::GeneratedAlways { .. } | WriteError::NoConflictTarget { .. } | WriteError::IsolationAfterQuery => true,
             WriteError::DeltaFull { .. } => true,
             WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } | WriteError::WouldWait { .. } => false,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,

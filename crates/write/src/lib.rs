@@ -20,6 +20,8 @@
 //! - `gate`: the commit gate that keeps a checkpoint's redo point out of a commit;
 //! - `snapshot`: [`ReadSnapshot`], a statement's view of every heap table, each
 //!   transaction whole or not at all;
+//! - [`alter`]: ALTER TABLE's column and name changes (ADD / DROP COLUMN rewrite the
+//!   table; RENAME and SET DEFAULT change the catalog);
 //! - [`checkpoint`]: the deltas written as new heap pages, one catalog commit with the new
 //!   page counts and the redo point, then the log recycled;
 //! - [`limits`]: the delta's memory bound and the automatic checkpoint's triggers;
@@ -33,6 +35,7 @@
 //! into dirty pool pages later needs no log format change. docs/architecture.md, "Write
 //! path", has the whole protocol.
 
+pub mod alter;
 pub mod checkpoint;
 pub mod deleted;
 pub mod delta;
@@ -54,6 +57,7 @@ mod table_lock;
 pub mod unflushed;
 pub mod write_path;
 
+pub use alter::{AlterOutcome, Alteration};
 pub use checkpoint::{checkpoint, CheckpointOptions, CheckpointReport};
 pub use limits::{MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX};
 pub use delta::TableDelta;

@@ -421,7 +421,7 @@ fn load_locked(
         let place = catalog.host.get_or_insert_with(|| crate::host_place::HostPlace { index: slot.index, count: slot.count, partitions: Default::default() });
         place.partitions.insert(name.clone(), slot.owned(options.partition_count));
     }
-    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer)?;
+    commit_table(db_dir, &catalog, table, CatalogStep { generation, next_file_id, lsn }, &mut writer, &|_| Ok(()))?;
     Ok(LoadReport { seconds: started.elapsed().as_secs_f64(), ..report })
 }
 
@@ -454,7 +454,16 @@ pub(crate) struct CatalogStep {
 /// after the commit. `catalog` is the one `commit_intent` wrote (listing the planned files).
 /// If the commit fails, the new files are removed and the old catalog stays. Loads and
 /// rebuilds both end here.
-pub(crate) fn commit_table(db_dir: &Path, catalog: &Catalog, table: TableMeta, step: CatalogStep, writer: &mut PartitionWriter) -> Result<(), StorageError> {
+/// `change` is applied to the catalog committed (after the table is in it), in the same
+/// atomic commit; an error from it commits nothing.
+pub(crate) fn commit_table(
+    db_dir: &Path,
+    catalog: &Catalog,
+    table: TableMeta,
+    step: CatalogStep,
+    writer: &mut PartitionWriter,
+    change: &(dyn Fn(&mut Catalog) -> Result<(), StorageError> + Sync),
+) -> Result<(), StorageError> {
     let mut next = catalog.clone();
     let planned: std::collections::HashSet<String> = writer.planned_paths()?.into_iter().map(|(_, c)| c).collect();
     next.unreferenced_files.retain(|f| !planned.contains(f));
@@ -463,7 +472,7 @@ pub(crate) fn commit_table(db_dir: &Path, catalog: &Catalog, table: TableMeta, s
     next.next_lsn = step.lsn.0 + 1;
     next.remove_table(&table.name);
     next.tables.insert(table.name.clone(), table);
-    if let Err(e) = next.write_atomic(db_dir) {
+    if let Err(e) = change(&mut next).and_then(|()| next.write_atomic(db_dir)) {
         abandon_intent(db_dir, catalog, writer);
         return Err(e);
     }
