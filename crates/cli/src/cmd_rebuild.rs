@@ -58,7 +58,7 @@ pub fn run(args: RebuildArgs) -> anyhow::Result<()> {
             );
         }
     };
-    let options = RebuildOptions { fault_after_pages, row_group_rows: args.row_group_rows, into_table: args.into.clone(), progress: Some(&progress) };
+    let options = RebuildOptions { fault_after_pages, row_group_rows: args.row_group_rows, into_table: args.into.clone(), progress: Some(&progress), ..RebuildOptions::default() };
     crate::cmd_write::checkpoint_if_unflushed(&args.db, &args.table, "flashscan rebuild")?;
     let r = rebuild_table(&args.db, &args.table, target, &options).map_err(storage_error)?;
     let ratio = if r.old_size_bytes == 0 { 0.0 } else { r.new_size_bytes as f64 / r.old_size_bytes as f64 };

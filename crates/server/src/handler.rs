@@ -1576,10 +1576,14 @@ impl SimpleQueryHandler for QueryHandler {
         let mut responses = Vec::with_capacity(statements.len());
         for text in statements {
             let command = classify(&text);
+            let ddl_in_block = ddl_in_block(&backend, &command);
             let result = match self.run_in_transaction(&backend, &command, None, Reuse::ByText, &Format::UnifiedText, Protocol::Simple).await {
                 Ok(r) if many => materialize(r).await,
                 other => other,
             };
+            if let (Some(tag), Ok(_)) = (ddl_in_block, &result) {
+                warn_ddl_in_block(client, tag).await?;
+            }
             match result {
                 Ok(r) => responses.push(r),
                 Err(e) if responses.is_empty() => return Err(e),
@@ -1959,8 +1963,37 @@ impl ExtendedQueryHandler for QueryHandler {
         // its size is its largest state's — a query's (planning, streaming) would otherwise
         // be allocated and copied for every prepared INSERT on the fast path above too
         // (4.5 % of the server's CPU at 64 clients in memcpy alone: docs/benchmarks.md, server7).
-        Box::pin(self.run_in_transaction(&backend, &prepared.command, plan, reuse, &portal.result_column_format, Protocol::Extended)).await
+        let ddl_in_block = ddl_in_block(&backend, &prepared.command);
+        let result = Box::pin(self.run_in_transaction(&backend, &prepared.command, plan, reuse, &portal.result_column_format, Protocol::Extended)).await;
+        if let (Some(tag), Ok(_)) = (ddl_in_block, &result) {
+            warn_ddl_in_block(client, tag).await?;
+        }
+        result
     }
+}
+
+/// The tag of `command` when it is DDL run inside a transaction block.
+fn ddl_in_block(backend: &Backend, command: &Command) -> Option<&'static str> {
+    match command {
+        Command::Ddl { tag, .. } if backend.transaction().in_block() => Some(tag),
+        _ => None,
+    }
+}
+
+/// DDL inside BEGIN … COMMIT commits as it runs (flashscan's DDL is not transactional;
+/// refusing it would break every client that runs CREATE TABLE in its default transaction:
+/// psycopg, SQLAlchemy's `create_all`, pandas' `to_sql`, pgbench -i's TRUNCATE). Said to
+/// the client as a WARNING, so a ROLLBACK that keeps it is never a silent surprise.
+async fn warn_ddl_in_block<C>(client: &mut C, tag: &str) -> PgWireResult<()>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    use futures::SinkExt;
+    let message = format!("{tag} inside a transaction block was committed as it ran: a ROLLBACK of the block does not undo it (DDL is not transactional in flashscan)");
+    let info = ErrorInfo::new("WARNING".to_owned(), "01000".to_owned(), message);
+    client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
+    Ok(())
 }
 
 #[async_trait]

@@ -1,14 +1,15 @@
 //! ALTER TABLE's column and name changes, for every front end: `ADD [COLUMN] [IF NOT
 //! EXISTS] c type [DEFAULT e] [NOT NULL]`, `DROP [COLUMN] [IF EXISTS] c`, `RENAME [COLUMN] a
-//! TO b`, `ALTER [COLUMN] c SET DEFAULT e | DROP DEFAULT`, `RENAME TO t2`. The write path
-//! does them (crates/write `alter.rs`: ADD and DROP COLUMN rewrite the table, the others
-//! change the catalog); this module turns the statement into its request, with the new
+//! TO b`, `ALTER [COLUMN] c SET DEFAULT e | DROP DEFAULT`, `ALTER [COLUMN] c [SET DATA] TYPE
+//! t | SET NOT NULL | DROP NOT NULL`, `RENAME TO t2`. The write path does them (crates/write
+//! `alter.rs`: ADD / DROP COLUMN and the column's type or nullability rewrite the table,
+//! the others change the catalog); this module turns the statement into its request, with the new
 //! column planned as CREATE TABLE plans columns and its default computed once.
 //!
 //! Refused, with what to do: several changes in one statement (each is its own commit
 //! here, so a failure halfway would leave some applied), a volatile default in ADD COLUMN
 //! (one value per existing row: not built), SERIAL / identity / PRIMARY KEY / UNIQUE in ADD
-//! COLUMN, SET / DROP NOT NULL and SET DATA TYPE. Key changes (ADD PRIMARY KEY, ADD UNIQUE,
+//! COLUMN, TYPE … USING (the value is converted as CAST converts it). Key changes (ADD PRIMARY KEY, ADD UNIQUE,
 //! DROP CONSTRAINT) are `index_ddl`'s.
 
 use datafusion::common::{DFSchema, ScalarValue};
@@ -16,7 +17,7 @@ use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::{DdlStatement, ExprSchemable, LogicalPlan, LogicalPlanBuilder};
 use datafusion::prelude::DataFrame;
 use datafusion::sql::parser::Statement as DFStatement;
-use datafusion::sql::sqlparser::ast::{AlterColumnOperation, AlterTable, AlterTableOperation, ColumnDef as SqlColumnDef, Expr as SqlExpr, Ident, RenameTableNameKind, Statement};
+use datafusion::sql::sqlparser::ast::{AlterColumnOperation, AlterTable, AlterTableOperation, ColumnDef as SqlColumnDef, DataType as SqlDataType, Expr as SqlExpr, Ident, RenameTableNameKind, Statement};
 use datafusion::sql::sqlparser::dialect::PostgreSqlDialect;
 use datafusion::sql::sqlparser::parser::Parser;
 use flashscan_storage::{ColumnDef, ColumnDefaultMeta, ColumnType, TableMeta};
@@ -31,6 +32,8 @@ pub enum ColumnChange {
     Rename { from: String, to: String },
     /// SET DEFAULT (`Some`) or DROP DEFAULT (`None`).
     SetDefault { column: String, default: Option<SqlExpr> },
+    /// TYPE (`data_type`), SET NOT NULL (`nullable: Some(false)`), DROP NOT NULL.
+    Change { column: String, data_type: Option<SqlDataType>, nullable: Option<bool> },
     RenameTable { to: String },
 }
 
@@ -96,11 +99,11 @@ pub fn column_change(at: &AlterTable) -> Result<Option<ColumnChange>, SqlError> 
             match op {
                 AlterColumnOperation::SetDefault { value } => ColumnChange::SetDefault { column, default: Some(value.clone()) },
                 AlterColumnOperation::DropDefault => ColumnChange::SetDefault { column, default: None },
-                AlterColumnOperation::SetNotNull | AlterColumnOperation::DropNotNull => {
-                    return Err(refuse(&table, "ALTER COLUMN SET / DROP NOT NULL", "create a new table with the column as wanted and INSERT INTO it … SELECT"))
-                }
-                AlterColumnOperation::SetDataType { .. } => {
-                    return Err(refuse(&table, "ALTER COLUMN TYPE", "add a column of the new type, UPDATE it from the old one, then drop the old one (and RENAME the new)"))
+                AlterColumnOperation::SetNotNull => ColumnChange::Change { column, data_type: None, nullable: Some(false) },
+                AlterColumnOperation::DropNotNull => ColumnChange::Change { column, data_type: None, nullable: Some(true) },
+                AlterColumnOperation::SetDataType { data_type, using: None, .. } => ColumnChange::Change { column, data_type: Some(data_type.clone()), nullable: None },
+                AlterColumnOperation::SetDataType { using: Some(_), .. } => {
+                    return Err(refuse(&table, "ALTER COLUMN TYPE … USING", "leave USING out (the values are converted as CAST converts them), or add a column, UPDATE it with the expression, drop the old one and RENAME the new"))
                 }
                 _ => return Err(refuse(&table, &format!("ALTER COLUMN {column} {op}"), "only SET DEFAULT and DROP DEFAULT are")),
             }
@@ -166,6 +169,24 @@ pub async fn added_column(state: &SessionState, table: &str, def: &SqlColumnDef)
     };
     let value = value.cast_to(&stored_type)?;
     Ok(AddedColumn { column, default, value })
+}
+
+/// The column type `data_type` is stored as, planned as CREATE TABLE plans it.
+pub async fn planned_type(state: &SessionState, table: &str, data_type: &SqlDataType) -> Result<ColumnType, SqlError> {
+    let sql = format!("CREATE TABLE {} (c {data_type})", Ident::with_quote('"', table));
+    let parsed = Parser::parse_sql(&PostgreSqlDialect {}, &sql).map_err(|e| SqlError::Plan(format!("TYPE {data_type}: {e}")))?;
+    let Some(Statement::CreateTable(ct)) = parsed.into_iter().next() else {
+        return Err(SqlError::Internal(format!("TYPE {data_type}: did not parse as a type")));
+    };
+    if crate::column_defaults::serial_type(data_type) {
+        return Err(refuse(table, "ALTER COLUMN TYPE SERIAL", "SERIAL is a column with a sequence, not a type: use an integer type and SET DEFAULT nextval('a_sequence')"));
+    }
+    let plan = state.statement_to_plan(DFStatement::Statement(Box::new(Statement::CreateTable(ct)))).await?;
+    let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = plan else {
+        return Err(SqlError::Internal(format!("TYPE {data_type}: did not plan as a type")));
+    };
+    let field = create.input.schema().as_arrow().field(0).clone();
+    Ok(ColumnType::from_arrow(field.name(), field.data_type())?)
 }
 
 /// SET DEFAULT: `expr` planned for column `column` of `table` (it must name no column and

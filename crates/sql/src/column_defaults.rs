@@ -68,6 +68,11 @@ fn folded(ident: &Ident) -> String {
 }
 
 /// The width of SERIAL's type named `name`, if it is one.
+/// Whether `data_type` is SERIAL / BIGSERIAL / SMALLSERIAL (a column with a sequence, not a type).
+pub fn serial_type(data_type: &SqlType) -> bool {
+    serial_bits(data_type).is_some()
+}
+
 fn serial_bits(data_type: &SqlType) -> Option<(u32, SqlType)> {
     let SqlType::Custom(name, modifiers) = data_type else { return None };
     if !modifiers.is_empty() || name.0.len() != 1 {

@@ -603,6 +603,13 @@ impl FlashscanSession {
                 w.alter_table(&table.name, Alteration::SetDefault { column, default })?
             }
             ColumnChange::RenameTable { to } => w.alter_table(&table.name, Alteration::RenameTable { to })?,
+            ColumnChange::Change { column, data_type, nullable } => {
+                let column_type = match data_type {
+                    Some(t) => Some(crate::alter::planned_type(&state, &table.name, &t).await?),
+                    None => None,
+                };
+                w.alter_table(&table.name, Alteration::ChangeColumn { column, column_type, nullable })?
+            }
         };
         self.register_tables(&w.catalog()?)?;
         let (AlterOutcome::Done(message) | AlterOutcome::Skipped(message)) = outcome;

@@ -212,8 +212,7 @@ fn what_alter_table_does_not_do_is_refused_and_changes_nothing() {
         ("ALTER TABLE t ADD COLUMN n SERIAL", "SERIAL"),
         ("ALTER TABLE t ADD COLUMN r DOUBLE PRECISION DEFAULT random()", "volatile"),
         ("ALTER TABLE t ADD COLUMN k INT PRIMARY KEY", "ADD PRIMARY KEY"),
-        ("ALTER TABLE t ALTER COLUMN qty SET NOT NULL", "NOT NULL"),
-        ("ALTER TABLE t ALTER COLUMN qty TYPE BIGINT", "TYPE"),
+        ("ALTER TABLE t ALTER COLUMN qty TYPE BIGINT", "views read it"),
         ("ALTER TABLE t DROP COLUMN qty", "views read it"),
         ("ALTER TABLE t RENAME TO t2", "views read it"),
         ("ALTER TABLE nope ADD COLUMN a INT", "nope"),
@@ -253,4 +252,47 @@ fn a_column_store_table_takes_added_and_dropped_columns() {
     run(&rt, &s, "ALTER TABLE c DROP COLUMN tag");
     assert_eq!(columns(&rt, &s, "c"), ["id", "v", "day"]);
     assert_eq!(sorted(&rt, &s, "SELECT count(*), sum(v), min(day) FROM c"), vec![vec!["5000".to_string(), "12500000.0".to_string(), "2026-12-07".into()]]);
+}
+
+#[test]
+fn a_column_changes_type_and_nullability_value_by_value() {
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    let db = new_database(dir.path());
+    let s = session(&db);
+    run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, qty INT, code VARCHAR)");
+    run(&rt, &s, "INSERT INTO t VALUES (1, 10, '7'), (2, NULL, '8'), (3, 2147483647, 'x')");
+    run(&rt, &s, "CREATE UNIQUE INDEX t_qty ON t (qty)");
+
+    run(&rt, &s, "ALTER TABLE t ALTER COLUMN qty TYPE BIGINT");
+    run(&rt, &s, "UPDATE t SET qty = qty + 1 WHERE id = 3");
+    assert_eq!(sorted(&rt, &s, "SELECT id, qty FROM t"), vec![vec!["1".to_string(), "10".into()], vec!["2".into(), "NULL".into()], vec!["3".into(), "2147483648".into()]]);
+    let types = sorted(&rt, &s, "SELECT arrow_typeof(qty) FROM t LIMIT 1");
+    assert_eq!(types, vec![vec!["Int64".to_string()]]);
+    // The unique index follows the new type.
+    let e = fails(&rt, &s, "INSERT INTO t VALUES (4, 10, 'y')");
+    assert!(e.contains("duplicate key"), "{e}");
+
+    // A value that does not convert fails the statement, and nothing changes.
+    let e = fails(&rt, &s, "ALTER TABLE t ALTER COLUMN code TYPE INT");
+    assert!(e.contains("cannot be converted"), "{e}");
+    assert_eq!(sorted(&rt, &s, "SELECT code FROM t"), vec![vec!["7".to_string()], vec!["8".into()], vec!["x".into()]]);
+    run(&rt, &s, "DELETE FROM t WHERE code = 'x'");
+    run(&rt, &s, "ALTER TABLE t ALTER COLUMN code SET DATA TYPE INT");
+    assert_eq!(sorted(&rt, &s, "SELECT code + 1 FROM t"), vec![vec!["8".to_string()], vec!["9".into()]]);
+
+    // SET NOT NULL checks every row; DROP NOT NULL lets NULL in.
+    let e = fails(&rt, &s, "ALTER TABLE t ALTER COLUMN qty SET NOT NULL");
+    assert!(e.contains("contains null values"), "{e}");
+    run(&rt, &s, "UPDATE t SET qty = 0 WHERE qty IS NULL");
+    run(&rt, &s, "ALTER TABLE t ALTER COLUMN qty SET NOT NULL");
+    let e = fails(&rt, &s, "INSERT INTO t VALUES (5, NULL, 1)");
+    assert!(e.to_ascii_lowercase().contains("null"), "{e}");
+    run(&rt, &s, "ALTER TABLE t ALTER COLUMN qty DROP NOT NULL");
+    run(&rt, &s, "INSERT INTO t VALUES (5, NULL, 1)");
+    assert_eq!(sorted(&rt, &s, "SELECT count(*) FROM t WHERE qty IS NULL"), vec![vec!["1".to_string()]]);
+    // The partition key keeps its type; USING is refused.
+    let e = fails(&rt, &s, "ALTER TABLE t ALTER COLUMN id TYPE INT");
+    assert!(e.contains("partitioned on it"), "{e}");
+    let e = fails(&rt, &s, "ALTER TABLE t ALTER COLUMN code TYPE BIGINT USING code * 2");
+    assert!(e.contains("USING"), "{e}");
 }

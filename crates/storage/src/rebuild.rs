@@ -65,7 +65,9 @@ pub struct RebuildOptions<'a> {
 }
 
 /// The columns a rebuild writes when they are not the old table's (ALTER TABLE … ADD /
-/// DROP COLUMN).
+/// DROP COLUMN, ALTER COLUMN … TYPE / SET NOT NULL): a copied column whose type differs is
+/// converted (CAST, an error on a value that does not fit), one that became NOT NULL is
+/// checked.
 pub struct Reshape<'a> {
     /// The table's columns after the rebuild.
     pub columns: Vec<ColumnDef>,
@@ -283,6 +285,16 @@ impl Source<'_> {
             let column = match source {
                 Some(i) => batch.column(self.projection.binary_search(i).map_err(|_| StorageError::Worker(format!("column {i} was not read")))?).clone(),
                 None => filled.next().ok_or_else(|| StorageError::Worker(format!("no values for new column {}", def.name)))?,
+            };
+            // A column whose type changes (ALTER COLUMN … TYPE) is converted as CAST would,
+            // failing on a value that does not fit rather than storing NULL.
+            let wanted = def.column_type.arrow_type();
+            let column = if column.data_type() == &wanted {
+                column
+            } else {
+                let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
+                arrow::compute::cast_with_options(&column, &wanted, &options)
+                    .map_err(|e| StorageError::InvalidArgument(format!("column \"{}\" of relation \"{}\" cannot be converted to {wanted}: {e}", def.name, self.old.name)))?
             };
             if column.len() != rows {
                 return Err(StorageError::Worker(format!("column {}: {} values for {rows} rows", def.name, column.len())));

@@ -1,10 +1,11 @@
-//! ALTER TABLE's changes of columns and names: ADD COLUMN, DROP COLUMN, RENAME COLUMN,
-//! ALTER COLUMN SET / DROP DEFAULT, and RENAME TO.
+//! ALTER TABLE's changes of columns and names: ADD COLUMN, DROP COLUMN, ALTER COLUMN …
+//! TYPE / SET NOT NULL / DROP NOT NULL, RENAME COLUMN, ALTER COLUMN SET / DROP DEFAULT, and
+//! RENAME TO.
 //!
 //! Every change holds the table exclusively (the change lock in `Table` mode: transactions
 //! that change its rows end first, new ones wait) and the state with no commit in flight,
 //! and checkpoints first, so no row of the table is outside its pages. Then:
-//! - **ADD / DROP COLUMN rewrite the table** (`flashscan_storage::rebuild_table_locked`
+//! - **ADD / DROP COLUMN and ALTER COLUMN … TYPE / NOT NULL rewrite the table** (`flashscan_storage::rebuild_table_locked`
 //!   with a `Reshape`): the live rows are copied into new files with the new columns, and
 //!   one atomic catalog commit switches to them, with a new table id (so a transaction that
 //!   staged rows in the old shape fails at its commit, nothing written, instead of logging
@@ -24,7 +25,7 @@
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
-use flashscan_storage::{Catalog, ColumnDef, ColumnDefaultMeta, RebuildOptions, Reshape, StorageError, TableMeta};
+use flashscan_storage::{Catalog, ColumnDef, ColumnDefaultMeta, ColumnType, RebuildOptions, Reshape, StorageError, TableMeta};
 
 use crate::checkpoint::CheckpointOptions;
 use crate::delta::TableDelta;
@@ -42,6 +43,9 @@ pub enum Alteration<'a> {
     RenameColumn { from: String, to: String },
     /// SET DEFAULT (`Some`) or DROP DEFAULT (`None`).
     SetDefault { column: String, default: Option<ColumnDefaultMeta> },
+    /// ALTER COLUMN … TYPE (`column_type`), SET NOT NULL (`nullable: Some(false)`), DROP NOT
+    /// NULL (`Some(true)`): a rewrite, every value converted or checked.
+    ChangeColumn { column: String, column_type: Option<ColumnType>, nullable: Option<bool> },
     RenameTable { to: String },
 }
 
@@ -52,6 +56,7 @@ impl std::fmt::Debug for Alteration<'_> {
             Alteration::DropColumn { column, .. } => write!(f, "DropColumn({column})"),
             Alteration::RenameColumn { from, to } => write!(f, "RenameColumn({from} -> {to})"),
             Alteration::SetDefault { column, default } => write!(f, "SetDefault({column}, {:?})", default.as_ref().map(|d| &d.sql)),
+            Alteration::ChangeColumn { column, column_type, nullable } => write!(f, "ChangeColumn({column}, {column_type:?}, {nullable:?})"),
             Alteration::RenameTable { to } => write!(f, "RenameTable({to})"),
         }
     }
@@ -187,6 +192,41 @@ impl WritePath {
                 };
                 self.replace_meta(&mut st, &key, next, None)?;
                 AlterOutcome::Done(what)
+            }
+            Alteration::ChangeColumn { column, column_type, nullable } => {
+                let i = table.column_index(&column)?;
+                let mut changed = table.columns[i].clone();
+                let name = changed.name.clone();
+                if let Some(t) = column_type {
+                    if t != changed.column_type && table.partition_by.eq_ignore_ascii_case(&name) {
+                        return Err(WriteError::NotSupported(format!(
+                            "cannot change the type of column {name} of table {key}: the table's rows are hash partitioned on it; copy the table into a new one (CREATE TABLE, INSERT INTO … SELECT) instead"
+                        )));
+                    }
+                    changed.column_type = t;
+                }
+                if let Some(n) = nullable {
+                    if n && table.indexes.iter().any(|ix| ix.primary && ix.columns.iter().any(|c| c.eq_ignore_ascii_case(&name))) {
+                        return Err(WriteError::InvalidArgument(format!("column \"{name}\" is in a primary key: it stays NOT NULL")));
+                    }
+                    changed.nullable = n;
+                }
+                if changed == table.columns[i] {
+                    return Ok(AlterOutcome::Done(format!("column {name} of {key} unchanged")));
+                }
+                self.refuse_rewrite(&st.catalog, &table, "ALTER COLUMN")?;
+                let mut columns = table.columns.clone();
+                columns[i] = changed;
+                // Every index over the column must still fit it (an orderable type).
+                let mut shaped = table.clone();
+                shaped.columns = columns.clone();
+                for ix in &table.indexes {
+                    crate::key_index::KeyIndex::new(&shaped, ix.clone())?;
+                }
+                let sources: Vec<Option<usize>> = (0..table.columns.len()).map(Some).collect();
+                let no_fill = |_: usize| Ok(Vec::new());
+                self.rewrite(&mut st, &key, Reshape { columns, sources, fill: &no_fill }, &|_| {})?;
+                AlterOutcome::Done(format!("column {name} of {key} changed"))
             }
             Alteration::RenameTable { to } => {
                 let to = to.to_ascii_lowercase();
