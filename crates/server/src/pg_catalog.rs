@@ -344,6 +344,27 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
     )
 }
 
+/// `pg_tables`: one row per table (views are `pg_views`'), in the one schema, with no
+/// tablespace of its own, rules, triggers or row security.
+fn pg_tables(tables: &[CatalogTable]) -> Result<RecordBatch> {
+    let tables: Vec<&CatalogTable> = tables.iter().filter(|t| !t.is_view()).collect();
+    let n = tables.len();
+    let bool_field = |name: &str| Field::new(name, DataType::Boolean, true);
+    batch(
+        vec![text("schemaname"), text("tablename"), text("tableowner"), text("tablespace"), bool_field("hasindexes"), bool_field("hasrules"), bool_field("hastriggers"), bool_field("rowsecurity")],
+        vec![
+            strings(std::iter::repeat_n(SCHEMA_NAME, n)),
+            strings(tables.iter().map(|t| t.name.as_str())),
+            strings(std::iter::repeat_n(OWNER_NAME, n)),
+            new_null_array(&DataType::Utf8, n),
+            Arc::new(BooleanArray::from_iter(tables.iter().map(|t| Some(!t.indexes.is_empty())))),
+            Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(BooleanArray::from(vec![false; n])),
+            Arc::new(BooleanArray::from(vec![false; n])),
+        ],
+    )
+}
+
 /// `pg_views`: one row per view, its query as `definition`.
 fn views(tables: &[CatalogTable]) -> Result<RecordBatch> {
     let views: Vec<&CatalogTable> = tables.iter().filter(|t| t.is_view()).collect();
@@ -467,12 +488,12 @@ fn attributes(tables: &[CatalogTable]) -> Result<RecordBatch> {
 /// What a column's DEFAULT is in PostgreSQL's catalog: an identity column has no
 /// `pg_attrdef` row (its `attidentity` says 'a' or 'd'); any other default (a SERIAL's
 /// `nextval`, a constant, `now()`) is an expression `pg_attrdef` holds.
-enum DefaultKind {
+pub(crate) enum DefaultKind {
     Identity { always: bool },
     Expression(String),
 }
 
-fn column_default_kind(table: &CatalogTable, column: &str) -> Option<DefaultKind> {
+pub(crate) fn column_default_kind(table: &CatalogTable, column: &str) -> Option<DefaultKind> {
     let d = table.column_defaults.iter().find(|d| d.column.eq_ignore_ascii_case(column))?;
     // A catalog from before identities were marked: ALWAYS is one for sure.
     if d.identity || d.always {
@@ -695,7 +716,7 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
 /// and kin), for `'pg_catalog.pg_constraint'::regclass`: clients join `pg_description` on
 /// `classoid = 'pg_catalog.pg_class'::regclass`. `pg_roles` is a view whose oid varies
 /// between PostgreSQL builds: it takes the one of the table behind it, `pg_authid`.
-const CATALOG_RELATION_OIDS: [(&str, i64); 28] = [
+const CATALOG_RELATION_OIDS: [(&str, i64); 29] = [
     ("pg_type", 1247),
     ("pg_attribute", 1249),
     ("pg_class", 1259),
@@ -722,6 +743,7 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 28] = [
     ("pg_publication_namespace", 6237),
     // A system view: its oid is given at initdb, not fixed; PostgreSQL 15.18's.
     ("pg_views", 12028),
+    ("pg_tables", 12033),
     ("pg_settings", 12104),
     ("pg_proc", 1255),
     ("pg_range", 3541),
@@ -847,6 +869,7 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
         ("pg_am", access_method_rows(tables)?),
         ("pg_roles", roles()?),
         ("pg_views", views(tables)?),
+        ("pg_tables", pg_tables(tables)?),
         ("pg_settings", crate::pg_settings::settings()?),
         ("pg_proc", crate::pg_proc::functions(&ctx.state())?),
     ]
@@ -1724,6 +1747,17 @@ mod tests {
             q("SELECT table_schema, table_name, view_definition, check_option, is_updatable FROM information_schema.views").await,
             vec![vec!["public", "v", "SELECT k FROM items", "NONE", "NO"]]
         );
+        // information_schema.columns: PostgreSQL's type names, precision and defaults.
+        assert_eq!(
+            q("SELECT table_name, column_name, ordinal_position, data_type, udt_name, numeric_precision, numeric_scale, is_nullable, is_updatable FROM information_schema.columns ORDER BY table_name, ordinal_position").await,
+            vec![
+                vec!["items", "k", "1", "bigint", "int8", "64", "0", "NO", "YES"],
+                vec!["items", "price", "2", "numeric", "numeric", "12", "2", "YES", "YES"],
+                vec!["items", "name", "3", "text", "text", "", "", "YES", "YES"],
+                vec!["v", "k", "1", "bigint", "int8", "64", "0", "NO", "NO"],
+            ]
+        );
+        assert_eq!(q("SELECT schemaname, tablename, hasindexes FROM pg_tables").await, vec![vec!["public", "items", "false"]]);
         assert_eq!(q("SELECT count(*) FROM information_schema.table_constraints WHERE constraint_type = 'PRIMARY KEY'").await, vec![vec!["0"]]);
         assert_eq!(q("SELECT count(column_name), count(ordinal_position) FROM information_schema.key_column_usage").await, vec![vec!["0", "0"]]);
         assert_eq!(q("SELECT count(*) FROM pg_index i JOIN pg_constraint c ON c.conindid = i.indexrelid").await, vec![vec!["0"]]);

@@ -45,6 +45,8 @@ async fn columns_change_with_postgresql_errors_and_catalogs() {
     // What clients read about the table follows (psql's \d query).
     let columns = texts(rows(&client, &described("items")).await);
     assert_eq!(columns, [["id", "integer", "nextval('items_id_seq'::regclass)"], ["name", "text", "NULL"], ["qty", "integer", "5"]]);
+    let columns = texts(rows(&client, "SELECT column_name, data_type, column_default, is_nullable FROM information_schema.columns WHERE table_name = 'items' ORDER BY ordinal_position").await);
+    assert_eq!(columns[2], ["qty", "integer", "5", "NO"]);
 
     fails(&client, "ALTER TABLE items ADD COLUMN qty INT", "42701").await;
     fails(&client, "ALTER TABLE items DROP COLUMN nope", "42703").await;
@@ -58,7 +60,7 @@ async fn columns_change_with_postgresql_errors_and_catalogs() {
     client.batch_execute("ALTER TABLE items RENAME TO goods").await.expect("rename table");
     client.batch_execute("INSERT INTO goods (title) VALUES ('c')").await.expect("insert");
     assert_eq!(texts(rows(&client, "SELECT id, title, qty FROM goods ORDER BY id").await), [["1", "a", "5"], ["2", "b", "5"], ["3", "c", "5"]]);
-    let tables = texts(rows(&client, "SELECT relname FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace").await);
+    let tables = texts(rows(&client, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'").await);
     assert_eq!(tables, [["goods"]]);
     let columns = texts(rows(&client, &described("goods")).await);
     assert_eq!(columns, [["id", "integer", "nextval('items_id_seq'::regclass)"], ["title", "text", "NULL"], ["qty", "bigint", "5"]]);

@@ -696,7 +696,7 @@ async fn psql_lists_and_describes_tables() {
     // What drivers and BI tools ask: pg_class/pg_attribute/pg_type, information_schema.
     assert!(stdout.lines().any(|l| l.contains("p_partkey") && l.contains("bigint") && l.contains("int8")), "{stdout}");
     assert!(stdout.lines().any(|l| l.contains("p_retailprice") && l.contains("numeric(15,2)")), "{stdout}");
-    assert!(stdout.lines().any(|l| l.contains("p_name") && l.contains("Utf8")), "information_schema.columns: {stdout}");
+    assert!(stdout.lines().any(|l| l.contains("p_name") && l.contains("text")), "information_schema.columns: {stdout}");
     // `\dt PATTERN` runs on pg_catalog (OPERATOR(pg_catalog.~) normalised): lineitem a second
     // time, part not; pg_class found without `pg_catalog.` (the search path).
     assert_eq!(stdout.matches(" public | lineitem ").count(), 2, "{stdout}");

@@ -149,7 +149,7 @@ fn index_ddl_and_its_refusals() {
         ("CREATE INDEX i ON a (g) INCLUDE (name)", "INCLUDE"),
         ("CREATE TABLE f (id BIGINT REFERENCES a (id))", "REFERENCES"),
         ("CREATE TABLE c (id BIGINT, CHECK (id > 0))", "CHECK"),
-        ("ALTER TABLE a ADD COLUMN z INT", "ALTER TABLE"),
+        ("ALTER TABLE a ADD COLUMN z INT, ADD COLUMN y INT", "ALTER TABLE"),
         ("ALTER TABLE a ADD PRIMARY KEY (g)", "NULL"),
     ] {
         let e = fails(&rt, &s, sql);
