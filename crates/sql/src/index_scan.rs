@@ -7,8 +7,11 @@
 //!
 //! The choice: the index whose key has the most leading columns fixed (a unique index with
 //! all of them fixed finds at most one row per key); at most `LOOKUP_KEYS_MAX` keys (the
-//! product of the IN lists), past which the scan reads the table. Whether a scan would be
-//! cheaper for a key that matches much of the table is not weighed yet (no statistics of
+//! product of the IN lists), past which the scan reads the table. A range (`<`, `<=`, `>`,
+//! `>=`, BETWEEN) on the column after the fixed ones is a range of keys (arrow's row
+//! format orders keys as SQL orders their values, floats aside); a range that finds more
+//! than [`range_rows_max`] rows is left to the scan. Whether a scan would be cheaper for
+//! an equality key that matches much of the table is not weighed yet (no statistics of
 //! key frequency: issue 32).
 
 use std::fmt;
@@ -24,24 +27,39 @@ use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, SendableRecordBatchStream};
-use flashscan_write::key_index::{Key, KeyIndex};
+use flashscan_write::key_index::{prefix_successor, Key, KeyIndex, KeyLookup};
 
 use crate::pruning::ColumnPredicate;
 
 /// Keys one lookup takes at most (the product of the IN lists).
 pub const LOOKUP_KEYS_MAX: usize = 10_000;
 
-/// An index and the keys to look up in it.
+/// Rows a range lookup reads at most in a table of `table_rows`: a tenth of them, and at
+/// least 1,000. Past that a scan, which reads the pages in order at the device's speed,
+/// beats one random page per row (a lookup also holds its rows in one batch).
+pub fn range_rows_max(table_rows: u64) -> usize {
+    usize::try_from(table_rows / 10).unwrap_or(usize::MAX).max(1_000)
+}
+
+/// An index and what to look up in it.
 #[derive(Debug, Clone)]
 pub struct IndexChoice {
     pub index: Arc<KeyIndex>,
-    pub keys: Vec<Key>,
-    /// The keys fix fewer columns than the index has: each is a prefix.
-    pub prefix: bool,
+    pub lookup: KeyLookup,
     /// How many leading key columns the filters fix.
     pub columns_fixed: usize,
-    /// For EXPLAIN: `a = 1`, `b IN (…)`.
+    /// For EXPLAIN: `a = const`, `b IN (3 values)`, `c range`.
     pub description: String,
+}
+
+impl IndexChoice {
+    /// Keys looked up (1 for a range).
+    pub fn key_count(&self) -> usize {
+        match &self.lookup {
+            KeyLookup::Keys { keys, .. } => keys.len(),
+            KeyLookup::Range { .. } => 1,
+        }
+    }
 }
 
 /// The constants a predicate fixes a column to, if it fixes it.
@@ -53,22 +71,38 @@ fn fixed_values(p: &ColumnPredicate) -> Option<&[ScalarValue]> {
     }
 }
 
+/// The bounds a predicate puts on its column: (lower, upper), each a value and whether it
+/// is included.
+fn range_bounds(p: &ColumnPredicate) -> (Option<(&ScalarValue, bool)>, Option<(&ScalarValue, bool)>) {
+    match p {
+        ColumnPredicate::Compare { op: Operator::Gt, value, .. } => (Some((value, false)), None),
+        ColumnPredicate::Compare { op: Operator::GtEq, value, .. } => (Some((value, true)), None),
+        ColumnPredicate::Compare { op: Operator::Lt, value, .. } => (None, Some((value, false))),
+        ColumnPredicate::Compare { op: Operator::LtEq, value, .. } => (None, Some((value, true))),
+        ColumnPredicate::Between { low, high, .. } => (Some((low, true)), Some((high, true))),
+        _ => (None, None),
+    }
+}
+
+/// Whether the index's key order is the order SQL compares values of `data_type` in, so a
+/// range of keys is a range of values. Floats are left out: the row format orders -0.0
+/// before 0.0 and NaN after everything, which a comparison need not.
+fn ranges_by_key_order(data_type: &arrow::datatypes::DataType) -> bool {
+    use arrow::datatypes::DataType as T;
+    matches!(
+        data_type,
+        T::Int8 | T::Int16 | T::Int32 | T::Int64 | T::UInt8 | T::UInt16 | T::UInt32 | T::UInt64 | T::Decimal128(..) | T::Decimal256(..) | T::Utf8 | T::LargeUtf8 | T::Date32 | T::Date64 | T::Timestamp(..) | T::Time32(_) | T::Time64(_)
+    )
+}
+
 /// `values` as the column stores them; a value that does not convert without loss is
 /// dropped (it cannot equal any value of the column).
 fn as_column_type(values: &[ScalarValue], field: &arrow::datatypes::Field) -> Option<ArrayRef> {
     let mut kept: Vec<ScalarValue> = Vec::with_capacity(values.len());
     for v in values {
-        let Ok(array) = v.to_array() else { return None };
-        let Ok(cast) = arrow::compute::cast(&array, field.data_type()) else { continue };
-        if cast.is_null(0) {
-            continue;
+        if let Some(exact) = exactly_as_column_type(v, field) {
+            kept.push(exact);
         }
-        // Round trip: 5.5 into an integer column is 5, which must not find 5.
-        let back = arrow::compute::cast(&cast, &v.data_type()).ok().and_then(|b| ScalarValue::try_from_array(&b, 0).ok());
-        if back.as_ref() != Some(v) {
-            continue;
-        }
-        kept.push(ScalarValue::try_from_array(&cast, 0).ok()?);
     }
     if kept.is_empty() {
         return Some(arrow::array::new_empty_array(field.data_type()));
@@ -76,24 +110,55 @@ fn as_column_type(values: &[ScalarValue], field: &arrow::datatypes::Field) -> Op
     ScalarValue::iter_to_array(kept).ok()
 }
 
-/// The best index lookup for `predicates` (columns index the table), if any.
+/// `v` in the column's type, if it converts without loss (5.5 into an integer column is 5,
+/// which must not find 5).
+fn exactly_as_column_type(v: &ScalarValue, field: &arrow::datatypes::Field) -> Option<ScalarValue> {
+    let array = v.to_array().ok()?;
+    let cast = arrow::compute::cast(&array, field.data_type()).ok()?;
+    if cast.is_null(0) {
+        return None;
+    }
+    let back = arrow::compute::cast(&cast, &v.data_type()).ok().and_then(|b| ScalarValue::try_from_array(&b, 0).ok());
+    if back.as_ref() != Some(v) {
+        return None;
+    }
+    ScalarValue::try_from_array(&cast, 0).ok()
+}
+
+/// How one index could serve the filters.
+struct Fit<'a> {
+    index: &'a Arc<KeyIndex>,
+    fixed: usize,
+    full_unique: bool,
+    /// A range predicate on the column after the fixed ones (only when they fix one key).
+    ranged: bool,
+}
+
+/// The best index lookup for `predicates` (columns index the table), if any: a unique
+/// index with every column fixed, then the most leading columns fixed by `=` / `IN`, then
+/// a range (`<`, `<=`, `>`, `>=`, BETWEEN) on the next column.
 pub fn choose(indexes: &[Arc<KeyIndex>], predicates: &[ColumnPredicate], column_names: &[String]) -> Option<IndexChoice> {
-    let mut best: Option<(usize, bool, &Arc<KeyIndex>)> = None;
+    let mut best: Option<Fit> = None;
     for index in indexes {
         let fixed = index.columns().iter().take_while(|c| predicates.iter().any(|p| p.column() == **c && fixed_values(p).is_some())).count();
-        if fixed == 0 {
+        let one_key = index.columns()[..fixed].iter().all(|c| predicates.iter().any(|p| p.column() == *c && fixed_values(p).is_some_and(|v| v.len() == 1)));
+        let ranged = one_key
+            && index.columns().get(fixed).is_some_and(|c| {
+                ranges_by_key_order(index.fields()[fixed].data_type()) && predicates.iter().any(|p| p.column() == *c && range_bounds(p) != (None, None))
+            });
+        if fixed == 0 && !ranged {
             continue;
         }
-        let full_unique = index.is_unique() && fixed == index.columns().len();
-        let better = match best {
+        let fit = Fit { index, fixed, full_unique: index.is_unique() && fixed == index.columns().len(), ranged };
+        let better = match &best {
             None => true,
-            Some((f, u, _)) => (full_unique && !u) || (full_unique == u && fixed > f),
+            Some(b) => (fit.full_unique, fit.fixed, fit.ranged) > (b.full_unique, b.fixed, b.ranged),
         };
         if better {
-            best = Some((fixed, full_unique, index));
+            best = Some(fit);
         }
     }
-    let (fixed, _, index) = best?;
+    let Fit { index, fixed, full_unique, ranged } = best?;
     // Per fixed column, its values (the intersection of every predicate fixing it is
     // left to DataFusion's filter: the first such predicate is taken).
     let mut columns: Vec<ArrayRef> = Vec::with_capacity(fixed);
@@ -110,6 +175,15 @@ pub fn choose(indexes: &[Arc<KeyIndex>], predicates: &[ColumnPredicate], column_
         description.push(if values.len() == 1 { format!("{name} = const") } else { format!("{name} IN ({} values)", values.len()) });
         columns.push(values);
     }
+    if ranged && !full_unique && combinations == 1 {
+        let c = index.columns()[fixed];
+        description.push(format!("{} range", column_names.get(c).cloned().unwrap_or_default()));
+        let lookup = range_lookup(index, &columns, fixed, predicates.iter().filter(|p| p.column() == c))?;
+        return Some(IndexChoice { index: index.clone(), lookup, columns_fixed: fixed, description: description.join(", ") });
+    }
+    if fixed == 0 {
+        return None;
+    }
     // Every combination of the fixed columns' values, as key columns of equal length.
     let mut indices: Vec<Vec<u32>> = vec![Vec::with_capacity(combinations); fixed];
     for n in 0..combinations {
@@ -121,7 +195,47 @@ pub fn choose(indexes: &[Arc<KeyIndex>], predicates: &[ColumnPredicate], column_
     }
     let key_columns: Vec<ArrayRef> = columns.iter().zip(&indices).map(|(c, i)| arrow::compute::take(c.as_ref(), &arrow::array::UInt32Array::from(i.clone()), None)).collect::<std::result::Result<_, _>>().ok()?;
     let keys: Vec<Key> = if combinations == 0 { Vec::new() } else { index.keys_of(&key_columns).ok()? };
-    Some(IndexChoice { index: index.clone(), keys, prefix: fixed < index.columns().len(), columns_fixed: fixed, description: description.join(", ") })
+    let lookup = KeyLookup::Keys { keys, prefix: fixed < index.columns().len() };
+    Some(IndexChoice { index: index.clone(), lookup, columns_fixed: fixed, description: description.join(", ") })
+}
+
+/// The range of keys whose first `fixed` columns are `prefix` (one value each) and whose
+/// next column meets the bounds of `ranges`: the first lower and the first upper bound
+/// that convert to the column's type exactly (the others, and the ones that do not
+/// convert, are left to DataFusion's filter, which runs again on what the lookup finds).
+fn range_lookup<'a>(index: &KeyIndex, prefix: &[ArrayRef], fixed: usize, ranges: impl Iterator<Item = &'a ColumnPredicate>) -> Option<KeyLookup> {
+    use std::ops::Bound;
+    let field = &index.fields()[fixed];
+    let (mut lower, mut upper) = (None, None);
+    for p in ranges {
+        let (l, u) = range_bounds(p);
+        if lower.is_none() {
+            lower = l.and_then(|(v, inclusive)| exactly_as_column_type(v, field).map(|v| (v, inclusive)));
+        }
+        if upper.is_none() {
+            upper = u.and_then(|(v, inclusive)| exactly_as_column_type(v, field).map(|v| (v, inclusive)));
+        }
+    }
+    // The key of the prefix followed by `v`.
+    let key_with = |v: &ScalarValue| -> Option<Key> {
+        let mut columns = prefix.to_vec();
+        columns.push(v.to_array().ok()?);
+        index.keys_of(&columns).ok()?.into_iter().next()
+    };
+    let prefix_key = if fixed == 0 { None } else { Some(index.keys_of(prefix).ok()?.into_iter().next()?) };
+    let lower = match lower {
+        Some((v, true)) => Bound::Included(key_with(&v)?),
+        // Past every key that starts with (prefix, v): longer keys share that start.
+        Some((v, false)) => Bound::Included(prefix_successor(&key_with(&v)?)?),
+        None => prefix_key.clone().map_or(Bound::Unbounded, Bound::Included),
+    };
+    let after_prefix = || prefix_key.as_deref().and_then(prefix_successor).map_or(Bound::Unbounded, Bound::Excluded);
+    let upper = match upper {
+        Some((v, false)) => Bound::Excluded(key_with(&v)?),
+        Some((v, true)) => prefix_successor(&key_with(&v)?).map_or_else(after_prefix, Bound::Excluded),
+        None => after_prefix(),
+    };
+    Some(KeyLookup::Range { lower, upper })
 }
 
 /// The rows an index lookup found, read at planning time under the statement's snapshot
@@ -151,7 +265,7 @@ impl IndexLookupExec {
             table: table.to_string(),
             index: choice.index.name().to_string(),
             description: choice.description.clone(),
-            keys: choice.keys.len(),
+            keys: choice.key_count(),
             rows_found: batch.num_rows(),
             properties: lookup_properties(&batch),
             batch,

@@ -218,7 +218,11 @@ impl FlashscanTable {
             };
             built.map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
         }
-        let found = snapshot.rows_by_index(&choice.index, &choice.keys, choice.prefix, projection, &self.db_dir).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        let ids_max = match choice.lookup {
+            flashscan_write::key_index::KeyLookup::Range { .. } => crate::index_scan::range_rows_max(table.row_count + self.delta_rows()),
+            flashscan_write::key_index::KeyLookup::Keys { .. } => usize::MAX,
+        };
+        let found = snapshot.rows_by_index(&choice.index, &choice.lookup, ids_max, projection, &self.db_dir).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
         let Some((batch, ids)) = found else { return Ok(None) };
         let mut fields: Vec<_> = projection.iter().map(|&c| Arc::new(self.schema.field(c).clone())).collect();
         let mut columns: Vec<arrow::array::ArrayRef> = batch
@@ -276,10 +280,12 @@ impl FlashscanTable {
             !self.partition_ranges.is_empty() && self.partition_ranges.iter().all(|p| p.get(c).is_some_and(|r| r.is_some()))
         };
         let column_store_skips = self.table.is_column_store() && !scan_filter_of(&predicates, &self.schema).ranges.is_empty();
-        // `=` or IN on the first column of one of the table's indexes: an index lookup.
+        // `=`, IN or a range on a column of one of the table's indexes: part of an index
+        // lookup (index_scan.rs decides whether the predicates together make one).
         let index_lookup = |p: &ColumnPredicate| {
-            matches!(p, ColumnPredicate::Compare { op: datafusion::logical_expr::Operator::Eq, .. } | ColumnPredicate::InList { .. })
-                && self.table.indexes.iter().any(|i| i.columns.first().is_some_and(|c| self.column_index(c) == Some(p.column())))
+            use datafusion::logical_expr::Operator as Op;
+            matches!(p, ColumnPredicate::Compare { op: Op::Eq | Op::Lt | Op::LtEq | Op::Gt | Op::GtEq, .. } | ColumnPredicate::InList { .. } | ColumnPredicate::Between { .. })
+                && self.table.indexes.iter().any(|i| i.columns.iter().any(|c| self.column_index(c) == Some(p.column())))
         };
         (column_store_skips || predicates.iter().any(|p| has_ranges(p.column()) || self.hash_partitions(p).is_some() || index_lookup(p))).then_some(predicates)
     }

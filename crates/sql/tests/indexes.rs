@@ -182,6 +182,24 @@ fn lookup_query(rng: &mut Rng, next_id: i64) -> String {
     }
 }
 
+/// A query over `{t}` whose filter puts a range on an index's column after its fixed ones.
+fn range_query(rng: &mut Rng, next_id: i64) -> String {
+    let id = |r: &mut Rng| r.below(next_id as u64 + 2) as i64;
+    let (a, b) = (id(rng), id(rng));
+    match rng.below(9) {
+        0 => format!("SELECT id, g, s FROM {{t}} WHERE id > {a}"),
+        1 => format!("SELECT id, s FROM {{t}} WHERE id BETWEEN {} AND {}", a.min(b), a.max(b)),
+        2 => format!("SELECT id FROM {{t}} WHERE id < {a} AND id >= {b}"),
+        3 => format!("SELECT id, g FROM {{t}} WHERE s = 'w{}' AND g > {}", rng.below(6), rng.below(8)),
+        4 => format!("SELECT id, s FROM {{t}} WHERE s >= 'w{}' AND s < 'w{}'", rng.below(6), rng.below(7)),
+        5 => format!("SELECT id, g FROM {{t}} WHERE g <= {}", rng.below(8)),
+        // A bound that is not a value of the column's type: left to the filter.
+        6 => format!("SELECT id FROM {{t}} WHERE id > {a}.5 AND id <= {}", a + 20),
+        7 => format!("SELECT count(*), min(id), max(id) FROM {{t}} WHERE s = 'w{}' AND g BETWEEN {} AND {}", rng.below(6), rng.below(4), rng.below(8)),
+        _ => format!("SELECT id, s FROM {{t}} WHERE s > 'w{}'", rng.below(6)),
+    }
+}
+
 /// A key lookup reads its table page from the buffer pool once it is there (no reader
 /// opened per lookup), and a table dropped and made again under the same name is never
 /// answered from the old one's pages.
@@ -235,6 +253,7 @@ fn index_lookups_answer_as_the_scan_does() {
         let mut rng = Rng(seed);
         let mut next_id = 0i64;
         let mut used_index = 0;
+        let mut ranges_by_index = 0;
         let mut point_plans = 0;
         for step in 0..60 {
             let both = |sql: String, s: &flashscan_sql::FlashscanSession| {
@@ -266,7 +285,12 @@ fn index_lookups_answer_as_the_scan_does() {
                     drop(s);
                     s = session(&db);
                 }
-                _ => {}
+                // Changes that find their rows through an index range.
+                _ => {
+                    let a = rng.below(next_id as u64 + 1);
+                    both(format!("UPDATE {{t}} SET s = 'w{}' WHERE id BETWEEN {a} AND {}", rng.below(6), a + 4), &s);
+                    both(format!("DELETE FROM {{t}} WHERE s = 'w{}' AND g > {}", rng.below(6), rng.below(8) + 4), &s);
+                }
             }
             for _ in 0..6 {
                 let q = lookup_query(&mut rng, next_id);
@@ -279,11 +303,45 @@ fn index_lookups_answer_as_the_scan_does() {
                     point_plans += 1;
                 }
             }
+            for _ in 0..3 {
+                let q = range_query(&mut rng, next_id);
+                let (with, without) = (sorted(&rt, &s, &q.replace("{t}", "t")), sorted(&rt, &s, &q.replace("{t}", "m")));
+                assert_eq!(with, without, "seed {seed:#x} step {step}: {q}");
+                if plan(&rt, &s, &q.replace("{t}", "t")).contains("range) keys=") {
+                    ranges_by_index += 1;
+                }
+            }
         }
+        assert!(ranges_by_index > 120, "seed {seed:#x}: an index range answered {ranges_by_index} of 180 range queries");
         assert!(used_index > 200, "seed {seed:#x}: the index answered {used_index} of 360 queries");
         assert!(point_plans > 150, "seed {seed:#x}: {point_plans} of 360 queries were planned as point statements");
         // With lookups off the same answers come from scans.
         run(&rt, &s, "SET flashscan.index_lookups = false");
         assert!(!plan(&rt, &s, "SELECT * FROM t WHERE id = 1").contains("IndexLookupExec"));
     }
+}
+
+/// A range that would read much of the table is left to the scan; a narrow one is a lookup.
+#[test]
+fn wide_ranges_are_scanned_and_narrow_ones_looked_up() {
+    let rt = runtime();
+    let dir = tempfile::tempdir().unwrap();
+    let db = new_database(dir.path());
+    let s = session(&db);
+    run(&rt, &s, "CREATE TABLE t (id BIGINT PRIMARY KEY, day DATE NOT NULL, v TEXT)");
+    run(&rt, &s, "CREATE INDEX t_day ON t (day)");
+    for chunk in 0..4 {
+        let rows: Vec<String> = (chunk * 5_000..(chunk + 1) * 5_000).map(|i| format!("({i}, DATE '2026-01-01' + INTERVAL '{} days', 'v{i}')", i / 100)).collect();
+        run(&rt, &s, &format!("INSERT INTO t VALUES {}", rows.join(", ")));
+    }
+    let narrow = "SELECT count(*), min(v) FROM t WHERE id BETWEEN 100 AND 199";
+    assert!(plan(&rt, &s, narrow).contains("index=t_pkey (id range)"), "{}", plan(&rt, &s, narrow));
+    assert_eq!(sorted(&rt, &s, narrow), vec![vec!["100".to_string(), "v100".into()]]);
+    let by_day = "SELECT count(*) FROM t WHERE day >= DATE '2026-02-01' AND day < DATE '2026-02-03'";
+    assert!(plan(&rt, &s, by_day).contains("index=t_day (day range)"), "{}", plan(&rt, &s, by_day));
+    assert_eq!(sorted(&rt, &s, by_day), vec![vec!["200".to_string()]]);
+    // 15,000 of 20,000 rows: the scan reads them.
+    let wide = "SELECT count(*) FROM t WHERE id >= 5000";
+    assert!(!plan(&rt, &s, wide).contains("IndexLookupExec"), "{}", plan(&rt, &s, wide));
+    assert_eq!(sorted(&rt, &s, wide), vec![vec!["15000".to_string()]]);
 }

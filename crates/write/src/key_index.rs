@@ -52,6 +52,53 @@ const BUILD_PAGES_PER_BATCH: usize = 256;
 
 pub type Key = Box<[u8]>;
 
+/// What a lookup asks of an index.
+#[derive(Debug, Clone)]
+pub enum KeyLookup {
+    /// Full keys, or (`prefix`) every key starting with one of them.
+    Keys { keys: Vec<Key>, prefix: bool },
+    /// Every key between two bounds, in the keys' own (byte) order: a range of the first
+    /// columns after an equality prefix (`a = 1 AND b > 5`, `a BETWEEN 3 AND 9`).
+    Range { lower: std::ops::Bound<Key>, upper: std::ops::Bound<Key> },
+}
+
+impl KeyLookup {
+    /// Whether `key` (a full key) is one this lookup asks for.
+    pub fn matches(&self, key: &[u8]) -> bool {
+        use std::ops::Bound;
+        match self {
+            KeyLookup::Keys { keys, prefix } => keys.iter().any(|want| if *prefix { key.starts_with(want) } else { key == &want[..] }),
+            KeyLookup::Range { lower, upper } => {
+                let above = match lower {
+                    Bound::Included(l) => key >= &l[..],
+                    Bound::Excluded(l) => key > &l[..],
+                    Bound::Unbounded => true,
+                };
+                let below = match upper {
+                    Bound::Included(u) => key <= &u[..],
+                    Bound::Excluded(u) => key < &u[..],
+                    Bound::Unbounded => true,
+                };
+                above && below
+            }
+        }
+    }
+}
+
+/// The smallest byte string greater than every string that starts with `prefix` (`None`
+/// when there is none: `prefix` is all 0xFF). Arrow's row format is prefix-free per
+/// column, so "every key whose first columns are P" is `[enc(P), successor(enc(P)))`.
+pub fn prefix_successor(prefix: &[u8]) -> Option<Key> {
+    let mut out = prefix.to_vec();
+    while let Some(last) = out.pop() {
+        if last < u8::MAX {
+            out.push(last + 1);
+            return Some(out.into_boxed_slice());
+        }
+    }
+    None
+}
+
 #[derive(Debug, Default)]
 struct Entries {
     built: bool,
@@ -226,6 +273,40 @@ impl KeyIndex {
             }
         }
         out
+    }
+
+    /// Row ids of every key `lookup` asks for; `None` when there are more than `ids_max`
+    /// (the caller scans instead).
+    pub fn candidates_of(&self, lookup: &KeyLookup, ids_max: usize) -> Option<Vec<u64>> {
+        match lookup {
+            KeyLookup::Keys { keys, prefix } => Some(self.candidates(keys, *prefix)),
+            KeyLookup::Range { lower, upper } => {
+                use std::ops::Bound;
+                fn as_slice(b: &Bound<Key>) -> Bound<&[u8]> {
+                    match b {
+                        Bound::Included(k) => Bound::Included(&k[..]),
+                        Bound::Excluded(k) => Bound::Excluded(&k[..]),
+                        Bound::Unbounded => Bound::Unbounded,
+                    }
+                }
+                let (lower, upper) = (as_slice(lower), as_slice(upper));
+                // An empty or inverted range finds nothing (BTreeMap::range would panic).
+                if let (Bound::Included(l) | Bound::Excluded(l), Bound::Included(u) | Bound::Excluded(u)) = (lower, upper) {
+                    if l > u || (l == u && !matches!((lower, upper), (Bound::Included(_), Bound::Included(_)))) {
+                        return Some(Vec::new());
+                    }
+                }
+                let e = self.read();
+                let mut out = Vec::new();
+                for (_, ids) in e.map.range::<[u8], _>((lower, upper)) {
+                    out.extend_from_slice(ids);
+                    if out.len() > ids_max {
+                        return None;
+                    }
+                }
+                Some(out)
+            }
+        }
     }
 
     /// Enters rows of a commit (their keys and ids) into a built index; an unbuilt one
@@ -562,5 +643,58 @@ mod tests {
         let k = |s: &str| Some(Box::from(s.as_bytes()));
         assert_eq!(first_repeat(&[k("a"), None, None, k("b")]), None);
         assert_eq!(first_repeat(&[k("a"), k("b"), k("a")]), Some(2));
+    }
+}
+
+#[cfg(test)]
+mod range_properties {
+    use super::*;
+    use arrow::array::Int64Array;
+    use flashscan_storage::{ColumnDef, ColumnType};
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Every string that starts with `p` sorts before `prefix_successor(p)`, and every
+        /// string from it on does not start with `p`.
+        #[test]
+        fn the_successor_bounds_exactly_the_strings_with_the_prefix(p in proptest::collection::vec(any::<u8>(), 0..6), rest in proptest::collection::vec(any::<u8>(), 0..6), other in proptest::collection::vec(any::<u8>(), 0..10)) {
+            let with: Vec<u8> = p.iter().chain(&rest).copied().collect();
+            match prefix_successor(&p) {
+                Some(s) => {
+                    prop_assert!(with.as_slice() < &s[..]);
+                    if other.as_slice() >= &s[..] {
+                        prop_assert!(!other.starts_with(&p));
+                    }
+                }
+                None => prop_assert!(p.iter().all(|b| *b == u8::MAX)),
+            }
+        }
+
+        /// A range lookup built from the keys of (a, b) values finds exactly the rows whose
+        /// a equals the prefix and whose b lies in the range, as comparing the values says.
+        #[test]
+        fn a_key_range_is_the_value_range(rows in proptest::collection::vec((0i64..4, proptest::option::of(-5i64..5)), 1..40), a in 0i64..4, lo in -6i64..6, hi in -6i64..6) {
+            let table = TableMeta::heap_without_rows(
+                "t",
+                vec![
+                    ColumnDef { name: "a".into(), column_type: ColumnType::Int64, nullable: false },
+                    ColumnDef { name: "b".into(), column_type: ColumnType::Int64, nullable: true },
+                ],
+            );
+            let index = KeyIndex::new(&table, KeyIndexDef { name: "i".into(), columns: vec!["a".into(), "b".into()], unique: false, primary: false, constraint: false }).unwrap();
+            let key = |a: i64, b: Option<i64>| -> Key {
+                let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![a])), Arc::new(Int64Array::from(vec![b]))];
+                index.keys_of(&columns).unwrap().remove(0)
+            };
+            let prefix = index.keys_of(&[Arc::new(Int64Array::from(vec![a])) as ArrayRef]).unwrap().remove(0);
+            // b > lo AND b <= hi, as index_scan builds it.
+            let lower = std::ops::Bound::Included(prefix_successor(&key(a, Some(lo))).unwrap());
+            let upper = prefix_successor(&key(a, Some(hi))).map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
+            let lookup = KeyLookup::Range { lower, upper };
+            for (ra, rb) in &rows {
+                let want = *ra == a && rb.is_some_and(|b| b > lo && b <= hi);
+                prop_assert_eq!(lookup.matches(&key(*ra, *rb)), want, "row ({}, {:?})", ra, rb);
+            }
+        }
     }
 }

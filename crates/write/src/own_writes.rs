@@ -29,7 +29,7 @@ use flashscan_storage::TableMeta;
 use crate::delta::TableDelta;
 use crate::error::WriteError;
 use crate::insert::{deletes_now, Staged, Transaction};
-use crate::key_index::{Key, KeyIndex};
+use crate::key_index::{KeyIndex, KeyLookup};
 use crate::row_id::RowId;
 use crate::snapshot::ReadSnapshot;
 use crate::write_path::WritePath;
@@ -100,14 +100,13 @@ impl OwnRows {
 
     /// The staged rows `index` would find under `keys` (full keys, or prefixes with
     /// `prefix`), each with its id.
-    pub(crate) fn rows_by_index(&self, table: &TableMeta, index: &KeyIndex, keys: &[Key], prefix: bool) -> Result<Vec<(u64, &[u8])>, WriteError> {
+    pub(crate) fn rows_by_index(&self, table: &TableMeta, index: &KeyIndex, lookup: &KeyLookup) -> Result<Vec<(u64, &[u8])>, WriteError> {
         let all: Vec<(u64, &[u8])> = self.rows.iter().flatten().map(|(id, r)| (*id, &r[..])).collect();
         if all.is_empty() {
             return Ok(all);
         }
         let (row_keys, _) = index.keys_of_rows(table, all.iter().map(|(_, r)| *r))?;
-        let matches = |k: &[u8]| keys.iter().any(|want| if prefix { k.starts_with(want) } else { k == &want[..] });
-        Ok(all.into_iter().zip(row_keys).filter(|(_, k)| matches(&k[..])).map(|(row, _)| row).collect())
+        Ok(all.into_iter().zip(row_keys).filter(|(_, k)| lookup.matches(&k[..])).map(|(row, _)| row).collect())
     }
 }
 

@@ -22,7 +22,7 @@ use flashscan_storage::{StorageError, TableMeta};
 
 use crate::delta::TableDelta;
 use crate::error::WriteError;
-use crate::key_index::{decode_rows, Key, KeyIndex};
+use crate::key_index::{decode_rows, KeyIndex, KeyLookup};
 use crate::own_writes::{OwnChanges, OwnRows};
 use crate::row_id::RowId;
 use flashscan_storage::heap::heap_page::HeapPageRows;
@@ -240,19 +240,24 @@ impl SnapshotTable {
         }
     }
 
-    pub fn rows_by_index(&self, index: &KeyIndex, keys: &[Key], prefix: bool, projection: &[usize], db_dir: &Path) -> Result<Option<(RecordBatch, Vec<u64>)>, WriteError> {
+    pub fn rows_by_index(&self, index: &KeyIndex, lookup: &KeyLookup, ids_max: usize, projection: &[usize], db_dir: &Path) -> Result<Option<(RecordBatch, Vec<u64>)>, WriteError> {
         if !index.covers(self.delta.id()) {
             return Ok(None);
         }
-        let mut ids = if index.is_unique() && !prefix {
+        let mut ids = match lookup {
             // A snapshot sees at most one row under a key of a unique index (without a
             // NULL part, which can match nothing): the newest entries are tried first and
             // the first the snapshot sees ends the key's search. A hot key updated a
             // thousand times since the last checkpoint (pgbench's branches) costs one
             // check, not a thousand.
-            keys.iter().filter(|k| !index.key_has_null(k)).filter_map(|k| index.ids_of(k).into_iter().rev().find(|id| self.sees(*id))).collect()
-        } else {
-            index.candidates(keys, prefix)
+            KeyLookup::Keys { keys, prefix: false } if index.is_unique() => {
+                keys.iter().filter(|k| !index.key_has_null(k)).filter_map(|k| index.ids_of(k).into_iter().rev().find(|id| self.sees(*id))).collect()
+            }
+            // More rows than `ids_max`: the caller scans instead.
+            _ => match index.candidates_of(lookup, ids_max) {
+                Some(ids) => ids,
+                None => return Ok(None),
+            },
         };
         ids.sort_unstable();
         ids.dedup();
@@ -263,7 +268,7 @@ impl SnapshotTable {
         let mut found: Vec<u64> = Vec::new();
         // The reading transaction's own rows under the keys (an index holds committed rows only).
         if let Some(own) = &self.own {
-            for (id, row) in own.rows_by_index(self.table(), index, keys, prefix)? {
+            for (id, row) in own.rows_by_index(self.table(), index, lookup)? {
                 rows.push(row.to_vec());
                 found.push(id);
             }
