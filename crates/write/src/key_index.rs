@@ -686,7 +686,6 @@ mod range_properties {
                 let columns: Vec<ArrayRef> = vec![Arc::new(Int64Array::from(vec![a])), Arc::new(Int64Array::from(vec![b]))];
                 index.keys_of(&columns).unwrap().remove(0)
             };
-            let prefix = index.keys_of(&[Arc::new(Int64Array::from(vec![a])) as ArrayRef]).unwrap().remove(0);
             // b > lo AND b <= hi, as index_scan builds it.
             let lower = std::ops::Bound::Included(prefix_successor(&key(a, Some(lo))).unwrap());
             let upper = prefix_successor(&key(a, Some(hi))).map_or(std::ops::Bound::Unbounded, std::ops::Bound::Excluded);
