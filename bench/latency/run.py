@@ -13,6 +13,9 @@ Cases (each a statement a client sends thousands of times):
                     unprepared (Parse/Bind/Describe/Execute/Sync each time: psycopg's
                     automatic preparing is turned off for it);
 - by_key_prepared   the same, prepared once.
+- by_range_prepared `SELECT * FROM t WHERE id BETWEEN $1 AND $2`, 100 consecutive keys
+                    from a random one, prepared once (an index range on both sides; a
+                    flashscan from before session 22 scans the table for it).
 
 For each case and round, each server (in a shuffled order per round: bench/common.py's
 round_order) gets --warmup round trips, then --trips timed ones. Printed per server: the
@@ -55,7 +58,8 @@ servers = common.load_by_path("concurrency_run", os.path.join(HERE, "..", "concu
 PG_PORT = 55442
 FS_PORT = 55443
 FS_HTTP = 55490
-CASES = ["select1", "select1_prepared", "by_key", "by_key_prepared"]
+CASES = ["select1", "select1_prepared", "by_key", "by_key_prepared", "by_range_prepared"]
+RANGE_ROWS = 100
 TABLE_SQL = "id BIGINT NOT NULL, name TEXT, v BIGINT"
 
 
@@ -75,8 +79,15 @@ def statement_of(case, rows, rng):
         return "SELECT 1", None, False
     if case == "select1_prepared":
         return "SELECT 1", None, True
+    if case == "by_range_prepared":
+        first = rng.randrange(1, rows - RANGE_ROWS + 2)
+        return "SELECT * FROM t WHERE id BETWEEN %s AND %s", (first, first + RANGE_ROWS - 1), True
     key = (rng.randrange(1, rows + 1),)
     return "SELECT * FROM t WHERE id = %s", key, case == "by_key_prepared"
+
+
+def rows_expected(case):
+    return RANGE_ROWS if case == "by_range_prepared" else 1
 
 
 def proc_cpu_s(pid):
@@ -91,7 +102,7 @@ def measure(conn, server_pid, case, trips, warmup, rows, seed):
     for _ in range(warmup):
         sql, params, prepare = statement_of(case, rows, rng)
         got = conn.execute(sql, params, prepare=prepare).fetchall()
-        assert len(got) == 1, (case, got)
+        assert len(got) == rows_expected(case), (case, len(got))
     # psycopg's own record of what it prepared (a private attribute: a check, not an API).
     if case.endswith("_prepared"):
         assert len(getattr(conn, "_prepared")._names) > 0, f"{case}: psycopg prepared nothing"

@@ -203,7 +203,7 @@ pub fn choose(indexes: &[Arc<KeyIndex>], predicates: &[ColumnPredicate], column_
 /// next column meets the bounds of `ranges`: the first lower and the first upper bound
 /// that convert to the column's type exactly (the others, and the ones that do not
 /// convert, are left to DataFusion's filter, which runs again on what the lookup finds).
-fn range_lookup<'a>(index: &KeyIndex, prefix: &[ArrayRef], fixed: usize, ranges: impl Iterator<Item = &'a ColumnPredicate>) -> Option<KeyLookup> {
+pub fn range_lookup<'a>(index: &KeyIndex, prefix: &[ArrayRef], fixed: usize, ranges: impl Iterator<Item = &'a ColumnPredicate>) -> Option<KeyLookup> {
     use std::ops::Bound;
     let field = &index.fields()[fixed];
     let (mut lower, mut upper) = (None, None);

@@ -32,6 +32,7 @@ pub mod error;
 pub mod exec_plan;
 pub mod format;
 pub mod index_ddl;
+pub mod index_order;
 pub mod index_scan;
 pub mod join_order;
 pub mod like;

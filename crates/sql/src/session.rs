@@ -101,6 +101,7 @@ impl FlashscanSession {
         let ctx = crate::subquery_by_domain::register(ctx);
         // Inner joins in the order estimated cardinalities give, not the query's.
         let ctx = crate::join_order::register(ctx);
+        let ctx = crate::index_order::register(ctx);
         // nextval / setval over the database's sequences (column defaults call nextval).
         crate::sequence_functions::register(&ctx, &write);
         let scan_log = ScanLog::new();

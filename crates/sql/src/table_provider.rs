@@ -210,13 +210,7 @@ impl FlashscanTable {
         let indexes = snapshot.indexes();
         let Some(choice) = crate::index_scan::choose(&indexes, predicates, &names) else { return Ok(None) };
         if !choice.index.is_built() {
-            let write = write.clone();
-            let name = table.name.clone();
-            let built = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
-                Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| write.built_indexes(&name)),
-                _ => write.built_indexes(&name),
-            };
-            built.map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            build_indexes(write, &table.name)?;
         }
         let ids_max = match choice.lookup {
             flashscan_write::key_index::KeyLookup::Range { .. } => crate::index_scan::range_rows_max(table.row_count + self.delta_rows()),
@@ -224,6 +218,122 @@ impl FlashscanTable {
         };
         let found = snapshot.rows_by_index(&choice.index, &choice.lookup, ids_max, projection, &self.db_dir).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
         let Some((batch, ids)) = found else { return Ok(None) };
+        self.lookup_plan(table, &choice, batch, ids, projection, row_ids).map(Some)
+    }
+
+    /// `ORDER BY c [ASC|DESC] [NULLS FIRST|LAST] LIMIT n` through an index that starts with
+    /// `c` (index_order.rs): keys in that order, a chunk at a time, the rows of each under
+    /// the snapshot, until `n` rows (all of the last key's) are found. `None` when it cannot
+    /// (the scan then reads the table): no such index, the transaction's own rows in the
+    /// table, a column store, or more than `ORDERED_KEYS_MAX` keys looked at (rows of many
+    /// keys deleted since the index last shed them).
+    async fn ordered_lookup(
+        &self,
+        state: &dyn Session,
+        table: &TableMeta,
+        snapshot: Option<&SnapshotTable>,
+        order: &crate::index_order::IndexOrder,
+        predicates: &[ColumnPredicate],
+        projection: &[usize],
+        row_ids: bool,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        use flashscan_write::key_index::{prefix_successor, Key, KeyLookup};
+        use std::ops::Bound;
+        /// Keys an ordered lookup looks at before it leaves the work to the scan.
+        const ORDERED_KEYS_MAX: usize = 100_000;
+        let (Some(snapshot), Some(write)) = (snapshot, self.write.as_ref()) else { return Ok(None) };
+        if row_ids || table.is_column_store() || snapshot.has_own_changes() || !self.scan_settings(state).index_lookups {
+            return Ok(None);
+        }
+        let Some(column) = self.column_index(&order.column) else { return Ok(None) };
+        // Unique indexes first: one row per key.
+        let mut fitting: Vec<_> = snapshot.indexes().into_iter().filter(|i| i.columns().first() == Some(&column)).collect();
+        fitting.sort_by_key(|i| !i.is_unique());
+        let Some(index) = fitting.into_iter().next() else { return Ok(None) };
+        if !index.is_built() {
+            build_indexes(write, &table.name)?;
+        }
+        let on_column: Vec<&ColumnPredicate> = predicates.iter().filter(|p| p.column() == column).collect();
+        let null_key = index.null_first_column_key().map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        let not_null_from: Key = prefix_successor(&null_key).ok_or_else(|| datafusion::error::DataFusionError::Internal("a NULL key with no successor".into()))?;
+        let null_region = (Bound::Included(null_key.clone()), Bound::Excluded(not_null_from.clone()));
+        // The rows of non-NULL keys the filters on the column keep (a comparison is never
+        // true of NULL), then where the ORDER BY puts the NULLs.
+        let (lower, upper) = if on_column.is_empty() {
+            (Bound::Included(not_null_from.clone()), Bound::Unbounded)
+        } else {
+            match crate::index_scan::range_lookup(&index, &[], 0, on_column.iter().copied()) {
+                Some(KeyLookup::Range { lower: Bound::Unbounded, upper }) => (Bound::Included(not_null_from.clone()), upper),
+                Some(KeyLookup::Range { lower, upper }) => (lower, upper),
+                _ => return Ok(None),
+            }
+        };
+        let not_null = (lower, upper);
+        let segments: Vec<(Bound<Key>, Bound<Key>)> = match (on_column.is_empty(), order.ascending == order.nulls_first) {
+            (false, _) => vec![not_null],
+            // ASC NULLS FIRST, DESC NULLS LAST: NULL keys first in ascending key order.
+            (true, true) if order.ascending => vec![null_region, not_null],
+            (true, true) => vec![not_null, null_region],
+            (true, false) if order.ascending => vec![not_null, null_region],
+            (true, false) => vec![null_region, not_null],
+        };
+        let chunk = (order.rows * 2).max(64);
+        let (mut batches, mut ids, mut rows_found, mut keys_seen) = (Vec::new(), Vec::new(), 0usize, 0usize);
+        'segments: for (mut lower, mut upper) in segments {
+            loop {
+                let as_ref = |b: &Bound<Key>| match b {
+                    Bound::Included(k) => Bound::Included(k.to_vec()),
+                    Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+                    Bound::Unbounded => Bound::Unbounded,
+                };
+                let (l, u) = (as_ref(&lower), as_ref(&upper));
+                let keys = index.keys_between(l.as_ref().map(|k| &k[..]), u.as_ref().map(|k| &k[..]), order.ascending, chunk);
+                let Some(last) = keys.last().cloned() else { break };
+                keys_seen += keys.len();
+                let exhausted = keys.len() < chunk;
+                let lookup = KeyLookup::Keys { keys, prefix: false };
+                let found = snapshot.rows_by_index(&index, &lookup, usize::MAX, projection, &self.db_dir).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+                let Some((batch, found_ids)) = found else { return Ok(None) };
+                rows_found += batch.num_rows();
+                batches.push(batch);
+                ids.extend(found_ids);
+                if rows_found >= order.rows {
+                    break 'segments;
+                }
+                if keys_seen > ORDERED_KEYS_MAX {
+                    return Ok(None);
+                }
+                if exhausted {
+                    break;
+                }
+                if order.ascending {
+                    lower = Bound::Excluded(last);
+                } else {
+                    upper = Bound::Excluded(last);
+                }
+            }
+        }
+        let schema = match batches.first() {
+            Some(b) => b.schema(),
+            None => return self.lookup_plan(table, &self.ordered_choice(&index, order), arrow::record_batch::RecordBatch::new_empty(Arc::new(arrow::datatypes::Schema::new(projection.iter().map(|&c| self.schema.field(c).clone()).collect::<Vec<_>>()))), Vec::new(), projection, row_ids).map(Some),
+        };
+        let batch = arrow::compute::concat_batches(&schema, &batches)?;
+        self.lookup_plan(table, &self.ordered_choice(&index, order), batch, ids, projection, row_ids).map(Some)
+    }
+
+    fn ordered_choice(&self, index: &Arc<flashscan_write::key_index::KeyIndex>, order: &crate::index_order::IndexOrder) -> crate::index_scan::IndexChoice {
+        let direction = if order.ascending { "ascending" } else { "descending" };
+        crate::index_scan::IndexChoice {
+            index: index.clone(),
+            lookup: flashscan_write::key_index::KeyLookup::Keys { keys: Vec::new(), prefix: false },
+            columns_fixed: 0,
+            description: format!("{} {direction}, first {} rows", order.column, order.rows),
+        }
+    }
+
+    /// The rows an index lookup found as the scan's plan: cast to the table's types, with
+    /// the row ids when UPDATE or DELETE asks.
+    fn lookup_plan(&self, table: &TableMeta, choice: &crate::index_scan::IndexChoice, batch: arrow::record_batch::RecordBatch, ids: Vec<u64>, projection: &[usize], row_ids: bool) -> Result<Arc<dyn ExecutionPlan>> {
         let mut fields: Vec<_> = projection.iter().map(|&c| Arc::new(self.schema.field(c).clone())).collect();
         let mut columns: Vec<arrow::array::ArrayRef> = batch
             .columns()
@@ -237,7 +347,7 @@ impl FlashscanTable {
         }
         let schema = Arc::new(arrow::datatypes::Schema::new(fields));
         let batch = arrow::record_batch::RecordBatch::try_new_with_options(schema, columns, &arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())))?;
-        Ok(Some(Arc::new(crate::index_scan::IndexLookupExec::new(&table.name, &choice, batch))))
+        Ok(Arc::new(crate::index_scan::IndexLookupExec::new(&table.name, choice, batch)))
     }
 
     /// Committed rows only in the delta now.
@@ -473,6 +583,8 @@ impl TableProvider for FlashscanTable {
         Ok(filters
             .iter()
             .map(|f| match self.usable_predicates(f) {
+                // The ORDER BY … LIMIT marker: TRUE for every row, taken out by `scan`.
+                _ if crate::index_order::marker_order(f).is_some() => TableProviderFilterPushDown::Exact,
                 // A column store evaluates the filter in its scan, on the filter's columns
                 // first (late materialization): DataFusion need not run it again.
                 _ if self.delta_rows() == 0 && self.scan_evaluates(f) => TableProviderFilterPushDown::Exact,
@@ -505,7 +617,21 @@ impl TableProvider for FlashscanTable {
     }
 
     async fn scan(&self, state: &dyn Session, projection: Option<&Vec<usize>>, filters: &[Expr], limit: Option<usize>) -> Result<Arc<dyn ExecutionPlan>> {
+        // The ORDER BY … LIMIT marker (index_order.rs) is TRUE for every row: taken out here.
+        let order = filters.iter().find_map(crate::index_order::marker_order);
+        let unmarked: Vec<Expr>;
+        let filters = if order.is_some() {
+            unmarked = filters.iter().filter(|f| crate::index_order::marker_order(f).is_none()).cloned().collect();
+            &unmarked[..]
+        } else {
+            filters
+        };
         let ScanRequest { table, delta, projection, row_ids, predicates, usable_filters } = self.scan_request(state, projection, filters)?;
+        if let Some(order) = &order {
+            if let Some(lookup) = self.ordered_lookup(state, &table, delta.as_ref(), order, &predicates, &projection, row_ids).await? {
+                return Ok(lookup);
+            }
+        }
         if let Some(lookup) = self.index_lookup(state, &table, delta.as_ref(), &predicates, &projection, row_ids).await? {
             return Ok(lookup);
         }
@@ -599,4 +725,14 @@ impl TableProvider for FlashscanTable {
         let sink = crate::dml::WriteSink { write: write.clone(), table: self.table.name.clone(), schema: self.schema.clone() };
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
+}
+
+/// Builds the table's SQL indexes not built yet (once per process: a scan of their key
+/// columns), off the async workers when there are several.
+fn build_indexes(write: &Arc<flashscan_write::WritePath>, table: &str) -> Result<()> {
+    let built = match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(|| write.built_indexes(table)),
+        _ => write.built_indexes(table),
+    };
+    built.map(drop).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))
 }

@@ -200,6 +200,25 @@ fn range_query(rng: &mut Rng, next_id: i64) -> String {
     }
 }
 
+/// A query over `{t}` ordered by the first column of one of t's indexes, with a LIMIT
+/// (answers that are the same whatever row a tie gives: the ordered values, or a key).
+fn order_query(rng: &mut Rng, next_id: i64) -> String {
+    let n = rng.below(12) + 1;
+    let id = rng.below(next_id as u64 + 2);
+    match rng.below(10) {
+        0 => format!("SELECT id, s FROM {{t}} ORDER BY id LIMIT {n}"),
+        1 => format!("SELECT id FROM {{t}} ORDER BY id DESC LIMIT {n}"),
+        2 => format!("SELECT g FROM {{t}} ORDER BY g LIMIT {n}"),
+        3 => format!("SELECT g FROM {{t}} ORDER BY g DESC LIMIT {n}"),
+        4 => format!("SELECT g FROM {{t}} ORDER BY g NULLS FIRST LIMIT {n}"),
+        5 => format!("SELECT g FROM {{t}} ORDER BY g DESC NULLS LAST LIMIT {n}"),
+        6 => format!("SELECT g FROM {{t}} WHERE g > {} ORDER BY g LIMIT {n}", rng.below(8)),
+        7 => format!("SELECT id + 0 AS i, g FROM {{t}} WHERE id < {id} ORDER BY id DESC LIMIT {n}"),
+        8 => format!("SELECT s FROM {{t}} ORDER BY s LIMIT {n}"),
+        _ => format!("SELECT id FROM {{t}} ORDER BY id LIMIT {n} OFFSET {}", rng.below(5)),
+    }
+}
+
 /// A key lookup reads its table page from the buffer pool once it is there (no reader
 /// opened per lookup), and a table dropped and made again under the same name is never
 /// answered from the old one's pages.
@@ -254,6 +273,7 @@ fn index_lookups_answer_as_the_scan_does() {
         let mut next_id = 0i64;
         let mut used_index = 0;
         let mut ranges_by_index = 0;
+        let mut orders_by_index = 0;
         let mut point_plans = 0;
         for step in 0..60 {
             let both = |sql: String, s: &flashscan_sql::FlashscanSession| {
@@ -311,8 +331,17 @@ fn index_lookups_answer_as_the_scan_does() {
                     ranges_by_index += 1;
                 }
             }
+            for _ in 0..3 {
+                let q = order_query(&mut rng, next_id);
+                let (with, without) = (sorted(&rt, &s, &q.replace("{t}", "t")), sorted(&rt, &s, &q.replace("{t}", "m")));
+                assert_eq!(with, without, "seed {seed:#x} step {step}: {q}");
+                if plan(&rt, &s, &q.replace("{t}", "t")).contains(" rows) keys=") {
+                    orders_by_index += 1;
+                }
+            }
         }
         assert!(ranges_by_index > 120, "seed {seed:#x}: an index range answered {ranges_by_index} of 180 range queries");
+        assert!(orders_by_index > 120, "seed {seed:#x}: the index's order answered {orders_by_index} of 180 ORDER BY … LIMIT queries");
         assert!(used_index > 200, "seed {seed:#x}: the index answered {used_index} of 360 queries");
         assert!(point_plans > 150, "seed {seed:#x}: {point_plans} of 360 queries were planned as point statements");
         // With lookups off the same answers come from scans.
@@ -344,4 +373,21 @@ fn wide_ranges_are_scanned_and_narrow_ones_looked_up() {
     let wide = "SELECT count(*) FROM t WHERE id >= 5000";
     assert!(!plan(&rt, &s, wide).contains("IndexLookupExec"), "{}", plan(&rt, &s, wide));
     assert_eq!(sorted(&rt, &s, wide), vec![vec!["15000".to_string()]]);
+    // The newest rows by the index's order; the transaction's own rows are seen (the
+    // index holds committed rows only, so the scan answers then).
+    let newest = "SELECT id, v FROM t ORDER BY id DESC LIMIT 3";
+    assert!(plan(&rt, &s, newest).contains("index=t_pkey (id descending, first 3 rows)"), "{}", plan(&rt, &s, newest));
+    assert_eq!(common::texts(&run(&rt, &s, newest)), vec![vec!["19999".to_string(), "v19999".into()], vec!["19998".into(), "v19998".into()], vec!["19997".into(), "v19997".into()]]);
+    run(&rt, &s, "BEGIN");
+    run(&rt, &s, "INSERT INTO t VALUES (50000, DATE '2027-01-01', 'mine')");
+    assert_eq!(common::texts(&run(&rt, &s, "SELECT id, v FROM t ORDER BY id DESC LIMIT 1")), vec![vec!["50000".to_string(), "mine".into()]]);
+    run(&rt, &s, "ROLLBACK");
+    assert_eq!(common::texts(&run(&rt, &s, "SELECT id FROM t ORDER BY id DESC LIMIT 1")), vec![vec!["19999".to_string()]]);
+    // Rows deleted from the front are skipped, the next ones found.
+    run(&rt, &s, "DELETE FROM t WHERE id < 150");
+    assert_eq!(common::texts(&run(&rt, &s, "SELECT id FROM t ORDER BY id LIMIT 2")), vec![vec!["150".to_string()], vec!["151".into()]]);
+    let by_day = "SELECT day FROM t ORDER BY day DESC LIMIT 150";
+    assert!(plan(&rt, &s, by_day).contains("index=t_day (day descending, first 150 rows)"), "{}", plan(&rt, &s, by_day));
+    let days = common::texts(&run(&rt, &s, by_day));
+    assert_eq!((days.len(), days[0][0].as_str(), days[149][0].as_str()), (150, "2026-07-19", "2026-07-18"));
 }

@@ -309,6 +309,31 @@ impl KeyIndex {
         }
     }
 
+    /// At most `limit` keys between `lower` and `upper`, in ascending or descending order
+    /// (an ordered lookup's next chunk: the caller moves the bound past the last one).
+    pub fn keys_between(&self, lower: std::ops::Bound<&[u8]>, upper: std::ops::Bound<&[u8]>, ascending: bool, limit: usize) -> Vec<Key> {
+        use std::ops::Bound;
+        if let (Bound::Included(l) | Bound::Excluded(l), Bound::Included(u) | Bound::Excluded(u)) = (lower, upper) {
+            if l > u || (l == u && !matches!((lower, upper), (Bound::Included(_), Bound::Included(_)))) {
+                return Vec::new();
+            }
+        }
+        let e = self.read();
+        let range = e.map.range::<[u8], _>((lower, upper));
+        if ascending {
+            range.take(limit).map(|(k, _)| k.clone()).collect()
+        } else {
+            range.rev().take(limit).map(|(k, _)| k.clone()).collect()
+        }
+    }
+
+    /// The key of a NULL in the first key column: every key whose first column is NULL
+    /// starts with it, and sorts before every other (NULLs first, arrow's default).
+    pub fn null_first_column_key(&self) -> Result<Key, WriteError> {
+        let column = arrow::array::new_null_array(self.fields[0].data_type(), 1);
+        Ok(self.keys_of(&[column])?.remove(0))
+    }
+
     /// Enters rows of a commit (their keys and ids) into a built index; an unbuilt one
     /// takes nothing (its build reads them from the delta).
     pub fn insert_all(&self, entries: impl IntoIterator<Item = (Key, u64)>) {

@@ -240,6 +240,12 @@ impl SnapshotTable {
         }
     }
 
+    /// Whether the reading transaction has changes of its own in this table (rows it
+    /// inserted or deleted, not committed): an index holds committed rows only.
+    pub fn has_own_changes(&self) -> bool {
+        self.own.is_some()
+    }
+
     pub fn rows_by_index(&self, index: &KeyIndex, lookup: &KeyLookup, ids_max: usize, projection: &[usize], db_dir: &Path) -> Result<Option<(RecordBatch, Vec<u64>)>, WriteError> {
         if !index.covers(self.delta.id()) {
             return Ok(None);
