@@ -16,6 +16,9 @@ Cases (each a statement a client sends thousands of times):
 - by_range_prepared `SELECT * FROM t WHERE id BETWEEN $1 AND $2`, 100 consecutive keys
                     from a random one, prepared once (an index range on both sides; a
                     flashscan from before session 22 scans the table for it).
+- newest_prepared   `SELECT * FROM t ORDER BY id DESC LIMIT 10`, prepared once (the
+                    primary key read backwards on both sides; before session 22 flashscan
+                    scanned the table and sorted).
 
 For each case and round, each server (in a shuffled order per round: bench/common.py's
 round_order) gets --warmup round trips, then --trips timed ones. Printed per server: the
@@ -58,7 +61,8 @@ servers = common.load_by_path("concurrency_run", os.path.join(HERE, "..", "concu
 PG_PORT = 55442
 FS_PORT = 55443
 FS_HTTP = 55490
-CASES = ["select1", "select1_prepared", "by_key", "by_key_prepared", "by_range_prepared"]
+CASES = ["select1", "select1_prepared", "by_key", "by_key_prepared", "by_range_prepared", "newest_prepared"]
+NEWEST_ROWS = 10
 RANGE_ROWS = 100
 TABLE_SQL = "id BIGINT NOT NULL, name TEXT, v BIGINT"
 
@@ -79,6 +83,8 @@ def statement_of(case, rows, rng):
         return "SELECT 1", None, False
     if case == "select1_prepared":
         return "SELECT 1", None, True
+    if case == "newest_prepared":
+        return f"SELECT * FROM t ORDER BY id DESC LIMIT {NEWEST_ROWS}", None, True
     if case == "by_range_prepared":
         first = rng.randrange(1, rows - RANGE_ROWS + 2)
         return "SELECT * FROM t WHERE id BETWEEN %s AND %s", (first, first + RANGE_ROWS - 1), True
@@ -87,7 +93,7 @@ def statement_of(case, rows, rng):
 
 
 def rows_expected(case):
-    return RANGE_ROWS if case == "by_range_prepared" else 1
+    return {"by_range_prepared": RANGE_ROWS, "newest_prepared": NEWEST_ROWS}.get(case, 1)
 
 
 def proc_cpu_s(pid):

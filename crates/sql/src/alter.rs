@@ -6,10 +6,12 @@
 //! the others change the catalog); this module turns the statement into its request, with the new
 //! column planned as CREATE TABLE plans columns and its default computed once.
 //!
-//! Refused, with what to do: several changes in one statement (each is its own commit
-//! here, so a failure halfway would leave some applied), a volatile default in ADD COLUMN
-//! (one value per existing row: not built), SERIAL / identity / PRIMARY KEY / UNIQUE in ADD
-//! COLUMN, TYPE … USING (the value is converted as CAST converts it). Key changes (ADD PRIMARY KEY, ADD UNIQUE,
+//! ADD COLUMN gives the existing rows what PostgreSQL gives them: a constant default once
+//! computed, a volatile one (`random()`) computed per row, a SERIAL or identity column's
+//! new sequence numbering them. Refused, with what to do: several changes in one statement
+//! (each is its own commit here, so a failure halfway would leave some applied), a default
+//! drawing from a sequence that exists, PRIMARY KEY / UNIQUE in ADD COLUMN, TYPE … USING
+//! (the value is converted as CAST converts it). Key changes (ADD PRIMARY KEY, ADD UNIQUE,
 //! DROP CONSTRAINT) are `index_ddl`'s.
 
 use datafusion::common::{DFSchema, ScalarValue};
@@ -113,13 +115,38 @@ pub fn column_change(at: &AlterTable) -> Result<Option<ColumnChange>, SqlError> 
     Ok(Some(change))
 }
 
-/// A column ADD COLUMN adds: its definition, its default, and the value every existing row
-/// gets (the default computed once, or NULL).
+/// A column ADD COLUMN adds: its definition, its default, and what the existing rows get.
 #[derive(Debug, Clone)]
 pub struct AddedColumn {
     pub column: ColumnDef,
     pub default: Option<ColumnDefaultMeta>,
-    pub value: ScalarValue,
+    pub fill: AddedFill,
+}
+
+/// The values ADD COLUMN gives the rows a table has, as PostgreSQL gives them.
+#[derive(Debug, Clone)]
+pub enum AddedFill {
+    /// The default computed once (or NULL): every row the same.
+    Value(ScalarValue),
+    /// A volatile default (`random()`, `clock_timestamp()`): computed for each row.
+    PerRow(std::sync::Arc<dyn datafusion::physical_expr::PhysicalExpr>),
+    /// SERIAL / identity: the column's new sequence numbers the rows.
+    Sequence { name: String, meta: flashscan_storage::SequenceMeta },
+}
+
+impl AddedFill {
+    /// The values of `n` rows, for every fill but `Sequence` (the write path numbers those).
+    pub fn values(&self, n: usize) -> datafusion::error::Result<arrow::array::ArrayRef> {
+        match self {
+            AddedFill::Value(v) => v.to_array_of_size(n),
+            AddedFill::PerRow(e) => {
+                let options = arrow::record_batch::RecordBatchOptions::new().with_row_count(Some(n));
+                let batch = arrow::record_batch::RecordBatch::try_new_with_options(std::sync::Arc::new(arrow::datatypes::Schema::empty()), vec![], &options)?;
+                e.evaluate(&batch)?.into_array(n)
+            }
+            AddedFill::Sequence { .. } => datafusion::common::internal_err!("a sequence's values come from the write path"),
+        }
+    }
 }
 
 /// Plans `def` as CREATE TABLE plans a column (types, NULL / NOT NULL, DEFAULT), refusing
@@ -134,9 +161,6 @@ pub async fn added_column(state: &SessionState, table: &str, def: &SqlColumnDef)
         return Err(refuse(table, "ADD COLUMN … PRIMARY KEY / UNIQUE", &format!("add the column, then ALTER TABLE {table} ADD PRIMARY KEY (…) or ADD UNIQUE (…)")));
     }
     let defaults = crate::column_defaults::take_column_defaults(&mut ct)?;
-    if !defaults.sequences.is_empty() {
-        return Err(refuse(table, "ADD COLUMN … SERIAL / GENERATED AS IDENTITY", "create a new table with the column and INSERT INTO it … SELECT"));
-    }
     crate::dml::refuse_unsupported_create(&ct)?;
     let plan = state.statement_to_plan(DFStatement::Statement(Box::new(Statement::CreateTable(ct)))).await?;
     let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = plan else {
@@ -149,26 +173,35 @@ pub async fn added_column(state: &SessionState, table: &str, def: &SqlColumnDef)
     let default = defaults.defaults.into_iter().next();
     // DataFusion plans VARCHAR as Utf8View; the table stores the column's own type.
     let stored_type = column.column_type.arrow_type();
-    let value = match &default {
-        None => ScalarValue::try_from(field.data_type())?,
+    if let Some((name, meta)) = defaults.sequences.into_iter().next() {
+        return Ok(AddedColumn { column, default, fill: AddedFill::Sequence { name, meta } });
+    }
+    let fill = match &default {
+        None => AddedFill::Value(ScalarValue::try_from(field.data_type())?.cast_to(&stored_type)?),
         Some(d) => {
             let expr = crate::column_defaults::plan_default(state, d)?;
+            let cast = expr.clone().cast_to(&stored_type, &DFSchema::empty())?;
             if expr.is_volatile() {
-                return Err(refuse(
-                    table,
-                    &format!("ADD COLUMN with a volatile DEFAULT ({})", d.sql),
-                    &format!("add the column without it, UPDATE {table} SET {} = …, then ALTER COLUMN {} SET DEFAULT {}", column.name, column.name, d.sql),
-                ));
+                // A sequence's values are handed out by the write path, which the rewrite
+                // holds: numbering rows from another sequence is not built.
+                let draws_sequence = datafusion::common::tree_node::TreeNode::exists(&expr, |e| Ok(matches!(e, datafusion::logical_expr::Expr::ScalarFunction(f) if matches!(f.name(), "nextval" | "setval"))))?;
+                if draws_sequence {
+                    return Err(refuse(
+                        table,
+                        &format!("ADD COLUMN with DEFAULT {} (a sequence that exists)", d.sql),
+                        &format!("add the column without it, UPDATE {table} SET {} = nextval(…), then ALTER COLUMN {} SET DEFAULT {}; or add it as SERIAL", column.name, column.name, d.sql),
+                    ));
+                }
+                AddedFill::PerRow(state.create_physical_expr(cast, &DFSchema::empty())?)
+            } else {
+                let plan = LogicalPlanBuilder::empty(true).project(vec![cast.alias("v")])?.build()?;
+                let batches = DataFrame::new(state.clone(), plan).collect().await?;
+                let batch = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| SqlError::Internal(format!("DEFAULT {} computed no value", d.sql)))?;
+                AddedFill::Value(ScalarValue::try_from_array(batch.column(0), 0)?)
             }
-            let cast = expr.cast_to(field.data_type(), &DFSchema::empty())?;
-            let plan = LogicalPlanBuilder::empty(true).project(vec![cast.alias("v")])?.build()?;
-            let batches = DataFrame::new(state.clone(), plan).collect().await?;
-            let batch = batches.iter().find(|b| b.num_rows() > 0).ok_or_else(|| SqlError::Internal(format!("DEFAULT {} computed no value", d.sql)))?;
-            ScalarValue::try_from_array(batch.column(0), 0)?
         }
     };
-    let value = value.cast_to(&stored_type)?;
-    Ok(AddedColumn { column, default, value })
+    Ok(AddedColumn { column, default, fill })
 }
 
 /// The column type `data_type` is stored as, planned as CREATE TABLE plans it.

@@ -588,11 +588,15 @@ impl FlashscanSession {
         let outcome = match change {
             ColumnChange::Add { column, if_not_exists } => {
                 let added = crate::alter::added_column(&state, &table.name, &column).await?;
-                let (data_type, value) = (added.column.column_type.arrow_type(), added.value.clone());
-                let fill = move |n: usize| {
-                    value.to_array_of_size(n).map_err(|e| flashscan_storage::StorageError::InvalidArgument(format!("the new column's value ({data_type}) for {n} rows: {e}")))
+                let (data_type, fill) = (added.column.column_type.arrow_type(), added.fill.clone());
+                let values = move |n: usize| {
+                    fill.values(n).map_err(|e| flashscan_storage::StorageError::InvalidArgument(format!("the new column's values ({data_type}) for {n} rows: {}", crate::error::one_line(&e.to_string()))))
                 };
-                w.alter_table(&table.name, Alteration::AddColumn { column: added.column, default: added.default, if_not_exists, fill: &fill })?
+                let fill = match added.fill {
+                    crate::alter::AddedFill::Sequence { name, meta } => flashscan_write::ColumnFill::Sequence { name, meta },
+                    _ => flashscan_write::ColumnFill::Values(&values),
+                };
+                w.alter_table(&table.name, Alteration::AddColumn { column: added.column, default: added.default, if_not_exists, fill })?
             }
             ColumnChange::Drop { column, if_exists } => w.alter_table(&table.name, Alteration::DropColumn { column, if_exists })?,
             ColumnChange::Rename { from, to } => w.alter_table(&table.name, Alteration::RenameColumn { from, to })?,

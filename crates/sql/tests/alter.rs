@@ -30,7 +30,7 @@ fn columns(rt: &Rt, s: &FlashscanSession, table: &str) -> Vec<String> {
 fn table_with_history(rt: &Rt, s: &FlashscanSession) -> BTreeMap<i64, Vec<String>> {
     run(rt, s, "CREATE TABLE t (id BIGINT NOT NULL, v BIGINT NOT NULL, name VARCHAR) WITH (partitions = 2)");
     let mut model = BTreeMap::new();
-    let mut insert = |from: i64, to: i64, model: &mut BTreeMap<i64, Vec<String>>| {
+    let insert = |from: i64, to: i64, model: &mut BTreeMap<i64, Vec<String>>| {
         let values: Vec<String> = (from..to).map(|i| if i % 7 == 0 { format!("({i}, {}, NULL)", i * 10) } else { format!("({i}, {}, 'n{i}')", i * 10) }).collect();
         for i in from..to {
             model.insert(i, vec![(i * 10).to_string(), if i % 7 == 0 { "NULL".into() } else { format!("n{i}") }]);
@@ -207,10 +207,10 @@ fn what_alter_table_does_not_do_is_refused_and_changes_nothing() {
     run(&rt, &s, "CREATE TABLE t (id BIGINT NOT NULL, qty INT)");
     run(&rt, &s, "INSERT INTO t VALUES (1, 2)");
     run(&rt, &s, "CREATE VIEW tv AS SELECT id FROM t");
+    run(&rt, &s, "CREATE SEQUENCE sx");
     for (sql, says) in [
         ("ALTER TABLE t ADD COLUMN a INT, ADD COLUMN b INT", "one ALTER TABLE per change"),
-        ("ALTER TABLE t ADD COLUMN n SERIAL", "SERIAL"),
-        ("ALTER TABLE t ADD COLUMN r DOUBLE PRECISION DEFAULT random()", "volatile"),
+        ("ALTER TABLE t ADD COLUMN r BIGINT DEFAULT nextval('sx')", "a sequence that exists"),
         ("ALTER TABLE t ADD COLUMN k INT PRIMARY KEY", "ADD PRIMARY KEY"),
         ("ALTER TABLE t ALTER COLUMN qty TYPE BIGINT", "views read it"),
         ("ALTER TABLE t DROP COLUMN qty", "views read it"),
@@ -295,4 +295,43 @@ fn a_column_changes_type_and_nullability_value_by_value() {
     assert!(e.contains("partitioned on it"), "{e}");
     let e = fails(&rt, &s, "ALTER TABLE t ALTER COLUMN code TYPE BIGINT USING code * 2");
     assert!(e.contains("USING"), "{e}");
+}
+
+#[test]
+fn serial_identity_and_volatile_defaults_give_each_row_its_own_value() {
+    let (rt, dir) = (runtime(), tempfile::tempdir().unwrap());
+    let db = new_database(dir.path());
+    let mut s = session(&db);
+    let model = table_with_history(&rt, &s);
+    let rows = model.len();
+
+    // SERIAL: the rows numbered 1..n by the column's new sequence, which goes on from n.
+    run(&rt, &s, "ALTER TABLE t ADD COLUMN n SERIAL");
+    let numbers = sorted(&rt, &s, "SELECT count(*), count(DISTINCT n), min(n), max(n) FROM t");
+    assert_eq!(numbers, vec![vec![rows.to_string(), rows.to_string(), "1".into(), rows.to_string()]]);
+    run(&rt, &s, "INSERT INTO t (id, v) VALUES (5000, 1)");
+    assert_eq!(sorted(&rt, &s, "SELECT n FROM t WHERE id = 5000"), vec![vec![(rows + 1).to_string()]]);
+    // A reopening keeps the sequence past what was handed out.
+    drop(s);
+    s = session(&db);
+    run(&rt, &s, "INSERT INTO t (id, v) VALUES (5001, 1)");
+    let next = sorted(&rt, &s, "SELECT n FROM t WHERE id = 5001")[0][0].parse::<usize>().unwrap();
+    assert!(next > rows + 1, "{next}");
+
+    // Identity, ALWAYS: numbered too, and an INSERT may not give it a value.
+    run(&rt, &s, "ALTER TABLE t ADD COLUMN k BIGINT GENERATED ALWAYS AS IDENTITY (START WITH 100 INCREMENT BY 10)");
+    let ks = sorted(&rt, &s, "SELECT count(DISTINCT k), min(k), max(k) FROM t");
+    assert_eq!(ks, vec![vec![(rows + 2).to_string(), "100".into(), (100 + 10 * (rows + 1)).to_string()]]);
+    let e = fails(&rt, &s, "INSERT INTO t (id, v, k) VALUES (5002, 1, 7)");
+    assert!(e.contains("GENERATED ALWAYS"), "{e}");
+
+    // A volatile default: computed for each row.
+    run(&rt, &s, "ALTER TABLE t ADD COLUMN r DOUBLE PRECISION DEFAULT random()");
+    let r = sorted(&rt, &s, "SELECT count(DISTINCT r) > 1, min(r) >= 0, max(r) < 1, count(r) FROM t");
+    assert_eq!(r, vec![vec!["true".to_string(), "true".into(), "true".into(), (rows + 2).to_string()]]);
+    // Dropping the SERIAL column drops its sequence; the identity's stays with its column.
+    run(&rt, &s, "ALTER TABLE t DROP COLUMN n");
+    let e = fails(&rt, &s, "SELECT nextval('t_n_seq')");
+    assert!(e.contains("t_n_seq"), "{e}");
+    assert_eq!(sorted(&rt, &s, "SELECT count(*) FROM t WHERE k IS NOT NULL"), vec![vec![(rows + 2).to_string()]]);
 }

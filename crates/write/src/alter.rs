@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use arrow::array::ArrayRef;
-use flashscan_storage::{Catalog, ColumnDef, ColumnDefaultMeta, ColumnType, RebuildOptions, Reshape, StorageError, TableMeta};
+use flashscan_storage::{Catalog, ColumnDef, ColumnDefaultMeta, ColumnType, RebuildOptions, Reshape, SequenceMeta, StorageError, TableMeta};
 
 use crate::checkpoint::CheckpointOptions;
 use crate::delta::TableDelta;
@@ -36,9 +36,8 @@ use crate::write_path::{key_of, meta_of, StateGuard, WritePath};
 
 /// One ALTER TABLE change.
 pub enum Alteration<'a> {
-    /// ADD COLUMN: `fill(n)` gives the new column's values for `n` existing rows (its
-    /// default computed once, or NULLs).
-    AddColumn { column: ColumnDef, default: Option<ColumnDefaultMeta>, if_not_exists: bool, fill: &'a (dyn Fn(usize) -> Result<ArrayRef, StorageError> + Sync) },
+    /// ADD COLUMN: the new column, its default, and the values the existing rows get.
+    AddColumn { column: ColumnDef, default: Option<ColumnDefaultMeta>, if_not_exists: bool, fill: ColumnFill<'a> },
     DropColumn { column: String, if_exists: bool },
     RenameColumn { from: String, to: String },
     /// SET DEFAULT (`Some`) or DROP DEFAULT (`None`).
@@ -60,6 +59,16 @@ impl std::fmt::Debug for Alteration<'_> {
             Alteration::RenameTable { to } => write!(f, "RenameTable({to})"),
         }
     }
+}
+
+/// The values ADD COLUMN gives the rows a table has.
+pub enum ColumnFill<'a> {
+    /// `fill(n)`: the values of `n` rows (the default computed once, NULLs, or a volatile
+    /// default computed per row by the caller).
+    Values(&'a (dyn Fn(usize) -> Result<ArrayRef, StorageError> + Sync)),
+    /// A new sequence the column owns (SERIAL, GENERATED … AS IDENTITY): the rows are
+    /// numbered from it, as PostgreSQL numbers them, and it goes on from the last value.
+    Sequence { name: String, meta: SequenceMeta },
 }
 
 /// What an ALTER TABLE did, for its status line.
@@ -96,16 +105,36 @@ impl WritePath {
                 }
                 self.refuse_rewrite(&st.catalog, &table, "ADD COLUMN")?;
                 let name = column.name.clone();
+                let data_type = column.column_type.arrow_type();
                 let mut columns = table.columns.clone();
                 columns.push(column);
                 let mut sources: Vec<Option<usize>> = (0..table.columns.len()).map(Some).collect();
                 sources.push(None);
-                let fill_all = |n: usize| fill(n).map(|a| vec![a]);
                 let default = default.map(|d| ColumnDefaultMeta { column: name.clone(), ..d });
                 let change = move |t: &mut TableMeta| {
                     t.column_defaults.extend(default.clone());
                 };
-                self.rewrite(&mut st, &key, Reshape { columns, sources, fill: &fill_all }, &change)?;
+                match fill {
+                    ColumnFill::Values(fill) => {
+                        let fill_all = |n: usize| fill(n).map(|a| vec![a]);
+                        self.rewrite(&mut st, &key, Reshape { columns, sources, fill: &fill_all }, &change, &|_| {})?;
+                    }
+                    ColumnFill::Sequence { name: sequence, meta } => {
+                        let c = &st.catalog;
+                        if c.sequences.contains_key(&sequence) || c.tables.contains_key(&sequence) || c.view(&sequence).is_some() {
+                            return Err(StorageError::RelationExists { name: sequence, kind: "relation", hint: "" }.into());
+                        }
+                        let numbering = SequenceNumbering::new(&sequence, &meta);
+                        let fill_all = |n: usize| numbering.next(n, &data_type).map(|a| vec![a]);
+                        let add_sequence = |c: &mut Catalog| {
+                            let reserved_through = numbering.last();
+                            c.sequences.insert(sequence.clone(), SequenceMeta { reserved_through, owned_by: Some(key.clone()), ..meta.clone() });
+                        };
+                        self.sequences.forget(std::slice::from_ref(&sequence));
+                        self.rewrite(&mut st, &key, Reshape { columns, sources, fill: &fill_all }, &change, &add_sequence)?;
+                        self.sequences.forget(std::slice::from_ref(&sequence));
+                    }
+                }
                 AlterOutcome::Done(format!("added column {name} to {key}"))
             }
             Alteration::DropColumn { column, if_exists } => {
@@ -138,7 +167,8 @@ impl WritePath {
                 };
                 let sequences: Vec<String> = owned_sequence.into_iter().collect();
                 self.sequences.forget(&sequences);
-                self.rewrite_dropping_sequences(&mut st, &key, Reshape { columns, sources, fill: &no_fill }, &change, &sequences)?;
+                let drop_sequences = |c: &mut Catalog| c.sequences.retain(|name, _| !sequences.contains(name));
+                self.rewrite(&mut st, &key, Reshape { columns, sources, fill: &no_fill }, &change, &drop_sequences)?;
                 AlterOutcome::Done(format!("dropped column {name} of {key}"))
             }
             Alteration::RenameColumn { from, to } => {
@@ -225,7 +255,7 @@ impl WritePath {
                 }
                 let sources: Vec<Option<usize>> = (0..table.columns.len()).map(Some).collect();
                 let no_fill = |_: usize| Ok(Vec::new());
-                self.rewrite(&mut st, &key, Reshape { columns, sources, fill: &no_fill }, &|_| {})?;
+                self.rewrite(&mut st, &key, Reshape { columns, sources, fill: &no_fill }, &|_| {}, &|_| {})?;
                 AlterOutcome::Done(format!("column {name} of {key} changed"))
             }
             Alteration::RenameTable { to } => {
@@ -271,14 +301,10 @@ impl WritePath {
         Ok(())
     }
 
-    fn rewrite(&self, st: &mut StateGuard, key: &str, reshape: Reshape, change: &(dyn Fn(&mut TableMeta) + Sync)) -> Result<(), WriteError> {
-        self.rewrite_dropping_sequences(st, key, reshape, change, &[])
-    }
-
     /// Checkpoints, then copies the table with `reshape`'s columns; the catalog commit that
-    /// switches to the copy also applies `change` to the table, gives it a new id and drops
-    /// `sequences`.
-    fn rewrite_dropping_sequences(&self, st: &mut StateGuard, key: &str, reshape: Reshape, change: &(dyn Fn(&mut TableMeta) + Sync), sequences: &[String]) -> Result<(), WriteError> {
+    /// switches to the copy also applies `change` to the table and `change_catalog` to the
+    /// catalog (sequences added or dropped), and gives the table a new id.
+    fn rewrite(&self, st: &mut StateGuard, key: &str, reshape: Reshape, change: &(dyn Fn(&mut TableMeta) + Sync), change_catalog: &(dyn Fn(&mut Catalog) + Sync)) -> Result<(), WriteError> {
         self.checkpoint_locked(st, &CheckpointOptions::default())?;
         let table = st.catalog.tables.get(key).cloned().ok_or_else(|| WriteError::InvalidArgument(format!("table {key} was dropped meanwhile")))?;
         let target = table.table_format()?;
@@ -292,7 +318,7 @@ impl WritePath {
             let id = meta.next_table_id;
             meta.next_table_id = id.checked_add(1).ok_or_else(|| StorageError::InvalidArgument("the database has used all 2^32 table ids".into()))?;
             meta.table_ids.insert(key.to_string(), id);
-            c.sequences.retain(|name, _| !sequences.contains(name));
+            change_catalog(c);
             Ok(())
         };
         let options = RebuildOptions { reshape: Some(reshape), catalog_change: Some(&catalog_change), ..RebuildOptions::default() };
@@ -337,6 +363,44 @@ impl WritePath {
         };
         st.deltas.insert(to, Arc::new(delta));
         Ok(())
+    }
+}
+
+/// The values ADD COLUMN … SERIAL gives the existing rows: its new sequence's first ones,
+/// handed out a batch at a time (from several threads for a column store).
+struct SequenceNumbering {
+    name: String,
+    increment: i64,
+    max_value: i64,
+    start: i64,
+    /// Values handed out so far.
+    taken: std::sync::atomic::AtomicI64,
+}
+
+impl SequenceNumbering {
+    fn new(name: &str, meta: &SequenceMeta) -> SequenceNumbering {
+        SequenceNumbering { name: name.to_string(), increment: meta.increment, max_value: meta.max_value, start: meta.start, taken: std::sync::atomic::AtomicI64::new(0) }
+    }
+
+    /// The next `n` values, as `data_type` (the column's integer type).
+    fn next(&self, n: usize, data_type: &arrow::datatypes::DataType) -> Result<ArrayRef, StorageError> {
+        let n = i64::try_from(n).map_err(|_| StorageError::InvalidArgument("too many rows".into()))?;
+        let first_index = self.taken.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        let value = |i: i64| i.checked_mul(self.increment).and_then(|d| self.start.checked_add(d)).filter(|v| *v <= self.max_value);
+        let too_many = || StorageError::InvalidArgument(format!("nextval: reached maximum value of sequence \"{}\" ({}) numbering the table's rows", self.name, self.max_value));
+        let mut values = Vec::with_capacity(n as usize);
+        for i in first_index..first_index + n {
+            values.push(value(i).ok_or_else(too_many)?);
+        }
+        let array: ArrayRef = std::sync::Arc::new(arrow::array::Int64Array::from(values));
+        let options = arrow::compute::CastOptions { safe: false, ..Default::default() };
+        arrow::compute::cast_with_options(&array, data_type, &options).map_err(|e| StorageError::InvalidArgument(format!("sequence \"{}\" values as {data_type}: {e}", self.name)))
+    }
+
+    /// The last value handed out, if any.
+    fn last(&self) -> Option<i64> {
+        let taken = self.taken.load(std::sync::atomic::Ordering::Relaxed);
+        (taken > 0).then(|| self.start + (taken - 1) * self.increment)
     }
 }
 

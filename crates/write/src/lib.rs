@@ -57,7 +57,7 @@ mod table_lock;
 pub mod unflushed;
 pub mod write_path;
 
-pub use alter::{AlterOutcome, Alteration};
+pub use alter::{AlterOutcome, Alteration, ColumnFill};
 pub use checkpoint::{checkpoint, CheckpointOptions, CheckpointReport};
 pub use limits::{MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX};
 pub use delta::TableDelta;
