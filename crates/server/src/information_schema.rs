@@ -99,108 +99,96 @@ fn type_facts(t: &DataType) -> TypeFacts {
     }
 }
 
+/// The columns of PostgreSQL's `information_schema.columns` that flashscan fills (the
+/// character-set, collation, domain and scope ones are NULL in PostgreSQL for these types
+/// and left out), in PostgreSQL's order; `true` for an integer column.
+const COLUMNS: [(&str, bool); 21] = [
+    ("table_catalog", false),
+    ("table_schema", false),
+    ("table_name", false),
+    ("column_name", false),
+    ("ordinal_position", true),
+    ("column_default", false),
+    ("is_nullable", false),
+    ("data_type", false),
+    ("character_maximum_length", true),
+    ("character_octet_length", true),
+    ("numeric_precision", true),
+    ("numeric_precision_radix", true),
+    ("numeric_scale", true),
+    ("datetime_precision", true),
+    ("udt_catalog", false),
+    ("udt_schema", false),
+    ("udt_name", false),
+    ("is_identity", false),
+    ("identity_generation", false),
+    ("is_generated", false),
+    ("is_updatable", false),
+];
+
+/// One value of a row of `information_schema.columns`.
+enum Cell {
+    Text(Option<String>),
+    Int(Option<i32>),
+}
+
+/// Column `position` (0-based) of `table`, as the cells of `COLUMNS`.
+fn column_row(table: &CatalogTable, position: usize, field: &Field, database: &str) -> [Cell; 21] {
+    let facts = type_facts(field.data_type());
+    let (default, identity) = match crate::pg_catalog::column_default_kind(table, field.name()) {
+        Some(crate::pg_catalog::DefaultKind::Expression(text)) => (Some(text), None),
+        Some(crate::pg_catalog::DefaultKind::Identity { always }) => (None, Some(if always { "ALWAYS" } else { "BY DEFAULT" })),
+        None => (None, None),
+    };
+    let text = |s: &str| Cell::Text(Some(s.to_string()));
+    let yes_no = |yes: bool| text(if yes { "YES" } else { "NO" });
+    [
+        text(database),
+        text(SCHEMA_NAME),
+        text(&table.name),
+        text(field.name()),
+        Cell::Int(Some(position as i32 + 1)),
+        Cell::Text(default),
+        yes_no(field.is_nullable()),
+        text(facts.data_type),
+        Cell::Int(None),
+        // PostgreSQL's largest text value, as it reports it for `text`.
+        Cell::Int((facts.udt_name == "text").then_some(1_073_741_824)),
+        Cell::Int(facts.numeric.map(|n| n.0)),
+        Cell::Int(facts.numeric.map(|n| n.1)),
+        Cell::Int(facts.numeric.and_then(|n| n.2)),
+        Cell::Int(facts.datetime_precision),
+        text(database),
+        text("pg_catalog"),
+        text(facts.udt_name),
+        yes_no(identity.is_some()),
+        Cell::Text(identity.map(str::to_string)),
+        text("NEVER"),
+        yes_no(!table.is_view()),
+    ]
+}
+
 /// `information_schema.columns`: one row per column of every table and view, with
-/// PostgreSQL's columns (the ones clients read; the character-set, collation, domain and
-/// scope columns are NULL, as PostgreSQL has them for these types).
+/// PostgreSQL's columns (`COLUMNS`).
 fn columns(tables: &[CatalogTable], database: &str) -> Result<RecordBatch> {
-    let names_text = [
-        "table_catalog",
-        "table_schema",
-        "table_name",
-        "column_name",
-        "column_default",
-        "is_nullable",
-        "data_type",
-        "udt_catalog",
-        "udt_schema",
-        "udt_name",
-        "is_identity",
-        "identity_generation",
-        "is_generated",
-        "is_updatable",
-    ];
-    let (mut text_columns, mut ordinal, mut precision, mut radix, mut scale, mut datetime, mut octets) =
-        (vec![Vec::<Option<String>>::new(); names_text.len()], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let mut texts: Vec<Vec<Option<String>>> = vec![Vec::new(); COLUMNS.len()];
+    let mut ints: Vec<Vec<Option<i32>>> = vec![Vec::new(); COLUMNS.len()];
     for t in tables {
         for (i, f) in t.schema.fields().iter().enumerate() {
-            let facts = type_facts(f.data_type());
-            let (default, identity) = match crate::pg_catalog::column_default_kind(t, f.name()) {
-                Some(crate::pg_catalog::DefaultKind::Expression(text)) => (Some(text), None),
-                Some(crate::pg_catalog::DefaultKind::Identity { always }) => (None, Some(if always { "ALWAYS" } else { "BY DEFAULT" })),
-                None => (None, None),
-            };
-            let row: [Option<String>; 14] = [
-                Some(database.to_string()),
-                Some(SCHEMA_NAME.to_string()),
-                Some(t.name.clone()),
-                Some(f.name().clone()),
-                default,
-                Some(if f.is_nullable() { "YES" } else { "NO" }.to_string()),
-                Some(facts.data_type.to_string()),
-                Some(database.to_string()),
-                Some("pg_catalog".to_string()),
-                Some(facts.udt_name.to_string()),
-                Some(if identity.is_some() { "YES" } else { "NO" }.to_string()),
-                identity.map(str::to_string),
-                Some("NEVER".to_string()),
-                Some(if t.is_view() { "NO" } else { "YES" }.to_string()),
-            ];
-            for (column, value) in text_columns.iter_mut().zip(row) {
-                column.push(value);
+            for (c, cell) in column_row(t, i, f, database).into_iter().enumerate() {
+                match cell {
+                    Cell::Text(v) => texts[c].push(v),
+                    Cell::Int(v) => ints[c].push(v),
+                }
             }
-            ordinal.push(Some(i as i32 + 1));
-            precision.push(facts.numeric.map(|n| n.0));
-            radix.push(facts.numeric.map(|n| n.1));
-            scale.push(facts.numeric.and_then(|n| n.2));
-            // PostgreSQL's largest text value, as it reports it for `text`.
-            octets.push((facts.udt_name == "text").then_some(1_073_741_824));
-            datetime.push(facts.datetime_precision);
         }
     }
-    let mut fields: Vec<Field> = names_text.iter().map(|n| Field::new(*n, DataType::Utf8, true)).collect();
-    let mut arrays: Vec<ArrayRef> = text_columns.into_iter().map(|c| Arc::new(StringArray::from(c)) as ArrayRef).collect();
-    let no_limit = vec![None; ordinal.len()];
-    for (name, values) in [
-        ("ordinal_position", ordinal),
-        ("numeric_precision", precision),
-        ("numeric_precision_radix", radix),
-        ("numeric_scale", scale),
-        ("datetime_precision", datetime),
-        ("character_maximum_length", no_limit),
-        ("character_octet_length", octets),
-    ] {
-        fields.push(Field::new(name, DataType::Int32, true));
-        arrays.push(Arc::new(Int32Array::from(values)));
-    }
-    // PostgreSQL's column order (of the columns kept), for `SELECT *`.
-    const ORDER: [&str; 21] = [
-        "table_catalog",
-        "table_schema",
-        "table_name",
-        "column_name",
-        "ordinal_position",
-        "column_default",
-        "is_nullable",
-        "data_type",
-        "character_maximum_length",
-        "character_octet_length",
-        "numeric_precision",
-        "numeric_precision_radix",
-        "numeric_scale",
-        "datetime_precision",
-        "udt_catalog",
-        "udt_schema",
-        "udt_name",
-        "is_identity",
-        "identity_generation",
-        "is_generated",
-        "is_updatable",
-    ];
-    debug_assert_eq!(fields.len(), ORDER.len());
-    let position = |name: &str| fields.iter().position(|f| f.name() == name).ok_or_else(|| DataFusionError::Internal(format!("information_schema.columns lacks {name}")));
-    let order: Vec<usize> = ORDER.iter().map(|n| position(n)).collect::<Result<_>>()?;
-    let fields: Vec<Field> = order.iter().map(|&i| fields[i].clone()).collect();
-    let arrays: Vec<ArrayRef> = order.iter().map(|&i| arrays[i].clone()).collect();
+    let fields: Vec<Field> = COLUMNS.iter().map(|(name, int)| Field::new(*name, if *int { DataType::Int32 } else { DataType::Utf8 }, true)).collect();
+    let arrays: Vec<ArrayRef> = COLUMNS
+        .iter()
+        .zip(texts.into_iter().zip(ints))
+        .map(|((_, int), (text, number))| if *int { Arc::new(Int32Array::from(number)) as ArrayRef } else { Arc::new(StringArray::from(text)) as ArrayRef })
+        .collect();
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 

@@ -277,7 +277,9 @@ impl FlashscanTable {
             (true, false) if order.ascending => vec![not_null, null_region],
             (true, false) => vec![null_region, not_null],
         };
-        let chunk = (order.rows * 2).max(64);
+        // A unique index holds one row per key: n keys are enough unless rows were deleted
+        // or are not visible; each further chunk doubles.
+        let mut chunk = if index.is_unique() { order.rows } else { order.rows.max(16) };
         let (mut batches, mut ids, mut rows_found, mut keys_seen) = (Vec::new(), Vec::new(), 0usize, 0usize);
         'segments: for (mut lower, mut upper) in segments {
             loop {
@@ -311,6 +313,7 @@ impl FlashscanTable {
                 } else {
                     upper = Bound::Excluded(last);
                 }
+                chunk = chunk.saturating_mul(2);
             }
         }
         let schema = match batches.first() {
