@@ -93,3 +93,18 @@ async fn ddl_inside_a_block_commits_as_it_runs_and_says_so() {
     assert_eq!(columns, ["a", "b"]);
     drop(first);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_staged_before_a_rewrite_are_never_written_in_the_old_shape() {
+    let Served { _guard, db: _db, server, client } = serve(new_db()).await;
+    client.batch_execute("CREATE TABLE t (a INT); INSERT INTO t VALUES (0)").await.expect("setup");
+    client.batch_execute("BEGIN; INSERT INTO t VALUES (1)").await.expect("staged");
+    let other = connect(&server).await;
+    other.batch_execute("ALTER TABLE t ADD COLUMN b INT DEFAULT 7").await.expect("alter");
+    // The block's rows were made for the old columns: its COMMIT fails, nothing written.
+    let e = client.batch_execute("COMMIT").await.expect_err("commit after the rewrite");
+    assert!(common::error_of(&e).contains("ALTER TABLE"), "{}", common::error_of(&e));
+    assert_eq!(texts(rows(&client, "SELECT a, b FROM t").await), [["0", "7"]]);
+    client.batch_execute("INSERT INTO t (a) VALUES (2)").await.expect("insert after");
+    assert_eq!(texts(rows(&other, "SELECT a, b FROM t ORDER BY a").await), [["0", "7"], ["2", "7"]]);
+}

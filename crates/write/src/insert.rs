@@ -400,7 +400,7 @@ impl WritePath {
             let st = self.lock_state_shared()?;
             // The delta now: a checkpoint since the snapshot renamed its delta rows.
             let Some(now) = st.deltas.get(key).cloned() else {
-                return Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was dropped or truncated since this statement read its rows".into() });
+                return Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was dropped, truncated or rewritten by ALTER TABLE since this statement read its rows".into() });
             };
             let now_ids = deletes_now(key, against, &now, ids.clone())?;
             let raw: Vec<u64> = now_ids.iter().map(|id| id.0).collect();
@@ -493,7 +493,7 @@ impl WritePath {
                 Ok(id)
             }
             _ => Err(WriteError::InvalidArgument(format!(
-                "table {key} was dropped or created again since these rows were prepared for it; nothing was written"
+                "table {key} was dropped or created again (or rewritten by ALTER TABLE, or truncated) since these rows were prepared for it; nothing was written: run the transaction again"
             ))),
         }
     }
@@ -710,7 +710,7 @@ pub(crate) fn deletes_now(key: &str, against: &Arc<TableDelta>, now: &Arc<TableD
         }
         link = step.successor.get();
     }
-    Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was truncated, dropped or reopened since this transaction read the rows it changes".into() })
+    Err(WriteError::SerializationFailure { table: key.to_string(), why: "the table was truncated, dropped, rewritten by ALTER TABLE or reopened since this transaction read the rows it changes".into() })
 }
 
 /// A commit logged by [`WritePath::try_begin_commit`], waiting for its flush. It holds the
