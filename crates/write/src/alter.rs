@@ -322,8 +322,17 @@ impl WritePath {
             Ok(())
         };
         let options = RebuildOptions { reshape: Some(reshape), catalog_change: Some(&catalog_change), ..RebuildOptions::default() };
-        flashscan_storage::rebuild_table_locked(&db_dir, key, target, &options)?;
-        st.catalog = Catalog::read(&db_dir)?;
+        let rebuilt = flashscan_storage::rebuild_table_locked(&db_dir, key, target, &options);
+        // The rebuild commits the catalog itself (its intent, its sweep, the switch): the
+        // state takes what is on disk now, whether it failed or not.
+        let on_disk = Catalog::read(&db_dir);
+        if let Err(e) = rebuilt {
+            if let Ok(c) = on_disk {
+                st.catalog = c;
+            }
+            return Err(e.into());
+        }
+        st.catalog = on_disk?;
         let table = st.catalog.tables.get(key).cloned().ok_or_else(|| WriteError::InvalidArgument(format!("table {key} was dropped meanwhile")))?;
         // New row ids: nothing of the old delta (moved rows, row locks) carries over.
         st.deltas.insert(key.to_string(), Arc::new(TableDelta::open(&table, &db_dir)?));
