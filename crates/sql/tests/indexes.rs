@@ -9,6 +9,14 @@ mod common;
 use common::{fails, new_database, run, runtime, session, sorted, Rng};
 use flashscan_write::CheckpointOptions;
 
+/// The tests of this file one at a time: `cargo test` runs a file's tests on threads of one
+/// process, which share the process's buffer pool, and one of them counts the pages the
+/// pool installs (another test's lookups would install theirs meanwhile).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn plan(rt: &tokio::runtime::Runtime, s: &flashscan_sql::FlashscanSession, sql: &str) -> String {
     common::texts(&run(rt, s, &format!("EXPLAIN {sql}"))).into_iter().flatten().collect::<Vec<_>>().join("\n")
 }
@@ -22,6 +30,7 @@ fn is_point_plan(rt: &tokio::runtime::Runtime, s: &flashscan_sql::FlashscanSessi
 
 #[test]
 fn point_statements_an_index_answers_skip_the_optimizers() {
+    let _one_at_a_time = one_at_a_time();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let db = new_database(dir.path());
@@ -65,6 +74,7 @@ fn point_statements_an_index_answers_skip_the_optimizers() {
 
 #[test]
 fn keys_are_enforced_by_every_statement() {
+    let _one_at_a_time = one_at_a_time();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let db = new_database(dir.path());
@@ -116,6 +126,7 @@ fn keys_are_enforced_by_every_statement() {
 
 #[test]
 fn index_ddl_and_its_refusals() {
+    let _one_at_a_time = one_at_a_time();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let db = new_database(dir.path());
@@ -224,6 +235,7 @@ fn order_query(rng: &mut Rng, next_id: i64) -> String {
 /// answered from the old one's pages.
 #[test]
 fn key_lookups_read_table_pages_kept_in_the_buffer_pool() {
+    let _one_at_a_time = one_at_a_time();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let db = new_database(dir.path());
@@ -258,6 +270,7 @@ fn key_lookups_read_table_pages_kept_in_the_buffer_pool() {
 
 #[test]
 fn index_lookups_answer_as_the_scan_does() {
+    let _one_at_a_time = one_at_a_time();
     for seed in [0x5eed_0001u64, 0x5eed_0002] {
         let rt = runtime();
         let dir = tempfile::tempdir().unwrap();
@@ -353,6 +366,7 @@ fn index_lookups_answer_as_the_scan_does() {
 /// A range that would read much of the table is left to the scan; a narrow one is a lookup.
 #[test]
 fn wide_ranges_are_scanned_and_narrow_ones_looked_up() {
+    let _one_at_a_time = one_at_a_time();
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
     let db = new_database(dir.path());
