@@ -302,6 +302,12 @@ impl RowFilter {
         RowFilter { columns, conjuncts, piecewise_like: self.piecewise_like }
     }
 
+    /// Rows of `batch`, which holds every column of the table in order, that pass every
+    /// conjunct (a null does not pass).
+    pub(crate) fn keep(&self, batch: &RecordBatch) -> Result<BooleanArray, ExecError> {
+        self.selection(batch, &self.columns)
+    }
+
     /// Rows of `batch` (the filter's `columns` at `slots`) that pass every conjunct; a null
     /// does not pass.
     fn selection(&self, batch: &RecordBatch, slots: &[usize]) -> Result<BooleanArray, ExecError> {

@@ -439,9 +439,9 @@ impl FlashscanTable {
         settings
     }
 
-    /// The scan itself evaluates `filter`: a column store (offered only while it has no
-    /// delta rows: column stores take no INSERT), a deterministic filter on this table's
-    /// columns only (no subquery, no outer reference).
+    /// The scan itself evaluates `filter`: a column store, a deterministic filter on this
+    /// table's columns only (no subquery, no outer reference). Its delta rows, which the
+    /// scan of row groups does not read, are filtered the same way (`scan`).
     fn scan_evaluates(&self, filter: &Expr) -> bool {
         if !self.table.is_column_store() || !self.table_settings.slices || filter.is_volatile() {
             return false;
@@ -536,9 +536,18 @@ impl FlashscanTable {
         out
     }
 
-    fn partition_may_match(&self, partition_position: usize, predicates: &[ColumnPredicate]) -> bool {
+    /// Whether the column statistics and partition ranges, read from the row groups of the
+    /// table as it was registered, still describe `table` (a snapshot's): a checkpoint
+    /// since turned a column store's delta rows into more row groups, and a min/max that
+    /// misses them would prune partitions or answer MIN/MAX wrongly. Stale ones are not
+    /// used (the session reads them again when it next registers its tables).
+    fn statistics_hold(&self, table: &TableMeta) -> bool {
+        table.partitions.len() == self.table.partitions.len() && table.partitions.iter().zip(&self.table.partitions).all(|(a, b)| a.row_groups == b.row_groups)
+    }
+
+    fn partition_may_match(&self, partition_position: usize, predicates: &[ColumnPredicate], ranges_hold: bool) -> bool {
         let Some(partition) = self.table.partitions.get(partition_position) else { return true };
-        let ranges = self.partition_ranges.get(partition_position);
+        let ranges = self.partition_ranges.get(partition_position).filter(|_| ranges_hold);
         predicates.iter().all(|p| {
             if let Some(kept) = self.hash_partitions(p) {
                 if !kept.contains(&partition.index) {
@@ -589,8 +598,9 @@ impl TableProvider for FlashscanTable {
                 // The ORDER BY … LIMIT marker: TRUE for every row, taken out by `scan`.
                 _ if crate::index_order::marker_order(f).is_some() => TableProviderFilterPushDown::Exact,
                 // A column store evaluates the filter in its scan, on the filter's columns
-                // first (late materialization): DataFusion need not run it again.
-                _ if self.delta_rows() == 0 && self.scan_evaluates(f) => TableProviderFilterPushDown::Exact,
+                // first (late materialization), and on its delta rows: DataFusion need not
+                // run it again.
+                _ if self.scan_evaluates(f) => TableProviderFilterPushDown::Exact,
                 // Inexact: ranges skip whole partitions; the filter still runs on the rest.
                 Some(_) => TableProviderFilterPushDown::Inexact,
                 None => TableProviderFilterPushDown::Unsupported,
@@ -605,7 +615,7 @@ impl TableProvider for FlashscanTable {
         let mut statistics = Statistics::new_unknown(&self.schema)
             .with_num_rows(Precision::Exact((table.row_count + delta_rows).saturating_sub(deleted_rows) as usize))
             .with_total_byte_size(Precision::Inexact(table.size_bytes as usize));
-        if !self.column_statistics.is_empty() && delta_rows == 0 && deleted_rows == 0 && !self.row_ids {
+        if !self.column_statistics.is_empty() && delta_rows == 0 && deleted_rows == 0 && !self.row_ids && self.statistics_hold(&table) {
             statistics.column_statistics = self.column_statistics.to_vec();
         }
         // ANALYZE's distinct counts: sketches, so inexact, and older still after any write.
@@ -640,7 +650,8 @@ impl TableProvider for FlashscanTable {
         }
         // Shown by EXPLAIN and the scan's report; formatted only for a scan of the pages.
         let pruning_filters: Vec<String> = usable_filters.iter().map(|&i| filters[i].to_string()).collect();
-        let kept_positions: Vec<usize> = (0..table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates)).collect();
+        let statistics_hold = self.statistics_hold(&table);
+        let kept_positions: Vec<usize> = (0..table.partitions.len()).filter(|i| self.partition_may_match(*i, &predicates, statistics_hold)).collect();
         let kept: Vec<&PartitionMeta> = kept_positions.iter().map(|&i| &table.partitions[i]).collect();
         let partitions_total = table.partitions.len();
         let partitions_pruned = partitions_total - kept.len();
@@ -660,7 +671,7 @@ impl TableProvider for FlashscanTable {
             pruning_filters,
             limit,
             read_options: self.read_options,
-            column_statistics: self.column_statistics.clone(),
+            column_statistics: if statistics_hold { self.column_statistics.clone() } else { Arc::new(Vec::new()) },
             sampled_selectivity: None,
             settings: self.scan_settings(state),
             deleted: delta.clone().filter(|d| d.has_deleted_page_rows()),
@@ -669,21 +680,26 @@ impl TableProvider for FlashscanTable {
         spec.sampled_selectivity = sample_off_the_planner(&spec).await;
         let pages: Arc<dyn ExecutionPlan> = Arc::new(FlashscanExec::new(spec, self.scan_log.clone())?);
         let Some(delta) = delta.as_ref().filter(|d| d.has_rows_beyond_pages()) else { return Ok(pages) };
-        if row_filter.is_some() {
-            // Filters are exact only for tables without delta rows, decided from a view
-            // taken after the statement's snapshot: a snapshot with delta rows here means
-            // the table gained rows before the decision, which then said Inexact.
-            return Err(datafusion::error::DataFusionError::Internal(format!(
-                "table {}: a filter taken over as exact, but the snapshot has rows in the delta",
-                table.name
-            )));
-        }
-        // The delta of each partition the pruning kept (rows are hashed to partitions as a
-        // load hashes them, so the same pruning holds), decoded as the pages are.
+        // The delta of each partition the hash pruning keeps (rows are hashed to partitions
+        // as a load hashes them, so that pruning holds; the min/max ranges of a column
+        // store's row groups say nothing of its delta rows), decoded as the pages are.
         let schema = pages.schema();
         let mut batches = Vec::new();
-        for &p in &kept_positions {
-            let decoded = delta.decode_delta(p, &projection, row_ids).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        for p in (0..table.partitions.len()).filter(|&i| self.partition_may_match(i, &predicates, false)) {
+            let decoded = match &row_filter {
+                None => delta.decode_delta(p, &projection, row_ids),
+                Some(_) => delta.decode_delta(p, &(0..table.columns.len()).collect::<Vec<_>>(), false),
+            }
+            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            let decoded = match (decoded, &row_filter) {
+                // The filter the scan of the row groups evaluates (it may be the only one:
+                // DataFusion takes it as exact), on the delta's rows too.
+                (Some((b, _)), Some(filter)) => {
+                    debug_assert!(!row_ids, "a row filter is a column store's, which hands on no row ids");
+                    Some((filtered_rows(&b, filter, &self.schema, &projection)?, Vec::new()))
+                }
+                (decoded, _) => decoded,
+            };
             if let Some((b, ids)) = decoded {
                 // As the scan declares them (a column store's strings are views).
                 let mut columns = b
@@ -719,15 +735,24 @@ impl TableProvider for FlashscanTable {
                 self.table.name
             )));
         };
-        if self.table.is_column_store() {
-            return Err(datafusion::error::DataFusionError::Plan(format!(
-                "table {} is a column store ({}): INSERT into column store tables is not supported yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)",
-                self.table.name, self.table.format, self.table.name
-            )));
-        }
         let sink = crate::dml::WriteSink { write: write.clone(), table: self.table.name.clone(), schema: self.schema.clone() };
         Ok(Arc::new(DataSinkExec::new(input, Arc::new(sink), None)))
     }
+}
+
+/// The rows of `batch` (every column of the table, as decoded from the delta) that pass
+/// `filter`, projected to `projection`. Columns are cast to the provider's types first
+/// (`schema`: a column store's strings are views), which the filter was planned against.
+fn filtered_rows(batch: &arrow::record_batch::RecordBatch, filter: &crate::reader::RowFilter, schema: &SchemaRef, projection: &[usize]) -> Result<arrow::record_batch::RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let typed = arrow::record_batch::RecordBatch::try_new(Arc::new(schema.project(&(0..columns.len()).collect::<Vec<_>>())?), columns)?;
+    let keep = filter.keep(&typed).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+    Ok(arrow::compute::filter_record_batch(&typed, &keep)?.project(projection)?)
 }
 
 /// Builds the table's SQL indexes not built yet (once per process: a scan of their key

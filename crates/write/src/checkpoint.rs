@@ -1,4 +1,5 @@
-//! `flashscan checkpoint DB [--max-async-io N]`: the deltas become heap pages on disk.
+//! `flashscan checkpoint DB [--max-async-io N]`: the deltas become heap pages on disk (a
+//! column store's delta rows become row groups of its format: `delta_pages`).
 //!
 //! 1. `checkpoint_begin` logs the redo point R; every delta row was logged before it.
 //! 2. Each partition's delta pages are sealed (page id, LSN = R, checksum) and appended
@@ -33,7 +34,8 @@ use flashscan_storage::catalog::sync_dir;
 use flashscan_storage::orphans::sweep_unreferenced;
 use flashscan_storage::heap::header::seal;
 use flashscan_storage::deleted_rows::{deleted_rows_file_name, write_deleted_rows, DeletedRowsMeta};
-use flashscan_storage::{DataFileMeta, Lsn, PageId, PageRun, TableMeta, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
+use flashscan_storage::columnstore::{encode_row_group, ColumnStoreOptions, RowGroupReader, ROW_GROUP_ROWS_DEFAULT};
+use flashscan_storage::{DataFileMeta, Lsn, PageId, PageRun, RowGroupMeta, StorageError, TableFormat, TableMeta, EXTENT_SIZE_BYTES, PAGE_SIZE_BYTES};
 
 use crate::error::{file_err, WriteError};
 use crate::limits::{CHECKPOINT_FILE_BYTES_MAX, CHECKPOINT_WRITE_BYTES_MAX, MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX, PACED_GRACE, PACED_READS_PER_WRITE};
@@ -97,9 +99,50 @@ struct NewFile {
     first_page: u64,
     /// The file's committed state when the pages are appended to an existing file.
     appended_to: Option<DataFileMeta>,
-    /// The delta's pages, sealed with their real id and the redo LSN.
+    /// The delta's pages, sealed with their real id and the redo LSN; for a column store,
+    /// its row groups' bytes cut into pages (not sealed: a row group carries its own
+    /// checksums).
     pages: Vec<Vec<u8>>,
+    /// Column store only: the row groups among `pages`, in order.
+    row_groups: Vec<EncodedGroup>,
     rows: u64,
+}
+
+/// One row group a checkpoint encoded from a column store's delta rows.
+#[derive(Debug, Clone, Copy)]
+struct EncodedGroup {
+    /// Its first page among the file's new pages.
+    first_page: u64,
+    page_count: u64,
+    /// Header + directory + names (what a scan reads first).
+    metadata_bytes: u64,
+    row_count: u64,
+}
+
+/// A partition's delta as the pages the checkpoint writes: a heap table's delta pages as
+/// they are; a column store's delta rows encoded as row groups of the table's format (at
+/// most `ROW_GROUP_ROWS_DEFAULT` rows each; a checkpoint of a few rows makes a small row
+/// group, which `flashscan rebuild` merges into full ones).
+fn delta_pages(table: &TableMeta, delta: &crate::delta::TableDelta, partition: usize) -> Result<(Vec<Vec<u8>>, Vec<EncodedGroup>), WriteError> {
+    let TableFormat::ColumnStore { archive } = table.table_format()? else {
+        return Ok((delta.pages(partition), Vec::new()));
+    };
+    let all: Vec<usize> = (0..table.columns.len()).collect();
+    let Some(batch) = delta.decode(table, partition, &all)? else { return Ok((Vec::new(), Vec::new())) };
+    let options = ColumnStoreOptions { row_group_rows: ROW_GROUP_ROWS_DEFAULT, archive };
+    let mut pages = Vec::new();
+    let mut groups = Vec::new();
+    let mut start = 0;
+    while start < batch.num_rows() {
+        let rows = options.row_group_rows.min(batch.num_rows() - start);
+        let bytes = encode_row_group(&batch.slice(start, rows), &options).map_err(StorageError::from)?;
+        assert_eq!(bytes.len() % PAGE_SIZE_BYTES, 0, "row groups are padded to whole pages");
+        let sizes = RowGroupReader::peek_sizes(&bytes, Path::new("<checkpoint row group>"), 0).map_err(StorageError::from)?;
+        groups.push(EncodedGroup { first_page: pages.len() as u64, page_count: (bytes.len() / PAGE_SIZE_BYTES) as u64, metadata_bytes: sizes.metadata_bytes, row_count: rows as u64 });
+        pages.extend(bytes.chunks_exact(PAGE_SIZE_BYTES).map(<[u8]>::to_vec));
+        start += rows;
+    }
+    Ok((pages, groups))
 }
 
 impl NewFile {
@@ -124,6 +167,8 @@ struct Plan {
     table: String,
     partition: usize,
     target: Target,
+    pages: Vec<Vec<u8>>,
+    row_groups: Vec<EncodedGroup>,
 }
 
 /// The file a partition's new pages can be appended to: the file of the partition's last
@@ -359,16 +404,17 @@ impl WritePath {
                     if delta.partition_row_count(p) == 0 {
                         continue;
                     }
-                    let page_count = delta.page_count(p) as u64;
+                    let (pages, row_groups) = delta_pages(table, delta, p)?;
+                    let page_count = pages.len() as u64;
                     if let Some(f) = append_target(table, p, page_count) {
-                        plans.push(Plan { table: name.clone(), partition: p, target: Target::Append(f) });
+                        plans.push(Plan { table: name.clone(), partition: p, target: Target::Append(f), pages, row_groups });
                         continue;
                     }
                     let Some(next) = file_id.checked_add(1) else {
                         return Err(WriteError::InvalidArgument("the database has used all 2^32 data file ids".into()));
                     };
                     let (path, catalog_path, volume) = place(name, p, file_id);
-                    plans.push(Plan { table: name.clone(), partition: p, target: Target::New { file_id, path, catalog_path, volume } });
+                    plans.push(Plan { table: name.clone(), partition: p, target: Target::New { file_id, path, catalog_path, volume }, pages, row_groups });
                     file_id = next;
                 }
             }
@@ -420,7 +466,7 @@ impl WritePath {
                 }
             }
         };
-        for plan in &plans {
+        for plan in plans {
             let Some(delta) = st.deltas.get(&plan.table) else { continue };
             let p = plan.partition;
             let opened = match &plan.target {
@@ -446,12 +492,15 @@ impl WritePath {
                     return Err(WriteError::File { path, source: e });
                 }
             };
-            let mut pages = delta.pages(p);
-            for (i, page) in pages.iter_mut().enumerate() {
-                seal(page, PageId::new(file_id, (first_page + i as u64) as u32), Lsn(redo.0));
+            let Plan { mut pages, row_groups, table, .. } = plan;
+            if row_groups.is_empty() {
+                for (i, page) in pages.iter_mut().enumerate() {
+                    seal(page, PageId::new(file_id, (first_page + i as u64) as u32), Lsn(redo.0));
+                }
             }
             let rows = delta.partition_row_count(p);
-            files.push(NewFile { path, catalog_path, volume, file, file_id, table: plan.table.clone(), partition: p, first_page, appended_to, pages, rows });
+            debug_assert!(row_groups.is_empty() || row_groups.iter().map(|g| g.row_count).sum::<u64>() == rows);
+            files.push(NewFile { path, catalog_path, volume, file, file_id, table, partition: p, first_page, appended_to, pages, row_groups, rows });
             let last = files.len() - 1;
             if let Err(e) = reserve(&files[last]) {
                 undo(&files);
@@ -498,7 +547,9 @@ impl WritePath {
         // Each delta row's page row id from here on, and the deleted rows files.
         let mut moved: std::collections::BTreeMap<String, std::collections::HashMap<u64, u64>> = std::collections::BTreeMap::new();
         for f in &files {
-            if let Some(delta) = st.deltas.get(&f.table) {
+            // A column store's rows have no page row ids: nothing deletes them or indexes
+            // them yet (UPDATE, DELETE and SQL indexes refuse column stores).
+            if let Some(delta) = st.deltas.get(&f.table).filter(|_| f.row_groups.is_empty()) {
                 moved.entry(f.table.clone()).or_default().extend(delta.placement(f.partition, f.file_id, f.first_page));
             }
         }
@@ -545,12 +596,26 @@ impl WritePath {
             let Some(table) = next.tables.get_mut(&f.table) else { continue };
             let page_count = f.pages.len() as u64;
             let Some(partition) = table.partitions.get_mut(f.partition) else { continue };
+            // A column store's row groups: each also one run, as a load writes them.
+            for g in &f.row_groups {
+                let first = f.first_page + g.first_page;
+                partition.row_groups.push(RowGroupMeta {
+                    file: f.catalog_path.clone(),
+                    offset_bytes: first * PAGE_SIZE_BYTES as u64,
+                    total_bytes: g.page_count * PAGE_SIZE_BYTES as u64,
+                    metadata_bytes: g.metadata_bytes,
+                    row_count: g.row_count,
+                });
+                partition.runs.push(PageRun { file: f.catalog_path.clone(), offset_bytes: first * PAGE_SIZE_BYTES as u64, page_count: g.page_count as u32, first_page_id: PageId::new(f.file_id, first as u32).0 });
+            }
             match &f.appended_to {
                 Some(meta) => {
-                    // The partition's last run ends where the new pages start: it grows.
-                    let Some(run) = partition.runs.last_mut() else { continue };
-                    debug_assert_eq!(run.first_page_id + run.page_count as u64, PageId::new(f.file_id, f.first_page as u32).0);
-                    run.page_count += page_count as u32;
+                    if f.row_groups.is_empty() {
+                        // The partition's last run ends where the new pages start: it grows.
+                        let Some(run) = partition.runs.last_mut() else { continue };
+                        debug_assert_eq!(run.first_page_id + run.page_count as u64, PageId::new(f.file_id, f.first_page as u32).0);
+                        run.page_count += page_count as u32;
+                    }
                     partition.page_count += page_count;
                     partition.row_count += f.rows;
                     let Some(file) = table.files.iter_mut().find(|m| m.file_id == meta.file_id) else { continue };
@@ -562,7 +627,9 @@ impl WritePath {
                 None => {
                     let size_bytes = f.size_bytes();
                     let file_index = table.files.len() as u32;
-                    partition.runs.push(PageRun { file: f.catalog_path.clone(), offset_bytes: 0, page_count: page_count as u32, first_page_id: PageId::new(f.file_id, 0).0 });
+                    if f.row_groups.is_empty() {
+                        partition.runs.push(PageRun { file: f.catalog_path.clone(), offset_bytes: 0, page_count: page_count as u32, first_page_id: PageId::new(f.file_id, 0).0 });
+                    }
                     partition.page_count += page_count;
                     partition.row_count += f.rows;
                     let filegroup = partition.filegroup as usize;

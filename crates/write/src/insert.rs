@@ -276,7 +276,7 @@ struct Target {
 }
 
 impl WritePath {
-    /// The table `name` as it is now, refusing column stores and databases without a log.
+    /// The table `name` as it is now, refusing databases without a log.
     pub(crate) fn table_for_insert(&self, st: &State, name: &str) -> Result<(String, Option<u32>, TableMeta), WriteError> {
         WritePath::require_writer(st)?;
         if st.catalog.host.is_some() {
@@ -288,13 +288,6 @@ impl WritePath {
             WriteError::Storage(StorageError::UnknownTable { name: name.to_string(), known: st.catalog.tables.keys().cloned().collect::<Vec<_>>().join(", ") })
         })?;
         let table = st.catalog.tables[&key].clone();
-        if table.is_column_store() {
-            return Err(WriteError::NotSupported(format!(
-                "table {key} is a column store ({}): INSERT into column store tables is not supported yet; rebuild it as a heap first (`flashscan rebuild {} {key} --compression none`)",
-                table.format,
-                self.db_dir().display()
-            )));
-        }
         let id = st.catalog.write.as_ref().and_then(|m| m.table_ids.get(&key).copied());
         Ok((key, id, table))
     }

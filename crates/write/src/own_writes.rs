@@ -215,13 +215,13 @@ impl WritePath {
         Ok(snapshot)
     }
 
-    /// A snapshot of now that names every heap table (each gets a delta first): what a
+    /// A snapshot of now that names every table (each gets a delta first): what a
     /// REPEATABLE READ transaction keeps (`Transaction::pin_snapshot`).
     pub(crate) fn read_snapshot_of_every_table(&self) -> Result<ReadSnapshot, WriteError> {
         {
             let mut st = self.lock_state_shared()?;
-            let heap: Vec<(String, TableMeta)> = st.catalog.tables.iter().filter(|(k, t)| !t.is_column_store() && !st.deltas.contains_key(*k)).map(|(k, t)| (k.clone(), t.clone())).collect();
-            for (key, table) in heap {
+            let missing: Vec<(String, TableMeta)> = st.catalog.tables.iter().filter(|(k, _)| !st.deltas.contains_key(*k)).map(|(k, t)| (k.clone(), t.clone())).collect();
+            for (key, table) in missing {
                 Self::delta_of(&mut st, &key, &table);
             }
         }

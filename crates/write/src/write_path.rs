@@ -286,10 +286,9 @@ fn add_log(db_dir: &Path, catalog: &Catalog) -> Result<Catalog, WriteError> {
     Ok(next)
 }
 
-/// An empty delta for each heap table (column stores take no INSERT), with the table's
-/// deleted rows as of the last checkpoint.
+/// An empty delta for each table, with the table's deleted rows as of the last checkpoint.
 fn empty_deltas(catalog: &Catalog, db_dir: &Path) -> Result<BTreeMap<String, Arc<TableDelta>>, WriteError> {
-    catalog.tables.values().filter(|t| !t.is_column_store()).map(|t| Ok((t.name.clone(), Arc::new(TableDelta::open(t, db_dir)?)))).collect()
+    catalog.tables.values().map(|t| Ok((t.name.clone(), Arc::new(TableDelta::open(t, db_dir)?)))).collect()
 }
 
 pub(crate) fn wal_dir_of(db_dir: &Path, meta: &WriteMeta) -> PathBuf {
@@ -347,7 +346,7 @@ fn replay(catalog: &Catalog, db_dir: &Path, meta: &WriteMeta, scan: &Scan) -> Re
             continue;
         };
         let Some(delta) = deltas.get(name) else {
-            return Err(WriteError::Corrupt { lsn, what: format!("a row for table {name}, which is a column store now") });
+            return Err(WriteError::Corrupt { lsn, what: format!("a row for table {name}, which has no delta") });
         };
         match item {
             RedoChange::Insert(insert) => {
@@ -814,8 +813,8 @@ impl WritePath {
     /// TRUNCATE: the tables emptied in one atomic catalog commit — each keeps its columns
     /// and partitioning, has no pages, and gets a new table id (so redo skips the rows
     /// logged before) — then their files removed (listed as unreferenced first). Refused,
-    /// with nothing changed, if any of them is a column store or has indexes (they would
-    /// go stale: `flashscan index drop` them first).
+    /// with nothing changed, if any of them has indexes (they would go stale:
+    /// `flashscan index drop` them first).
     pub fn truncate_tables(&self, names: &[&str]) -> Result<(), WriteError> {
         self.truncate_tables_restarting(names, false)
     }
@@ -832,11 +831,6 @@ impl WritePath {
         for name in names {
             let Some(key) = key_of(&st.catalog, name) else { return Err(Self::unknown_table(&st, name)) };
             let table = st.catalog.tables[&key].clone();
-            if table.is_column_store() {
-                return Err(WriteError::NotSupported(format!(
-                    "TRUNCATE {key}: a column store table is not supported yet: DROP TABLE it and load it again, or rebuild it as a heap first (`flashscan rebuild DB {key} --compression none`)"
-                )));
-            }
             let indexes: Vec<&str> = st.catalog.indexes_on(&key).map(|i| i.name.as_str()).collect();
             if !indexes.is_empty() {
                 return Err(WriteError::NotSupported(format!(
