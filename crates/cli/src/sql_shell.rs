@@ -60,6 +60,7 @@ fn run_on_this_thread(args: SqlArgs) -> anyhow::Result<()> {
     let outputs = runtime.block_on(session.run(&sql)).map_err(to_anyhow)?;
     let mut out = std::io::stdout().lock();
     for output in &outputs {
+        output.print_warnings();
         let text = render(output, mode).map_err(to_anyhow)?;
         out.write_all(text.as_bytes())?;
     }

@@ -140,7 +140,7 @@ impl ClusterSession {
             s.figures.rows_scanned += t.rows_scanned;
             s.units_read += t.units;
         }
-        let output = QueryOutput { statement: sql.to_string(), schema, batches, elapsed_s, scans };
+        let output = QueryOutput { statement: sql.to_string(), schema, batches, elapsed_s, scans, warnings: Vec::new() };
         Ok(ClusterOutput { output, tasks, explain })
     }
 

@@ -1980,17 +1980,15 @@ fn ddl_in_block(backend: &Backend, command: &Command) -> Option<&'static str> {
     }
 }
 
-/// DDL inside BEGIN … COMMIT commits as it runs (flashscan's DDL is not transactional;
-/// refusing it would break every client that runs CREATE TABLE in its default transaction:
-/// psycopg, SQLAlchemy's `create_all`, pandas' `to_sql`, pgbench -i's TRUNCATE). Said to
-/// the client as a WARNING, so a ROLLBACK that keeps it is never a silent surprise.
+/// DDL inside BEGIN … COMMIT commits as it runs, said to the client as a WARNING notice
+/// (`flashscan_sql::session::ddl_in_block_warning` has why).
 async fn warn_ddl_in_block<C>(client: &mut C, tag: &str) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
     use futures::SinkExt;
-    let message = format!("{tag} inside a transaction block was committed as it ran: a ROLLBACK of the block does not undo it (DDL is not transactional in flashscan)");
+    let message = flashscan_sql::session::ddl_in_block_warning(tag);
     let info = ErrorInfo::new("WARNING".to_owned(), "01000".to_owned(), message);
     client.feed(PgWireBackendMessage::NoticeResponse(info.into())).await?;
     Ok(())

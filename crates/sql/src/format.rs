@@ -252,7 +252,7 @@ mod tests {
             ],
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        QueryOutput { statement: "q".into(), schema, batches: vec![batch], elapsed_s: 0.25, scans: BTreeMap::new() }
+        QueryOutput { statement: "q".into(), schema, batches: vec![batch], elapsed_s: 0.25, scans: BTreeMap::new(), warnings: Vec::new() }
     }
 
     #[test]

@@ -41,11 +41,20 @@ pub struct QueryOutput {
     pub elapsed_s: f64,
     /// Per table, what its scans read and where their time went.
     pub scans: BTreeMap<String, TableScanFigures>,
+    /// What the client is told beside the answer (PostgreSQL's WARNING notices).
+    pub warnings: Vec<String>,
 }
 
 impl QueryOutput {
     pub fn row_count(&self) -> usize {
         self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+
+    /// The warnings, one line each on stderr (`WARNING: …`, as psql prints a notice).
+    pub fn print_warnings(&self) {
+        for w in &self.warnings {
+            eprintln!("WARNING: {w}");
+        }
     }
 
     /// All tables' scan figures added up.
@@ -72,7 +81,7 @@ pub struct FlashscanSession {
 mod txn;
 #[path = "analyze.rs"]
 mod analyze;
-pub use txn::parse_statements;
+pub use txn::{ddl_in_block_warning, parse_statements};
 
 /// What a writing session names itself in the database lock.
 const WRITER_NAME: &str = "flashscan sql";
@@ -302,6 +311,13 @@ impl FlashscanSession {
     }
 
     async fn run_statement(&self, statement: datafusion::sql::parser::Statement) -> Result<QueryOutput, SqlError> {
+        let warning = self.ddl_in_block(&statement);
+        let mut output = self.run_statement_unwarned(statement).await?;
+        output.warnings.extend(warning);
+        Ok(output)
+    }
+
+    async fn run_statement_unwarned(&self, statement: datafusion::sql::parser::Statement) -> Result<QueryOutput, SqlError> {
         if let Some(result) = self.transaction_control(&statement).await {
             return result;
         }
@@ -475,7 +491,7 @@ impl FlashscanSession {
         if table_setting_changed {
             self.register_tables(&self.current_catalog()?)?;
         }
-        Ok(QueryOutput { statement: text, schema, batches, elapsed_s, scans })
+        Ok(QueryOutput { statement: text, schema, batches, elapsed_s, scans, warnings: Vec::new() })
     }
 
     /// `COPY (query) TO 'file.parquet' | 'file.csv'` (or `COPY table TO ...`): the answer
@@ -528,7 +544,7 @@ impl FlashscanSession {
         let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("count", arrow::datatypes::DataType::UInt64, false)]));
         let column: arrow::array::ArrayRef = Arc::new(arrow::array::UInt64Array::from(vec![rows]));
         let batch = RecordBatch::try_new(schema.clone(), vec![column]).map_err(|e| SqlError::Internal(e.to_string()))?;
-        Ok(QueryOutput { statement: text, schema, batches: vec![batch], elapsed_s, scans })
+        Ok(QueryOutput { statement: text, schema, batches: vec![batch], elapsed_s, scans, warnings: Vec::new() })
     }
 
     /// CREATE TABLE: options and refusals here, column types and NOT NULL as DataFusion
@@ -701,5 +717,5 @@ fn sets_a_table_setting(plan: &LogicalPlan) -> bool {
 fn status_output(statement: String, status: String, started: Instant) -> Result<QueryOutput, SqlError> {
     let schema = Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("status", arrow::datatypes::DataType::Utf8, false)]));
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(arrow::array::StringArray::from(vec![status]))]).map_err(|e| SqlError::Internal(e.to_string()))?;
-    Ok(QueryOutput { statement, schema, batches: vec![batch], elapsed_s: started.elapsed().as_secs_f64(), scans: BTreeMap::new() })
+    Ok(QueryOutput { statement, schema, batches: vec![batch], elapsed_s: started.elapsed().as_secs_f64(), scans: BTreeMap::new(), warnings: Vec::new() })
 }

@@ -100,7 +100,7 @@ fn count_output(statement: String, rows: u64, started: Instant) -> Result<QueryO
     let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new("count", arrow::datatypes::DataType::UInt64, false)]));
     let column: arrow::array::ArrayRef = std::sync::Arc::new(arrow::array::UInt64Array::from(vec![rows]));
     let batch = arrow::record_batch::RecordBatch::try_new(schema.clone(), vec![column]).map_err(|e| SqlError::Internal(e.to_string()))?;
-    Ok(QueryOutput { statement, schema, batches: vec![batch], elapsed_s: started.elapsed().as_secs_f64(), scans: Default::default() })
+    Ok(QueryOutput { statement, schema, batches: vec![batch], elapsed_s: started.elapsed().as_secs_f64(), scans: Default::default(), warnings: Vec::new() })
 }
 
 /// The isolation level `modes` ask for: READ COMMITTED (READ UNCOMMITTED is READ
@@ -311,14 +311,28 @@ impl FlashscanSession {
             TxnState::Aborted { cause, .. } => Some(Err(SqlError::Plan(format!(
                 "the transaction was aborted by an earlier error ({cause}): statements are refused until ROLLBACK (or COMMIT, which writes nothing) ends it"
             )))),
-            TxnState::Open { .. } => match statement {
-                DFStatement::Statement(s) if matches!(s.as_ref(), SqlStatement::CreateTable(_) | SqlStatement::Drop { .. } | SqlStatement::CreateIndex(_) | SqlStatement::AlterTable(_) | SqlStatement::Truncate(_)) => {
-                    Some(Err(SqlError::Plan("CREATE/DROP/ALTER/TRUNCATE inside BEGIN … COMMIT is not supported yet (DDL commits on its own): COMMIT first".into())))
-                }
-                _ => None,
-            },
-            TxnState::Idle => None,
+            TxnState::Open { .. } | TxnState::Idle => None,
         }
+    }
+
+    /// The warning a DDL statement run inside an open block gets: it commits as it runs
+    /// (`ddl_in_block_warning`). `None` outside a block and for anything but DDL.
+    pub(super) fn ddl_in_block(&self, statement: &DFStatement) -> Option<String> {
+        let DFStatement::Statement(s) = statement else { return None };
+        let tag = match s.as_ref() {
+            SqlStatement::CreateTable(_) => "CREATE TABLE",
+            SqlStatement::Drop { object_type, .. } => match object_type {
+                datafusion::sql::sqlparser::ast::ObjectType::Table => "DROP TABLE",
+                datafusion::sql::sqlparser::ast::ObjectType::Index => "DROP INDEX",
+                datafusion::sql::sqlparser::ast::ObjectType::Sequence => "DROP SEQUENCE",
+                _ => return None,
+            },
+            SqlStatement::CreateIndex(_) => "CREATE INDEX",
+            SqlStatement::AlterTable(_) => "ALTER TABLE",
+            SqlStatement::Truncate(_) => "TRUNCATE TABLE",
+            _ => return None,
+        };
+        matches!(*self.txn.lock().ok()?, TxnState::Open { .. }).then(|| ddl_in_block_warning(tag))
     }
 
     /// What the open block's next statement reads besides the committed rows of now: its
@@ -461,4 +475,13 @@ impl FlashscanSession {
             .map_err(|e| SqlError::Internal(format!("the COPY commit thread failed: {e}")))??;
         count_output(text, rows, started)
     }
+}
+
+/// What a client is told when DDL runs inside BEGIN … COMMIT: it commits as it runs
+/// (flashscan's DDL is not transactional; refusing it would break every client that runs
+/// CREATE TABLE in its default transaction: psycopg, SQLAlchemy's `create_all`, pandas'
+/// `to_sql`, pgbench -i's TRUNCATE), so a ROLLBACK that keeps it is never a silent
+/// surprise. The server sends it as a WARNING notice, `flashscan sql` prints it.
+pub fn ddl_in_block_warning(tag: &str) -> String {
+    format!("{tag} inside a transaction block was committed as it ran: a ROLLBACK of the block does not undo it (DDL is not transactional in flashscan)")
 }

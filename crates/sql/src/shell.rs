@@ -122,6 +122,7 @@ fn run_and_print(session: &FlashscanSession, runtime: &tokio::runtime::Runtime, 
         Ok(outputs) => {
             let mut out = std::io::stdout().lock();
             for o in &outputs {
+                o.print_warnings();
                 match render(o, mode) {
                     Ok(text) => {
                         let _ = out.write_all(text.as_bytes());
