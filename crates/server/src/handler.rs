@@ -1022,6 +1022,17 @@ impl QueryHandler {
         Some((fast.table.clone(), batch))
     }
 
+    /// CHECKPOINT: the write path's checkpoint (`flashscan checkpoint`'s), off the async
+    /// workers; it waits for commits in flight and holds new ones until its catalog commit.
+    async fn run_checkpoint(&self) -> PgWireResult<Response> {
+        let Some(write) = self.shared.database.write.clone() else { return Err(read_only_database(&self.shared)) };
+        let done = tokio::task::spawn_blocking(move || write.checkpoint(&flashscan_write::CheckpointOptions::default()))
+            .await
+            .map_err(|e| pg_error(sqlstate::INTERNAL_ERROR, format!("CHECKPOINT: {e}")))?;
+        done.map_err(|e| crate::writes::WriteFailure::of(&e).to_pg())?;
+        Ok(Response::Execution(Tag::new("CHECKPOINT")))
+    }
+
     /// CREATE TABLE / DROP TABLE through the SQL session's write path (one catalog commit),
     /// with no statement being planned meanwhile; then psql's table list is refreshed.
     async fn run_ddl(&self, tag: &'static str, sql: &str) -> PgWireResult<Response> {
@@ -1402,6 +1413,7 @@ impl QueryHandler {
             }
             Command::SyntaxError(why) => Err(pg_error(sqlstate::SYNTAX_ERROR, why.clone())),
             Command::Ddl { tag, sql } => self.run_ddl(tag, sql).await,
+            Command::Checkpoint => self.run_checkpoint().await,
             Command::CopyFrom(options) => self.start_copy_in(backend, options).await,
             // DISCARD ALL closes every cursor, as in PostgreSQL (poolers send it between clients).
             Command::DiscardAll => {

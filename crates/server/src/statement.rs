@@ -81,6 +81,8 @@ pub enum Command {
     Fetch { name: String, count: FetchCount, move_only: bool },
     /// `CLOSE name`; `None` for `CLOSE ALL`.
     Close(Option<String>),
+    /// `CHECKPOINT`: the deltas written to table pages now (PostgreSQL's command).
+    Checkpoint,
     /// Refused with a reason (SQLSTATE 0A000).
     Unsupported(String),
     /// Malformed (SQLSTATE 42601), with the form that is taken.
@@ -276,6 +278,7 @@ pub fn classify(text: &str) -> Command {
         "discard" if second == "all" => return Command::DiscardAll,
         "discard" => return Command::NoOp("DISCARD ALL"),
         "deallocate" => return Command::NoOp("DEALLOCATE"),
+        "checkpoint" if second.is_empty() => return Command::Checkpoint,
         // Nothing is ever listened to, so UNLISTEN (asyncpg's pool reset sends `UNLISTEN *`)
         // has nothing to undo; a LISTEN would wait for notifications that never come.
         "unlisten" => return Command::NoOp("UNLISTEN"),
@@ -599,5 +602,7 @@ mod tests {
         assert_eq!(classify("close \"ALL\""), Command::Close(Some("ALL".into())));
         assert_eq!(classify("CLOSE ALL"), Command::Close(None));
         assert_eq!(classify("DISCARD ALL"), Command::DiscardAll);
+        assert_eq!(classify("checkpoint;"), Command::Checkpoint);
+        assert!(matches!(classify("CHECKPOINT now"), Command::Sql(_)), "no other form: DataFusion's error");
     }
 }
