@@ -70,32 +70,53 @@ impl DataSink for WriteSink {
     }
 }
 
-/// Table options of CREATE TABLE: `partitions`, `partition_by`, and PostgreSQL's
-/// `fillfactor` at 100 (what flashscan does).
-pub fn table_options(ct: &mut CreateTable) -> Result<(Option<u32>, Option<String>), SqlError> {
+/// The options CREATE TABLE takes in `WITH (…)`.
+#[derive(Debug, Default)]
+pub struct TableOptions {
+    pub partitions: Option<u32>,
+    pub partition_by: Option<String>,
+    /// `compression = 'none' | 'columnstore' | 'columnstore_archive'` (`--compression`'s
+    /// names); a heap when absent.
+    pub format: Option<flashscan_storage::TableFormat>,
+}
+
+const OPTIONS_TAKEN: &str = "use WITH (partitions = N, partition_by = 'column', compression = 'none' | 'columnstore' | 'columnstore_archive')";
+
+/// Table options of CREATE TABLE: `partitions`, `partition_by`, `compression`, and
+/// PostgreSQL's `fillfactor` at 100 (what flashscan does).
+pub fn table_options(ct: &mut CreateTable) -> Result<TableOptions, SqlError> {
     let options: Vec<SqlOption> = match std::mem::replace(&mut ct.table_options, CreateTableOptions::None) {
         CreateTableOptions::None => Vec::new(),
         CreateTableOptions::With(o) => o,
-        other => {
-            return Err(SqlError::Plan(format!(
-                "CREATE TABLE options {other}: not supported; use WITH (partitions = N, partition_by = 'column')"
-            )))
-        }
+        other => return Err(SqlError::Plan(format!("CREATE TABLE options {other}: not supported; {OPTIONS_TAKEN}"))),
     };
-    let mut partitions = None;
-    let mut partition_by = None;
+    let mut taken = TableOptions::default();
     for o in options {
         let text = o.to_string();
         let Some((key, value)) = text.split_once('=') else {
-            return Err(SqlError::Plan(format!("CREATE TABLE option {text}: use WITH (partitions = N, partition_by = 'column')")));
+            return Err(SqlError::Plan(format!("CREATE TABLE option {text}: {OPTIONS_TAKEN}")));
         };
         let key = key.trim().to_ascii_lowercase();
         let value = value.trim().trim_matches(|c| c == '\'' || c == '"').to_string();
         match key.as_str() {
             "partitions" => {
-                partitions = Some(value.parse::<u32>().map_err(|_| SqlError::Plan(format!("partitions = {value}: give a whole number of partitions")))?)
+                taken.partitions = Some(value.parse::<u32>().map_err(|_| SqlError::Plan(format!("partitions = {value}: give a whole number of partitions")))?)
             }
-            "partition_by" => partition_by = Some(value),
+            "partition_by" => taken.partition_by = Some(value),
+            // Row and page compression are what a rebuild makes of full pages: new rows
+            // arrive as plain heap pages (the checkpoint's), so a table created so would
+            // not be what it says.
+            "compression" => {
+                taken.format = Some(match flashscan_storage::TableFormat::parse(&value) {
+                    Ok(f @ (flashscan_storage::TableFormat::ColumnStore { .. } | flashscan_storage::TableFormat::Heap(flashscan_storage::heap::page_encoder::HeapFormat::Plain))) => f,
+                    Ok(_) => {
+                        return Err(SqlError::Plan(format!(
+                            "CREATE TABLE option compression = {value} is not supported: rows inserted arrive as plain heap pages; create it with compression = 'none', load the rows, then `flashscan rebuild DB TABLE --compression {value}`"
+                        )))
+                    }
+                    Err(_) => return Err(SqlError::Plan(format!("CREATE TABLE option compression = {value:?} is unknown: {OPTIONS_TAKEN}"))),
+                })
+            }
             // PostgreSQL's storage parameter (pgbench -i sends `fillfactor = 100`): heap
             // pages are filled completely, which is what 100 asks; any other value would be
             // a request flashscan does not honour.
@@ -105,10 +126,10 @@ pub fn table_options(ct: &mut CreateTable) -> Result<(Option<u32>, Option<String
                     "CREATE TABLE option fillfactor = {value} is not supported: flashscan fills heap pages completely (fillfactor = 100); leave it out or give 100"
                 )))
             }
-            _ => return Err(SqlError::Plan(format!("CREATE TABLE option {key:?} is unknown: the options are partitions, partition_by and fillfactor (100)"))),
+            _ => return Err(SqlError::Plan(format!("CREATE TABLE option {key:?} is unknown: the options are partitions, partition_by, compression and fillfactor (100)"))),
         }
     }
-    Ok((partitions, partition_by))
+    Ok(taken)
 }
 
 /// What CREATE TABLE refuses before planning, with what to do instead.
@@ -156,8 +177,8 @@ fn refuse_column_option(column: &str, option: &ColumnOption) -> Result<(), SqlEr
     }
 }
 
-pub fn new_table(name: String, columns: Vec<flashscan_storage::ColumnDef>, partitions: Option<u32>, partition_by: Option<String>, if_not_exists: bool) -> NewTable {
-    NewTable { name, columns, partition_count: partitions, partition_by, if_not_exists, ..NewTable::default() }
+pub fn new_table(name: String, columns: Vec<flashscan_storage::ColumnDef>, options: TableOptions, if_not_exists: bool) -> NewTable {
+    NewTable { name, columns, partition_count: options.partitions, partition_by: options.partition_by, format: options.format, if_not_exists, ..NewTable::default() }
 }
 
 /// The columns an INSERT fills, in the order of its VALUES (or SELECT) list — the listed

@@ -554,7 +554,7 @@ impl FlashscanSession {
         let keys = crate::index_ddl::take_key_constraints(&mut ct)?;
         let defaults = crate::column_defaults::take_column_defaults(&mut ct)?;
         crate::dml::refuse_unsupported_create(&ct)?;
-        let (partitions, partition_by) = crate::dml::table_options(&mut ct)?;
+        let options = crate::dml::table_options(&mut ct)?;
         let if_not_exists = ct.if_not_exists;
         let plan = self.ctx.state().statement_to_plan(DFStatement::Statement(Box::new(SqlStatement::CreateTable(ct)))).await?;
         let LogicalPlan::Ddl(DdlStatement::CreateMemoryTable(create)) = plan else {
@@ -573,7 +573,7 @@ impl FlashscanSession {
             .map(|f| Ok(ColumnDef { name: f.name().clone(), column_type: ColumnType::from_arrow(f.name(), f.data_type())?, nullable: f.is_nullable() }))
             .collect::<Result<Vec<_>, SqlError>>()?;
         let w = self.ensure_writer()?;
-        let mut new = crate::dml::new_table(name, columns, partitions, partition_by, if_not_exists);
+        let mut new = crate::dml::new_table(name, columns, options, if_not_exists);
         new.indexes = keys;
         new.column_defaults = defaults.defaults;
         new.sequences = defaults.sequences;

@@ -51,6 +51,8 @@ pub struct NewTable {
     /// The sequences its SERIAL and identity columns draw from, created with it and owned
     /// by it (each name must be free).
     pub sequences: Vec<(String, flashscan_storage::SequenceMeta)>,
+    /// A plain heap when `None`; a column store takes no PRIMARY KEY or UNIQUE.
+    pub format: Option<flashscan_storage::TableFormat>,
 }
 
 /// What replaying the log did (on open and for `flashscan recover`).
@@ -663,6 +665,13 @@ impl WritePath {
                 ))
             })?,
         };
+        let format = new.format.unwrap_or(flashscan_storage::TableFormat::Heap(flashscan_storage::heap::page_encoder::HeapFormat::Plain));
+        if matches!(format, flashscan_storage::TableFormat::ColumnStore { .. }) && !new.indexes.is_empty() {
+            return Err(WriteError::NotSupported(format!(
+                "table {name}: PRIMARY KEY and UNIQUE are enforced on heap tables only (SQL indexes cover uncompressed heap tables): leave out compression = '{}', or the keys",
+                format.compression_name()
+            )));
+        }
         let mut next = st.catalog.clone();
         let mut meta = meta_of(&next, &self.db_dir)?;
         let table = TableMeta {
@@ -672,7 +681,7 @@ impl WritePath {
                 .map(|i| PartitionMeta { index: i, row_count: 0, page_count: 0, filegroup: i, runs: vec![], row_groups: vec![] })
                 .collect(),
             row_count: 0,
-            format: "heap".into(),
+            format: format.catalog_name().into(),
             partition_by,
             filegroups: (0..partition_count).map(|i| FilegroupMeta { index: i, files: vec![] }).collect(),
             files: vec![],
