@@ -11,6 +11,12 @@
 //! soon as its bytes are complete (straight from the I/O buffer when one read holds it,
 //! else gathered in a buffer first), and the row group's batch goes to the sink when its
 //! last projected column is decoded.
+//!
+//! Deleted rows (the table's deleted rows file, or a SQL snapshot's view of its deletes:
+//! `with_deleted`) are taken out of each row group's batch; a row group with deleted rows,
+//! and every row group when row ids are asked for (`with_row_ids`: UPDATE and DELETE),
+//! is decoded whole rather than handed to a segment sink, so kernels that read segments
+//! never see a deleted row.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +27,8 @@ use arrow::datatypes::{Schema, SchemaRef};
 use arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use flashscan_storage::columnstore::table_reader::read_row_group_metadata;
 use flashscan_storage::columnstore::{RowGroupReader, SegmentStats, StatValue, VecPool};
-use flashscan_storage::{Database, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::live_rows::{deleted_rows_of_group, row_group_first_pages, DeletedRowSet};
+use flashscan_storage::{Database, PageId, RowId, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::chunk::Chunk;
 use crate::error::ExecError;
@@ -45,11 +52,20 @@ pub struct RowGroupInfo {
     metadata: Vec<u8>,
     /// Per column: (segment offset in the row group, segment bytes, statistics).
     pub columns: Vec<(u64, u64, SegmentStats)>,
+    /// Its first virtual page among row ids (`RowId::row_group_first_page`); None when
+    /// its rows cannot be named.
+    pub first_page: Option<PageId>,
 }
+
+/// Which slots of a (virtual) page are deleted, into the vector (cleared first); whether
+/// any: the table's deleted rows file, or a SQL snapshot's deletes.
+pub type DeletedSlots = Arc<dyn Fn(PageId, &mut Vec<u16>) -> bool + Send + Sync>;
 
 pub struct ColumnStoreTable<'a> {
     meta: &'a TableMeta,
     row_groups: Arc<Vec<RowGroupInfo>>,
+    deleted: Option<DeletedSlots>,
+    row_ids: bool,
 }
 
 impl<'a> ColumnStoreTable<'a> {
@@ -65,7 +81,8 @@ impl<'a> ColumnStoreTable<'a> {
             return Err(ExecError::NotColumnStore { table: meta.name.clone(), format: meta.format.clone() });
         }
         let mut row_groups = Vec::new();
-        for partition in &meta.partitions {
+        let first_pages = row_group_first_pages(meta);
+        for (position, partition) in meta.partitions.iter().enumerate() {
             for (index, row_group) in partition.row_groups.iter().enumerate() {
                 if !keep(partition.index, index) {
                     continue;
@@ -89,10 +106,30 @@ impl<'a> ColumnStoreTable<'a> {
                     metadata_bytes: row_group.metadata_bytes,
                     metadata,
                     columns,
+                    first_page: first_pages[position][index],
                 });
             }
         }
-        Ok(ColumnStoreTable { meta, row_groups: Arc::new(row_groups) })
+        // The deleted rows file, unless a caller with a snapshot says otherwise.
+        let deleted: Option<DeletedSlots> = if meta.deleted_rows.is_some() {
+            let set = DeletedRowSet::of_table(db_dir, meta)?;
+            Some(Arc::new(move |page, out: &mut Vec<u16>| set.slots_on_page(page, out)))
+        } else {
+            None
+        };
+        Ok(ColumnStoreTable { meta, row_groups: Arc::new(row_groups), deleted, row_ids: false })
+    }
+
+    /// Deleted rows as `deleted` says (a SQL snapshot's view), instead of the file's.
+    pub fn with_deleted(mut self, deleted: Option<DeletedSlots>) -> Self {
+        self.deleted = deleted;
+        self
+    }
+
+    /// Each row's id as a last column (UInt64), for UPDATE and DELETE.
+    pub fn with_row_ids(mut self, row_ids: bool) -> Self {
+        self.row_ids = row_ids;
+        self
     }
 
     pub fn meta(&self) -> &TableMeta {
@@ -223,9 +260,15 @@ impl TableSource for ColumnStoreTable<'_> {
 
     fn new_chunk_decoder(&self, projection: &[usize], _plan: &ReadPlan) -> Result<Box<dyn ChunkDecoder>, ExecError> {
         let schema = self.meta.arrow_schema();
-        let fields: Vec<_> = projection.iter().map(|&c| schema.field(c).clone()).collect();
+        let mut fields: Vec<_> = projection.iter().map(|&c| schema.field(c).clone()).collect();
+        if self.row_ids {
+            fields.push(arrow::datatypes::Field::new(ROW_ID_FIELD, arrow::datatypes::DataType::UInt64, false));
+        }
         Ok(Box::new(RowGroupDecoder {
             row_groups: self.row_groups.clone(),
+            deleted: self.deleted.clone(),
+            row_ids: self.row_ids,
+            gone: HashMap::new(),
             projection: projection.to_vec(),
             schema: Arc::new(Schema::new(fields)),
             pending: HashMap::new(),
@@ -245,8 +288,15 @@ struct PendingGroup {
     missing: usize,
 }
 
+/// The row id column's name in a decoder's batches (the SQL layer renames it).
+pub const ROW_ID_FIELD: &str = "__flashscan_row_id";
+
 struct RowGroupDecoder {
     row_groups: Arc<Vec<RowGroupInfo>>,
+    deleted: Option<DeletedSlots>,
+    row_ids: bool,
+    /// Per row group being decoded: its deleted rows (ascending), found once.
+    gone: HashMap<u64, Arc<Vec<u32>>>,
     projection: Vec<usize>,
     schema: SchemaRef,
     pending: HashMap<u64, PendingGroup>,
@@ -363,6 +413,50 @@ impl RowGroupDecoder {
     fn corrupt(group: &RowGroupInfo, what: String) -> ExecError {
         ExecError::Corrupt { path: group.path.clone(), offset_bytes: group.offset_bytes, what }
     }
+
+    /// The deleted rows of row group `tag` (ascending), found on first ask.
+    fn gone(&mut self, tag: u64) -> Result<Arc<Vec<u32>>, ExecError> {
+        if let Some(g) = self.gone.get(&tag) {
+            return Ok(g.clone());
+        }
+        let group = self.row_groups.get(tag as usize).ok_or_else(|| ExecError::Internal(format!("chunk names row group {tag} of {}", self.row_groups.len())))?;
+        let rows = match (&self.deleted, group.first_page) {
+            (Some(deleted), Some(first)) => deleted_rows_of_group(first, group.row_count, &mut |page, out| deleted(page, out)).map_err(|what| Self::corrupt(group, what))?,
+            _ => Vec::new(),
+        };
+        let rows = Arc::new(rows);
+        self.gone.insert(tag, rows.clone());
+        Ok(rows)
+    }
+
+    /// The row group's batch as the scan hands it on: its deleted rows taken out and,
+    /// when asked, each row's id added as the last column.
+    fn live(&mut self, tag: u64, batch: RecordBatch) -> Result<RecordBatch, ExecError> {
+        let gone = self.gone(tag)?;
+        self.gone.remove(&tag);
+        if gone.is_empty() && !self.row_ids {
+            return Ok(batch);
+        }
+        let group = &self.row_groups[tag as usize];
+        let rows = group.row_count as usize;
+        let mut keep = arrow::array::BooleanBufferBuilder::new(rows);
+        keep.append_n(rows, true);
+        for &row in gone.iter() {
+            keep.set_bit(row as usize, false);
+        }
+        let keep = keep.finish();
+        let mut columns = batch.columns().to_vec();
+        if self.row_ids {
+            let first = group.first_page.ok_or_else(|| {
+                ExecError::InvalidOption(format!("table row group at {} offset {}: its rows cannot be named by row ids (more than 32,768 row groups in one file): rebuild the table first", group.path.display(), group.offset_bytes))
+            })?;
+            let ids: Vec<u64> = (0..rows as u64).map(|r| RowId::in_row_group(first, r).map(|id| id.0)).collect::<Option<_>>().ok_or_else(|| Self::corrupt(group, format!("{rows} rows: more than a row id names")))?;
+            columns.push(Arc::new(arrow::array::UInt64Array::from(ids)));
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        let whole = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
+        Ok(if gone.is_empty() { whole } else { arrow::compute::filter_record_batch(&whole, &arrow::array::BooleanArray::new(keep, None))? })
+    }
 }
 
 impl ChunkDecoder for RowGroupDecoder {
@@ -370,11 +464,23 @@ impl ChunkDecoder for RowGroupDecoder {
         if self.projection.is_empty() {
             return None; // COUNT(*) reads metadata only: the batch path.
         }
+        // Deleted rows and row ids are applied to whole batches (`live`).
+        if self.row_ids {
+            return None;
+        }
+        match self.gone(chunk.tag) {
+            Ok(g) if !g.is_empty() => return None,
+            Ok(_) => {
+                self.gone.remove(&chunk.tag);
+            }
+            Err(e) => return Some(Err(e)),
+        }
         Some(self.decode_segments(chunk, bytes, path, sink))
     }
 
     fn decode_chunk(&mut self, chunk: &Chunk, bytes: &[u8], path: &Path, emit: &mut Emit<'_>) -> Result<u64, ExecError> {
-        let group = self.row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Internal(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
+        let row_groups = self.row_groups.clone();
+        let group = row_groups.get(chunk.tag as usize).ok_or_else(|| ExecError::Internal(format!("chunk names row group {} of {}", chunk.tag, self.row_groups.len())))?;
         debug_assert_eq!(path, group.path);
         let row_count = group.row_count as usize;
         if self.projection.is_empty() {
@@ -385,7 +491,8 @@ impl ChunkDecoder for RowGroupDecoder {
                 return Err(Self::corrupt(group, "row group metadata changed since the table was opened".into()));
             }
             let options = RecordBatchOptions::new().with_row_count(Some(row_count));
-            emit(&RecordBatch::try_new_with_options(self.schema.clone(), vec![], &options)?)?;
+            let batch = self.live(chunk.tag, RecordBatch::try_new_with_options(Arc::new(Schema::empty()), vec![], &options)?)?;
+            emit(&batch)?;
             return Ok(group.row_count);
         }
 
@@ -446,7 +553,8 @@ impl ChunkDecoder for RowGroupDecoder {
         let Some(done) = self.pending.remove(&chunk.tag) else { return Ok(0) };
         let arrays: Vec<ArrayRef> = done.arrays.into_iter().flatten().collect();
         let options = RecordBatchOptions::new().with_row_count(Some(row_count));
-        let batch = RecordBatch::try_new_with_options(self.schema.clone(), arrays, &options)?;
+        let plain = if self.row_ids { Arc::new(Schema::new(self.schema.fields()[..arrays.len()].to_vec())) } else { self.schema.clone() };
+        let batch = self.live(chunk.tag, RecordBatch::try_new_with_options(plain, arrays, &options)?)?;
         emit(&batch)?;
         // The sink is done with the batch: its vectors take the next row group's values.
         let columns = batch.columns().to_vec();

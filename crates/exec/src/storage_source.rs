@@ -23,9 +23,7 @@ use crate::source::{ChunkDecoder, Emit, PageDecoder, PagesChunkDecoder, ReadPlan
 pub fn open_source<'a>(db: &'a Database, table: &str) -> Result<Box<dyn TableSource + 'a>, ExecError> {
     let meta = db.table(table)?;
     if meta.is_column_store() {
-        // Column stores take no DELETE: a deleted rows file beside one is damage, refused
-        // rather than scanned as if its rows were all live.
-        DeletedRowSet::of_table(db.dir(), meta)?;
+        // Its deleted rows file is read and applied by the column store source itself.
         Ok(Box::new(crate::columnstore_source::ColumnStoreTable::new(db, meta)?))
     } else {
         Ok(Box::new(StorageTable::new(db, table)?))

@@ -96,6 +96,10 @@ fn pushdown_plan(aggregate: &AggregateExec, node: &Arc<dyn ExecutionPlan>) -> Op
     let spec = scan.spec();
     if !spec.table.is_column_store()
         || spec.limit.is_some()
+        // Deleted rows as the snapshot sees them: the scan takes them out (not the kernel's
+        // own reading of the row groups).
+        || spec.deleted.is_some()
+        || spec.row_ids
         || !scan.runtime_filter_exprs().is_empty()
         || !spec.settings.slices
         || !flashscan_exec::segments::vector_kernels_enabled()

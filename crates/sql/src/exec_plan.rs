@@ -335,6 +335,8 @@ impl FlashscanExec {
                     s.byte_size = Precision::Absent;
                     if whole { s } else { s.to_inexact() }
                 })
+                // The row id column, last (`row_ids`): one entry per column of the schema.
+                .chain(self.spec.row_ids.then(ColumnStatistics::new_unknown))
                 .collect();
         }
         statistics

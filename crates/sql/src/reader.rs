@@ -337,9 +337,9 @@ pub struct SliceOptions {
     pub row_filter: Option<RowFilter>,
     /// The scan's settings (`ScanSpec::settings`): slices and string views.
     pub settings: FlashscanSettings,
-    /// Heap tables: deleted rows to skip (`ScanSpec::deleted`).
+    /// Deleted rows to skip (`ScanSpec::deleted`).
     pub deleted: Option<flashscan_write::SnapshotTable>,
-    /// Heap tables: each row's id as a last column (`ScanSpec::row_ids`).
+    /// Each row's id as a last column (`ScanSpec::row_ids`).
     pub row_ids: bool,
 }
 
@@ -367,7 +367,13 @@ pub fn read_unit(
     let source: &dyn TableSource = if table.is_column_store() {
         // The unit's row groups only; their metadata is read (and verified) here.
         let keep = |partition: u32, row_group: usize| partition == unit.partition_index && unit.row_groups.contains(&row_group);
-        column_store_source = ColumnStoreTable::with_selection(db_dir, table, &keep)?;
+        let mut source = ColumnStoreTable::with_selection(db_dir, table, &keep)?.with_row_ids(slices.row_ids);
+        // The snapshot's deletes (committed before it, and the reading transaction's own)
+        // rather than the deleted rows file's alone (which the snapshot's include).
+        if let Some(d) = slices.deleted.clone().filter(|d| d.has_deleted_page_rows()) {
+            source = source.with_deleted(Some(Arc::new(move |page: flashscan_storage::PageId, out: &mut Vec<u16>| d.page_deleted_slots(page.0, out))));
+        }
+        column_store_source = source;
         &column_store_source
     } else {
         heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone(), deleted: slices.deleted.clone().filter(|d| d.has_deleted_page_rows()), row_ids: slices.row_ids };
@@ -390,8 +396,9 @@ pub fn read_unit(
         Ok(DeliverSink {
             deliver,
             stopped: &stopped,
-            // A heap's row ids come after the projected columns (HeapPageDecoder).
-            projected: projection.len() + usize::from(slices.row_ids && !table.is_column_store()),
+            // Row ids come after the projected columns (HeapPageDecoder, RowGroupDecoder).
+            projected: projection.len() + usize::from(slices.row_ids),
+            row_id_last: slices.row_ids && table.is_column_store(),
             batch_rows: slices.batch_rows,
             row_filter: row_filter.map(|f| (f, filter_slots.clone())),
             ranges: ranges.clone(),
@@ -443,6 +450,9 @@ struct DeliverSink<'a> {
     /// The first `projected` decoded columns are the projection; the rest are read by
     /// the row filter only.
     projected: usize,
+    /// The last column is the row id (a column store's decoder adds it after every
+    /// decoded column, the filter's too), counted in `projected`.
+    row_id_last: bool,
     batch_rows: usize,
     /// The filter and where its columns are among the decoded ones.
     row_filter: Option<(&'a RowFilter, Vec<usize>)>,
@@ -461,7 +471,14 @@ impl DeliverSink<'_> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        let batch = if batch.num_columns() > self.projected { batch.project(&(0..self.projected).collect::<Vec<_>>())? } else { batch };
+        let batch = if batch.num_columns() > self.projected {
+            // The filter's own columns go; a column store's row ids come last, after them.
+            let last = batch.num_columns() - 1;
+            let columns: Vec<usize> = if self.row_id_last { (0..self.projected - 1).chain(std::iter::once(last)).collect() } else { (0..self.projected).collect() };
+            batch.project(&columns)?
+        } else {
+            batch
+        };
         let start = Instant::now();
         let flow = (self.deliver)(batch);
         self.deliver_ns.fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);

@@ -35,7 +35,7 @@ pub type PartitionRanges = Vec<Vec<Option<ColumnRange>>>;
 /// id (`flashscan_write::RowId`), what UPDATE and DELETE read to name the rows they change.
 /// Not a column of the table: `SELECT *` never shows it (the table's own provider has no
 /// such column), and a table column may not take the name.
-pub const ROW_ID_COLUMN: &str = "__flashscan_row_id";
+pub const ROW_ID_COLUMN: &str = flashscan_exec::columnstore_source::ROW_ID_FIELD;
 
 pub fn row_id_field() -> arrow::datatypes::Field {
     arrow::datatypes::Field::new(ROW_ID_COLUMN, arrow::datatypes::DataType::UInt64, false)
@@ -166,9 +166,6 @@ impl FlashscanTable {
         }
         if projection.iter().any(|&c| c >= table.columns.len()) {
             return Err(datafusion::error::DataFusionError::Internal(format!("table {}: the row id column must be the last one scanned", table.name)));
-        }
-        if (table.row_count > 0 || delta.as_ref().is_some_and(|d| d.has_rows_beyond_pages())) && row_ids && table.is_column_store() {
-            return Err(datafusion::error::DataFusionError::Plan(format!("table {} is a column store: UPDATE and DELETE are not supported for column store tables yet; rebuild it as a heap first (`flashscan rebuild DB {} --compression none`)", table.name, table.name)));
         }
         let mut predicates = Vec::new();
         let mut usable_filters = Vec::new();
@@ -671,7 +668,12 @@ impl TableProvider for FlashscanTable {
             pruning_filters,
             limit,
             read_options: self.read_options,
-            column_statistics: if statistics_hold { self.column_statistics.clone() } else { Arc::new(Vec::new()) },
+            column_statistics: match (statistics_hold, delta.as_ref().is_some_and(|d| d.deleted_row_count() > 0)) {
+                (false, _) => Arc::new(Vec::new()),
+                // Deleted rows may hold a min or a max: bounds still, never exact answers.
+                (true, true) => Arc::new(self.column_statistics.iter().cloned().map(ColumnStatistics::to_inexact).collect()),
+                (true, false) => self.column_statistics.clone(),
+            },
             sampled_selectivity: None,
             settings: self.scan_settings(state),
             deleted: delta.clone().filter(|d| d.has_deleted_page_rows()),
@@ -688,16 +690,13 @@ impl TableProvider for FlashscanTable {
         for p in (0..table.partitions.len()).filter(|&i| self.partition_may_match(i, &predicates, false)) {
             let decoded = match &row_filter {
                 None => delta.decode_delta(p, &projection, row_ids),
-                Some(_) => delta.decode_delta(p, &(0..table.columns.len()).collect::<Vec<_>>(), false),
+                Some(_) => delta.decode_delta(p, &(0..table.columns.len()).collect::<Vec<_>>(), row_ids),
             }
             .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
             let decoded = match (decoded, &row_filter) {
                 // The filter the scan of the row groups evaluates (it may be the only one:
                 // DataFusion takes it as exact), on the delta's rows too.
-                (Some((b, _)), Some(filter)) => {
-                    debug_assert!(!row_ids, "a row filter is a column store's, which hands on no row ids");
-                    Some((filtered_rows(&b, filter, &self.schema, &projection)?, Vec::new()))
-                }
+                (Some((b, ids)), Some(filter)) => Some(filtered_rows(&b, ids, filter, &self.schema, &projection)?),
                 (decoded, _) => decoded,
             };
             if let Some((b, ids)) = decoded {
@@ -741,9 +740,10 @@ impl TableProvider for FlashscanTable {
 }
 
 /// The rows of `batch` (every column of the table, as decoded from the delta) that pass
-/// `filter`, projected to `projection`. Columns are cast to the provider's types first
-/// (`schema`: a column store's strings are views), which the filter was planned against.
-fn filtered_rows(batch: &arrow::record_batch::RecordBatch, filter: &crate::reader::RowFilter, schema: &SchemaRef, projection: &[usize]) -> Result<arrow::record_batch::RecordBatch> {
+/// `filter`, projected to `projection`, with their `ids` (empty: none asked for). Columns
+/// are cast to the provider's types first (`schema`: a column store's strings are views),
+/// which the filter was planned against.
+fn filtered_rows(batch: &arrow::record_batch::RecordBatch, ids: Vec<u64>, filter: &crate::reader::RowFilter, schema: &SchemaRef, projection: &[usize]) -> Result<(arrow::record_batch::RecordBatch, Vec<u64>)> {
     let columns = batch
         .columns()
         .iter()
@@ -752,7 +752,8 @@ fn filtered_rows(batch: &arrow::record_batch::RecordBatch, filter: &crate::reade
         .collect::<std::result::Result<Vec<_>, _>>()?;
     let typed = arrow::record_batch::RecordBatch::try_new(Arc::new(schema.project(&(0..columns.len()).collect::<Vec<_>>())?), columns)?;
     let keep = filter.keep(&typed).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
-    Ok(arrow::compute::filter_record_batch(&typed, &keep)?.project(projection)?)
+    let ids = if ids.is_empty() { ids } else { ids.into_iter().zip(keep.values().iter()).filter_map(|(id, k)| k.then_some(id)).collect() };
+    Ok((arrow::compute::filter_record_batch(&typed, &keep)?.project(projection)?, ids))
 }
 
 /// Builds the table's SQL indexes not built yet (once per process: a scan of their key

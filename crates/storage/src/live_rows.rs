@@ -40,18 +40,12 @@ impl DeletedRowSet {
     }
 
     /// The deleted rows of `table` (empty when it has no deleted rows file), its file
-    /// relative to the database directory `db_dir`. A column store with a deleted rows file,
-    /// which no version writes, and a file of more rows than the table holds are refused.
+    /// relative to the database directory `db_dir`. A file of more rows than the table
+    /// holds is refused.
     pub fn of_table(db_dir: &Path, table: &TableMeta) -> Result<DeletedRowSet, StorageError> {
         let Some(meta) = &table.deleted_rows else {
             return Ok(DeletedRowSet::default());
         };
-        if table.is_column_store() {
-            return Err(StorageError::InvalidArgument(format!(
-                "table {} is a column store with a deleted rows file ({}), which this version never writes: the catalog is damaged",
-                table.name, meta.path
-            )));
-        }
         // Checked by the reader: strictly ascending, as many as the catalog says.
         let ids = read_deleted_rows(db_dir, meta)?;
         if ids.len() as u64 > table.row_count {
@@ -356,5 +350,64 @@ mod tests {
         assert_eq!(set.on_page(c).slots().collect::<Vec<_>>(), vec![0]);
         assert!(set.on_page(PageId::new(0, 7)).is_empty());
         assert!(set.on_page(PageId::new(1 << 21, 0)).is_empty(), "a page beyond what row ids hold has none");
+    }
+}
+
+/// Where each row group of a column store sits among row ids: its first virtual page
+/// (`RowId::row_group_first_page`), by partition, then by row group as the catalog lists
+/// them. A row group's ordinal counts the row groups of its file before it in the
+/// catalog's order (row groups are only ever appended to a file); None for one whose file
+/// id or ordinal does not fit a row id (its rows cannot be deleted or updated).
+pub fn row_group_first_pages(table: &TableMeta) -> Vec<Vec<Option<PageId>>> {
+    let mut per_file: std::collections::HashMap<&str, u32> = std::collections::HashMap::new();
+    table
+        .partitions
+        .iter()
+        .map(|p| {
+            p.row_groups
+                .iter()
+                .map(|g| {
+                    let ordinal = per_file.entry(g.file.as_str()).or_insert(0);
+                    let this = *ordinal;
+                    *ordinal += 1;
+                    let file_id = table.files.iter().find(|f| f.path == g.file)?.file_id;
+                    RowId::row_group_first_page(file_id, this)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// The rows of a row group (`first_page` its first virtual page, `rows` rows) that
+/// `deleted_slots(page, out)` — a deleted rows set or a snapshot — says are deleted,
+/// ascending. A deleted slot past the row group's last row is corrupt.
+pub fn deleted_rows_of_group(first_page: PageId, rows: u64, deleted_slots: &mut dyn FnMut(PageId, &mut Vec<u16>) -> bool) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    let mut slots = Vec::new();
+    let pages = rows.div_ceil(crate::row_id::SLOTS_PER_PAGE);
+    for v in 0..pages {
+        let page = PageId::new(first_page.file_id(), first_page.page_index_in_file() + v as u32);
+        if !deleted_slots(page, &mut slots) {
+            continue;
+        }
+        slots.sort_unstable();
+        for &slot in &slots {
+            let row = v * crate::row_id::SLOTS_PER_PAGE + slot as u64;
+            if row >= rows {
+                return Err(format!("a deleted row {row} of a row group of {rows} rows"));
+            }
+            out.push(row as u32);
+        }
+    }
+    out.dedup();
+    Ok(out)
+}
+
+impl DeletedRowSet {
+    /// `deleted_rows_of_group`'s question asked of this set.
+    pub fn slots_on_page(&self, page: PageId, out: &mut Vec<u16>) -> bool {
+        out.clear();
+        out.extend(self.on_page(page).slots());
+        !out.is_empty()
     }
 }

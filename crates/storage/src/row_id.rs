@@ -11,6 +11,13 @@
 //!   carries every delete of it over to the page id (`TableDelta::moved`). (An LSN is a
 //!   byte position of the log: 2^62 bytes is beyond any log, so the bit below the top one
 //!   was always 0 in ids logged before the third kind existed.)
+//!   A column store row is named the same way, on a *virtual* page: row `r` of the
+//!   `k`-th row group of file `f` (row groups of a file counted in the catalog's order) is
+//!   slot `r % 4096` of page `k · 2^16 + r / 4096` of file `f` (`in_row_group`): up to
+//!   2^15 row groups per file and 2^28 rows per row group. Every structure keyed by page
+//!   and slot — a delta's deleted rows, the deleted rows file, a transaction's deletes —
+//!   so takes column store rows unchanged; a table is one format, so an id is never read
+//!   as the other kind;
 //! - a row the reading transaction staged and has not committed: `11 · staging step
 //!   (24 bits) · the row's place among the step's rows (38 bits)`. Such an id names a row
 //!   for the statements of its own transaction only (a transaction reads its own writes):
@@ -25,9 +32,18 @@ const STEP_BITS: u32 = 24;
 const PLACE_BITS: u32 = 38;
 const _: () = assert!(2 + STEP_BITS + PLACE_BITS == 64);
 const SLOT_BITS: u32 = 12;
+/// Rows of one (real or virtual) page a row id can name.
+pub const SLOTS_PER_PAGE: u64 = 1 << SLOT_BITS;
 const PAGE_BITS: u32 = 31;
 const FILE_BITS: u32 = 20;
 const _: () = assert!(1 + FILE_BITS + PAGE_BITS + SLOT_BITS == 64);
+/// A column store row's place in its row group (`in_row_group`): far above
+/// `ROW_GROUP_ROWS_MAX`.
+pub const GROUP_ROW_BITS: u32 = 28;
+/// Row groups of one file a column store row id can name.
+pub const GROUP_ORDINAL_BITS: u32 = PAGE_BITS + SLOT_BITS - GROUP_ROW_BITS;
+const _: () = assert!((1usize << GROUP_ROW_BITS) >= crate::columnstore::ROW_GROUP_ROWS_MAX);
+const _: () = assert!(GROUP_ROW_BITS > SLOT_BITS && GROUP_ORDINAL_BITS >= 12);
 /// Slots a page can hold: an 8 KiB page of rows at least 2 bytes each plus their 2-byte slots.
 const _: () = assert!(crate::heap::PAGE_SIZE_BYTES / 4 <= 1 << SLOT_BITS);
 
@@ -53,6 +69,26 @@ impl RowId {
     pub fn range_of_page(page: PageId) -> Option<std::ops::Range<u64>> {
         let first = RowId::in_page(page, 0)?.0;
         Some(first..first + (1 << SLOT_BITS))
+    }
+
+    /// The first virtual page of the `ordinal`-th row group of file `file_id`: its row `r`
+    /// is slot `r % 4096` of the page `r / 4096` after it. None when the ordinal does not
+    /// fit (more than 2^15 row groups in one file) or the file id does not.
+    pub fn row_group_first_page(file_id: u32, ordinal: u32) -> Option<PageId> {
+        if ordinal >= 1 << GROUP_ORDINAL_BITS || file_id >= 1 << FILE_BITS {
+            return None;
+        }
+        Some(PageId::new(file_id, ordinal << (GROUP_ROW_BITS - SLOT_BITS)))
+    }
+
+    /// Row `row` of the row group whose first virtual page is `first_page`
+    /// (`row_group_first_page`); None past 2^28 rows.
+    pub fn in_row_group(first_page: PageId, row: u64) -> Option<RowId> {
+        if row >= 1 << GROUP_ROW_BITS {
+            return None;
+        }
+        let page = PageId::new(first_page.file_id(), first_page.page_index_in_file() + (row >> SLOT_BITS) as u32);
+        RowId::in_page(page, (row & ((1 << SLOT_BITS) - 1)) as u32)
     }
 
     /// A row still only in the delta, named by its insert record's LSN.
@@ -125,6 +161,20 @@ mod tests {
             prop_assert_eq!(RowId(range.start).page(), Some(PageId::new(file, index)));
             prop_assert_eq!(RowId(range.end - 1).page(), Some(PageId::new(file, index)));
             prop_assert_ne!(RowId(range.end).page(), Some(PageId::new(file, index)));
+        }
+
+        #[test]
+        fn column_store_rows_round_trip_and_never_meet(file in 0u32..(1 << FILE_BITS), ordinal in 0u32..(1 << GROUP_ORDINAL_BITS), row in 0u64..(1 << GROUP_ROW_BITS), other in 0u32..(1 << GROUP_ORDINAL_BITS), other_row in 0u64..(1 << GROUP_ROW_BITS)) {
+            let first = RowId::row_group_first_page(file, ordinal).unwrap();
+            let id = RowId::in_row_group(first, row).unwrap();
+            // Back: the page's distance from the first page and the slot give the row.
+            let page = id.page().unwrap();
+            prop_assert_eq!(page.file_id(), file);
+            let back = (page.page_index_in_file() - first.page_index_in_file()) as u64 * 4096 + id.slot().unwrap() as u64;
+            prop_assert_eq!(back, row);
+            // Two rows of the file's row groups share an id only when they are one row.
+            let other_id = RowId::in_row_group(RowId::row_group_first_page(file, other).unwrap(), other_row).unwrap();
+            prop_assert_eq!(id == other_id, (ordinal, row) == (other, other_row));
         }
 
         #[test]

@@ -39,6 +39,7 @@ use flashscan_storage::{DataFileMeta, Lsn, PageId, PageRun, RowGroupMeta, Storag
 
 use crate::error::{file_err, WriteError};
 use crate::limits::{CHECKPOINT_FILE_BYTES_MAX, CHECKPOINT_WRITE_BYTES_MAX, MAX_ASYNC_IO_DEFAULT, MAX_ASYNC_IO_MAX, PACED_GRACE, PACED_READS_PER_WRITE};
+use crate::row_id::RowId;
 use crate::write_path::{RecoveryReport, State, WritePath};
 
 #[derive(Debug, Clone)]
@@ -201,6 +202,12 @@ fn append_target(table: &TableMeta, partition: usize, new_page_count: u64) -> Op
         return None;
     }
     Some(file.clone())
+}
+
+/// Row groups of `table` in the file its catalog names `path` (a file's row groups are
+/// counted in catalog order: a row group's ordinal, `RowId::row_group_first_page`).
+fn row_groups_in_file(table: &TableMeta, path: &str) -> u32 {
+    table.partitions.iter().flat_map(|p| &p.row_groups).filter(|g| g.file == path).count() as u32
 }
 
 struct PendingWrite {
@@ -406,7 +413,9 @@ impl WritePath {
                     }
                     let (pages, row_groups) = delta_pages(table, delta, p)?;
                     let page_count = pages.len() as u64;
-                    if let Some(f) = append_target(table, p, page_count) {
+                    // Row ids name at most 2^15 row groups of one file.
+                    let fits = |f: &DataFileMeta| row_groups_in_file(table, &f.path) as u64 + row_groups.len() as u64 <= 1 << flashscan_storage::row_id::GROUP_ORDINAL_BITS;
+                    if let Some(f) = append_target(table, p, page_count).filter(|f| fits(f)) {
                         plans.push(Plan { table: name.clone(), partition: p, target: Target::Append(f), pages, row_groups });
                         continue;
                     }
@@ -547,11 +556,27 @@ impl WritePath {
         // Each delta row's page row id from here on, and the deleted rows files.
         let mut moved: std::collections::BTreeMap<String, std::collections::HashMap<u64, u64>> = std::collections::BTreeMap::new();
         for f in &files {
-            // A column store's rows have no page row ids: nothing deletes them or indexes
-            // them yet (UPDATE, DELETE and SQL indexes refuse column stores).
-            if let Some(delta) = st.deltas.get(&f.table).filter(|_| f.row_groups.is_empty()) {
-                moved.entry(f.table.clone()).or_default().extend(delta.placement(f.partition, f.file_id, f.first_page));
-            }
+            let Some(delta) = st.deltas.get(&f.table) else { continue };
+            let placed = if f.row_groups.is_empty() {
+                delta.placement(f.partition, f.file_id, f.first_page)
+            } else {
+                // A column store's rows: row r of the k-th new row group is named by the
+                // row group's ordinal in its file (the file's row groups before it, then k).
+                let before = catalog.tables.get(&f.table).map_or(0, |t| row_groups_in_file(t, &f.catalog_path));
+                let lsns = delta.lsns(f.partition, f.rows);
+                let mut placed = Vec::with_capacity(lsns.len());
+                let mut lsn = lsns.iter();
+                for (k, g) in f.row_groups.iter().enumerate() {
+                    let Some(first) = RowId::row_group_first_page(f.file_id, before + k as u32) else { break };
+                    for r in 0..g.row_count {
+                        if let (Some(lsn), Some(to)) = (lsn.next(), RowId::in_row_group(first, r)) {
+                            placed.push((RowId::in_delta(*lsn).0, to.0));
+                        }
+                    }
+                }
+                placed
+            };
+            moved.entry(f.table.clone()).or_default().extend(placed);
         }
         let mut next_deleted: std::collections::BTreeMap<String, crate::deleted::DeletedRows> = std::collections::BTreeMap::new();
         let mut deleted_written: Vec<(String, DeletedRowsMeta)> = Vec::new();

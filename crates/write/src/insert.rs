@@ -338,21 +338,13 @@ impl WritePath {
     /// transaction has changed the table; a deadlock fails with `WriteError::Deadlock`.
     /// UPDATE and DELETE call it before they read their snapshot, so the snapshot sees
     /// every change committed before theirs. Refuses a table UPDATE and DELETE cannot
-    /// change yet (a column store, a table with indexes). Returns the table's catalog key.
+    /// change yet (a table with `flashscan index create` indexes). Returns the table's
+    /// catalog key.
     pub fn lock_for_change(&self, txn: &mut Transaction, table_name: &str) -> Result<String, WriteError> {
         let key = {
             let st = self.lock_state_shared()?;
             if key_of(&st.catalog, table_name).is_none() && st.catalog.view(table_name).is_some() {
                 return Err(WriteError::NotSupported(format!("cannot UPDATE or DELETE view {table_name}: views are read-only (not supported): write into the table it reads")));
-            }
-            if let Some(table) = key_of(&st.catalog, table_name).and_then(|k| st.catalog.tables.get(&k)).filter(|t| t.is_column_store()) {
-                return Err(WriteError::NotSupported(format!(
-                    "UPDATE and DELETE of table {}: a column store ({}) takes neither yet; rebuild it as a heap first (`flashscan rebuild {} {} --compression none`)",
-                    table.name,
-                    table.format,
-                    self.db_dir().display(),
-                    table.name
-                )));
             }
             let (key, _, _) = self.table_for_insert(&st, table_name)?;
             let indexes: Vec<&str> = st.catalog.indexes_on(&key).map(|i| i.name.as_str()).collect();

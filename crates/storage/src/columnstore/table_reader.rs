@@ -9,6 +9,7 @@ use arrow::array::RecordBatch;
 
 use super::row_group::RowGroupReader;
 use crate::database::Database;
+use crate::live_rows::{deleted_rows_of_group, row_group_first_pages, DeletedRowSet};
 use crate::error::StorageError;
 use crate::page_path::FileReader;
 use crate::table_meta::{PartitionMeta, RowGroupMeta, TableMeta};
@@ -52,14 +53,17 @@ pub fn check_against_catalog(reader: &RowGroupReader, table: &TableMeta, row_gro
 }
 
 /// Reads the row groups of one partition in order, handing `on_batch` one batch of the
-/// projected columns per row group.
+/// projected columns per row group, less the rows `deleted` names.
 pub fn read_partition_row_groups(
     db: &Database,
     table: &TableMeta,
     partition: &PartitionMeta,
     projection: &[usize],
+    deleted: &DeletedRowSet,
     on_batch: &mut dyn FnMut(RecordBatch) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
+    let position = table.partitions.iter().position(|p| p.index == partition.index).ok_or_else(|| StorageError::InvalidArgument(format!("table {}: a partition it does not hold", table.name)))?;
+    let first_pages = if deleted.is_empty() { Vec::new() } else { row_group_first_pages(table).swap_remove(position) };
     for column in projection {
         if *column >= table.columns.len() {
             return Err(StorageError::InvalidArgument(format!("column {column} out of range: table {} has {}", table.name, table.columns.len())));
@@ -68,13 +72,29 @@ pub fn read_partition_row_groups(
     let Some(mut reader) = FileReader::open_distinct(partition.row_groups.iter().map(|row_group| db.resolve(&row_group.file)))? else {
         return Ok(());
     };
-    for row_group in &partition.row_groups {
+    for (g, row_group) in partition.row_groups.iter().enumerate() {
         let path = db.resolve(&row_group.file);
         let file_index = reader.file_index(&path)?;
         let bytes = reader.read(file_index, row_group.offset_bytes, row_group.total_bytes)?;
         let reader = RowGroupReader::open(&bytes, &path, row_group.offset_bytes)?;
         check_against_catalog(&reader, table, row_group, &path)?;
-        on_batch(reader.read_columns(projection)?)?;
+        let batch = reader.read_columns(projection)?;
+        let gone = match first_pages.get(g).copied().flatten() {
+            Some(first) => deleted_rows_of_group(first, row_group.row_count, &mut |page, out| deleted.slots_on_page(page, out))
+                .map_err(|reason| StorageError::PageCorrupt { file: path.clone(), page_id: 0, offset_bytes: row_group.offset_bytes, reason })?,
+            None => Vec::new(),
+        };
+        on_batch(if gone.is_empty() { batch } else { without_rows(&batch, &gone).map_err(|source| StorageError::Arrow { path: path.clone(), source })? })?;
     }
     Ok(())
+}
+
+/// `batch` less the rows at `gone` (ascending positions).
+pub fn without_rows(batch: &RecordBatch, gone: &[u32]) -> Result<RecordBatch, arrow::error::ArrowError> {
+    let mut keep = arrow::array::BooleanBufferBuilder::new(batch.num_rows());
+    keep.append_n(batch.num_rows(), true);
+    for &row in gone {
+        keep.set_bit(row as usize, false);
+    }
+    arrow::compute::filter_record_batch(batch, &arrow::array::BooleanArray::new(keep.finish(), None))
 }

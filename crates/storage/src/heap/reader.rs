@@ -49,10 +49,7 @@ pub fn read_partition_live(
     on_batch: &mut dyn FnMut(RecordBatch) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
     if table.is_column_store() {
-        if !deleted.is_empty() {
-            return Err(StorageError::InvalidArgument(format!("table {} is a column store with deleted rows, which this version does not write", table.name)));
-        }
-        return crate::columnstore::table_reader::read_partition_row_groups(db, table, partition, projection, on_batch);
+        return crate::columnstore::table_reader::read_partition_row_groups(db, table, partition, projection, deleted, on_batch);
     }
     let mut decoder = LiveHeapDecoder::new(HeapDecoder::try_new(table, projection)?, deleted.clone());
     let filtered = |e| StorageError::Arrow { path: db.dir().to_path_buf(), source: e };
