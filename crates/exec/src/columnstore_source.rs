@@ -439,12 +439,6 @@ impl RowGroupDecoder {
         }
         let group = &self.row_groups[tag as usize];
         let rows = group.row_count as usize;
-        let mut keep = arrow::array::BooleanBufferBuilder::new(rows);
-        keep.append_n(rows, true);
-        for &row in gone.iter() {
-            keep.set_bit(row as usize, false);
-        }
-        let keep = keep.finish();
         let mut columns = batch.columns().to_vec();
         if self.row_ids {
             let first = group.first_page.ok_or_else(|| {
@@ -455,7 +449,7 @@ impl RowGroupDecoder {
         }
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         let whole = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)?;
-        Ok(if gone.is_empty() { whole } else { arrow::compute::filter_record_batch(&whole, &arrow::array::BooleanArray::new(keep, None))? })
+        Ok(if gone.is_empty() { whole } else { flashscan_storage::columnstore::table_reader::without_rows(&whole, &gone)? })
     }
 }
 

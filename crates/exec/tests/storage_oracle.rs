@@ -233,6 +233,18 @@ fn row_ids_of_orders(db: &Database, table: &str, deleted: &dyn Fn(i64) -> bool) 
     (ids, pages)
 }
 
+/// The generated lineitem rows whose order `deleted` does not name.
+fn live_lineitem(deleted: &dyn Fn(i64) -> bool) -> Vec<arrow::record_batch::RecordBatch> {
+    common::lineitem(SF, 1)
+        .iter()
+        .map(|b| {
+            let keys = b.column(b.schema().index_of("l_orderkey").unwrap()).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().clone();
+            let keep: arrow::array::BooleanArray = keys.values().iter().map(|k| Some(!deleted(*k))).collect();
+            arrow::compute::filter_record_batch(b, &keep).unwrap()
+        })
+        .collect()
+}
+
 /// Rows a DELETE removed (a deleted rows file beside the pages, as the checkpoint writes
 /// it) are skipped by every query, in the plain and the page-compressed heap, on both
 /// paths: pages read in place by the kernels (pages without deleted rows) beside pages
@@ -243,14 +255,7 @@ fn row_ids_of_orders(db: &Database, table: &str, deleted: &dyn Fn(i64) -> bool) 
 fn deleted_rows_are_skipped_on_the_page_path_and_the_decode_path() {
     // Orders whose key is a multiple of 97: some pages hold their lines, most do not.
     let deleted = |key: i64| key % 97 == 0;
-    let live: Vec<_> = common::lineitem(SF, 1)
-        .iter()
-        .map(|b| {
-            let keys = b.column(b.schema().index_of("l_orderkey").unwrap()).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().clone();
-            let keep: arrow::array::BooleanArray = keys.values().iter().map(|k| Some(!deleted(*k))).collect();
-            arrow::compute::filter_record_batch(b, &keep).unwrap()
-        })
-        .collect();
+    let live = live_lineitem(&deleted);
     let live_rows: u64 = live.iter().map(|b| b.num_rows() as u64).sum();
     let expected: Vec<_> = all_queries().iter().map(|q| run_on_batches(q, &live, 1).unwrap()).collect();
     for (format, compression) in [("heap", None), ("heap_page", Some("page"))] {
@@ -293,14 +298,7 @@ fn a_column_store_skips_its_deleted_rows_on_every_path() {
     // in key order, so the row groups past them hold none.
     let max_key = common::lineitem(SF, 1).iter().map(|b| arrow::compute::max(b.column(b.schema().index_of("l_orderkey").unwrap()).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap()).unwrap()).max().unwrap();
     let deleted = |key: i64| key % 97 == 0 && key < max_key / 3;
-    let live: Vec<_> = common::lineitem(SF, 1)
-        .iter()
-        .map(|b| {
-            let keys = b.column(b.schema().index_of("l_orderkey").unwrap()).as_any().downcast_ref::<arrow::array::Int64Array>().unwrap().clone();
-            let keep: arrow::array::BooleanArray = keys.values().iter().map(|k| Some(!deleted(*k))).collect();
-            arrow::compute::filter_record_batch(b, &keep).unwrap()
-        })
-        .collect();
+    let live = live_lineitem(&deleted);
     let expected: Vec<_> = all_queries().iter().map(|q| run_on_batches(q, &live, 1).unwrap()).collect();
     let dir = lineitem_db(2);
     // Small row groups: some hold a deleted row, some none.

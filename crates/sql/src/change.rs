@@ -252,18 +252,16 @@ fn changes_of(kind: ChangeKind, batches: Vec<RecordBatch>, table_schema: &Arc<Sc
         row_ids.extend(ids.iter().flatten().filter(|_| true).zip(keep.iter()).filter(|(_, k)| **k).map(|(id, _)| id));
         if kind == ChangeKind::Update || old_rows {
             // As the table stores them: a column store's scan hands strings on as views.
-            let columns = b.columns()[1..]
-                .iter()
-                .zip(table_schema.fields())
-                .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| SqlError::Plan(format!("UPDATE: the new values do not fit the table's columns: {e}")))?;
-            let values = RecordBatch::try_new(table_schema.clone(), columns.clone()).or_else(|_| {
-                // Nullability may differ (an expression's result is nullable even where the
-                // column is NOT NULL): the rows are checked when they are staged.
-                let relaxed = Arc::new(Schema::new(table_schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
-                RecordBatch::try_new(relaxed, columns)
-            });
+            // Nullability may differ (an expression's result is nullable even where the
+            // column is NOT NULL): the rows are checked when they are staged.
+            let relaxed = Arc::new(Schema::new(table_schema.fields().iter().map(|f| f.as_ref().clone().with_nullable(true)).collect::<Vec<_>>()));
+            let columns = b
+                .project(&(1..b.num_columns()).collect::<Vec<_>>())
+                .and_then(|values| crate::reader::batch_as(&relaxed, &values))
+                .map_err(|e| SqlError::Plan(format!("UPDATE: the new values do not fit the table's columns: {e}")))?
+                .columns()
+                .to_vec();
+            let values = RecordBatch::try_new(table_schema.clone(), columns.clone()).or_else(|_| RecordBatch::try_new(relaxed, columns));
             let values = values.map_err(|e| SqlError::Plan(format!("UPDATE: the new values do not fit the table's columns: {e}")))?;
             let values = if keep.iter().all(|k| *k) { values } else { arrow::compute::filter_record_batch(&values, &arrow::array::BooleanArray::from(keep)).map_err(|e| SqlError::Internal(e.to_string()))? };
             if values.num_rows() > 0 {

@@ -744,13 +744,7 @@ impl TableProvider for FlashscanTable {
 /// are cast to the provider's types first (`schema`: a column store's strings are views),
 /// which the filter was planned against.
 fn filtered_rows(batch: &arrow::record_batch::RecordBatch, ids: Vec<u64>, filter: &crate::reader::RowFilter, schema: &SchemaRef, projection: &[usize]) -> Result<(arrow::record_batch::RecordBatch, Vec<u64>)> {
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(c, f)| if c.data_type() == f.data_type() { Ok(c.clone()) } else { arrow::compute::cast(c, f.data_type()) })
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let typed = arrow::record_batch::RecordBatch::try_new(Arc::new(schema.project(&(0..columns.len()).collect::<Vec<_>>())?), columns)?;
+    let typed = crate::reader::batch_as(&Arc::new(schema.project(&(0..batch.num_columns()).collect::<Vec<_>>())?), batch)?;
     let keep = filter.keep(&typed).map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
     let ids = if ids.is_empty() { ids } else { ids.into_iter().zip(keep.values().iter()).filter_map(|(id, k)| k.then_some(id)).collect() };
     Ok((arrow::compute::filter_record_batch(&typed, &keep)?.project(projection)?, ids))
