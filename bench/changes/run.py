@@ -169,7 +169,7 @@ def duckdb_round(a, base):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flashscan", required=True)
-    common.add_run_args(ap, rounds=5, work="/root/flashscan-bench/changes")
+    common.add_run_args(ap, rounds=5, work="/tmp/changes-bench")  # PostgreSQL runs as user postgres: not under /root
     a = ap.parse_args()
     os.makedirs(a.work, exist_ok=True)
     heap, cs, duck, pg = prepare(a)
