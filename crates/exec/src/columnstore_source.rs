@@ -70,12 +70,14 @@ pub struct ColumnStoreTable<'a> {
 
 impl<'a> ColumnStoreTable<'a> {
     /// Opens every row group of the table.
+    /// Opens every row group of the table, its deleted rows file applied.
     pub fn new(db: &Database, meta: &'a TableMeta) -> Result<ColumnStoreTable<'a>, ExecError> {
-        Self::with_selection(db.dir(), meta, &|_, _| true)
+        Self::with_selection(db.dir(), meta, &|_, _| true)?.with_deleted_rows_file(db.dir())
     }
 
     /// Opens the row groups `keep(partition_index, row_group_index)` selects (a SQL
-    /// execution partition reads a share of them).
+    /// execution partition reads a share of them), every row live: a reader that knows
+    /// deleted rows says so (`with_deleted_rows_file`, or a snapshot's `with_deleted`).
     pub fn with_selection(db_dir: &Path, meta: &'a TableMeta, keep: &dyn Fn(u32, usize) -> bool) -> Result<ColumnStoreTable<'a>, ExecError> {
         if !meta.is_column_store() {
             return Err(ExecError::NotColumnStore { table: meta.name.clone(), format: meta.format.clone() });
@@ -110,17 +112,19 @@ impl<'a> ColumnStoreTable<'a> {
                 });
             }
         }
-        // The deleted rows file, unless a caller with a snapshot says otherwise.
-        let deleted: Option<DeletedSlots> = if meta.deleted_rows.is_some() {
-            let set = DeletedRowSet::of_table(db_dir, meta)?;
-            Some(Arc::new(move |page, out: &mut Vec<u16>| set.slots_on_page(page, out)))
-        } else {
-            None
-        };
-        Ok(ColumnStoreTable { meta, row_groups: Arc::new(row_groups), deleted, row_ids: false })
+        Ok(ColumnStoreTable { meta, row_groups: Arc::new(row_groups), deleted: None, row_ids: false })
     }
 
-    /// Deleted rows as `deleted` says (a SQL snapshot's view), instead of the file's.
+    /// The table's deleted rows file applied (read once here; none without one).
+    pub fn with_deleted_rows_file(mut self, db_dir: &Path) -> Result<Self, ExecError> {
+        if self.meta.deleted_rows.is_some() {
+            let set = DeletedRowSet::of_table(db_dir, self.meta)?;
+            self.deleted = Some(Arc::new(move |page, out: &mut Vec<u16>| set.slots_on_page(page, out)));
+        }
+        Ok(self)
+    }
+
+    /// Deleted rows as `deleted` says (a SQL snapshot's view).
     pub fn with_deleted(mut self, deleted: Option<DeletedSlots>) -> Self {
         self.deleted = deleted;
         self

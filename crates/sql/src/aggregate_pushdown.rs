@@ -507,7 +507,9 @@ impl UnitJob {
     fn read(&self, unit: &ScanUnit, kernel: AggregateKernel) -> Result<(Option<AggregateKernel>, UnitFigures), ExecError> {
         let spec = &self.spec;
         let keep = |partition: u32, row_group: usize| partition == unit.partition_index && unit.row_groups.contains(&row_group);
-        let source = ColumnStoreTable::with_selection(&spec.db_dir, &spec.table, &keep)?;
+        // `spec.deleted` is None here (the pushdown steps aside otherwise): a table without
+        // a snapshot reads its deleted rows file.
+        let source = ColumnStoreTable::with_selection(&spec.db_dir, &spec.table, &keep)?.with_deleted_rows_file(&spec.db_dir)?;
         let options = &spec.read_options;
         let config = ReadConfig { io_size_bytes: options.io_size_bytes, queue_depth: options.queue_depth, thread_count: 1, direct: options.direct, engine_kind: options.engine_kind };
         // The kernel's inputs, then the filter's columns it does not read.

@@ -367,13 +367,14 @@ pub fn read_unit(
     let source: &dyn TableSource = if table.is_column_store() {
         // The unit's row groups only; their metadata is read (and verified) here.
         let keep = |partition: u32, row_group: usize| partition == unit.partition_index && unit.row_groups.contains(&row_group);
-        let mut source = ColumnStoreTable::with_selection(db_dir, table, &keep)?.with_row_ids(slices.row_ids);
-        // The snapshot's deletes (committed before it, and the reading transaction's own)
-        // rather than the deleted rows file's alone (which the snapshot's include).
-        if let Some(d) = slices.deleted.clone().filter(|d| d.has_deleted_page_rows()) {
-            source = source.with_deleted(Some(Arc::new(move |page: flashscan_storage::PageId, out: &mut Vec<u16>| d.page_deleted_slots(page.0, out))));
-        }
-        column_store_source = source;
+        let source = ColumnStoreTable::with_selection(db_dir, table, &keep)?.with_row_ids(slices.row_ids);
+        // The snapshot's deletes (committed before it, and the reading transaction's own;
+        // the deleted rows file's among them). Without a snapshot (no write path), the file.
+        column_store_source = match slices.deleted.clone() {
+            Some(d) => source.with_deleted(Some(Arc::new(move |page: flashscan_storage::PageId, out: &mut Vec<u16>| d.page_deleted_slots(page.0, out)))),
+            None if table.deleted_rows.is_some() => source.with_deleted_rows_file(db_dir)?,
+            None => source,
+        };
         &column_store_source
     } else {
         heap_source = HeapUnitSource { table, db_dir, unit, decoded: decoded.clone(), deleted: slices.deleted.clone().filter(|d| d.has_deleted_page_rows()), row_ids: slices.row_ids };
