@@ -25,9 +25,9 @@ pub const SEQ_DURABLE: u64 = 0;
 #[derive(Debug, Default)]
 struct Inner {
     /// Page id → (slot, sequence number) of its deleted rows.
-    pages: HashMap<u64, Vec<(u16, u64)>>,
+    pages: HashMap<u64, Vec<(u16, u64)>, ahash::RandomState>,
     /// Insert LSN of a delta row → sequence number.
-    delta: HashMap<u64, u64>,
+    delta: HashMap<u64, u64, ahash::RandomState>,
     /// (sequence number, rows deleted up to and including it), ascending.
     counts: Vec<(u64, u64)>,
 }

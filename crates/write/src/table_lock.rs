@@ -26,6 +26,8 @@
 //! closes the cycle fails with SQLSTATE 40P01 and the other goes on once it rolls back.
 
 use std::collections::{HashMap, HashSet};
+
+type AHashMap<K, V> = HashMap<K, V, ahash::RandomState>;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -56,10 +58,10 @@ struct TableHold {
 #[derive(Debug, Default)]
 struct Locks {
     tables: HashMap<String, TableHold>,
-    /// (table key, row id) → the transaction holding the row.
-    rows: HashMap<(String, u64), u64>,
-    /// Per transaction, the rows it holds (released together).
-    rows_of: HashMap<u64, Vec<(String, u64)>>,
+    /// Table key → row id → the transaction holding the row.
+    rows: HashMap<String, AHashMap<u64, u64>>,
+    /// Per transaction, per table, the rows it holds (released together).
+    rows_of: HashMap<u64, HashMap<String, Vec<u64>>>,
     /// Waiting transaction → the transactions it waits for.
     waits_for: HashMap<u64, Vec<u64>>,
 }
@@ -175,44 +177,53 @@ impl TableLocks {
     pub(crate) fn try_lock_rows(&self, txn: u64, table: &str, rows: &[u64]) -> RowsLocked {
         let mut locks = self.lock();
         debug_assert!(locks.tables.get(table).is_some_and(|h| h.rows_mode.contains(&txn) || h.table_mode == Some(txn)), "rows are locked under the table's lock");
+        // The table's maps are found once, not once per row.
+        let Locks { rows: held, rows_of, .. } = &mut *locks;
+        let held = held.entry(table.to_string()).or_default();
+        let mut taken = Vec::new();
+        let mut result = RowsLocked::All;
         for &row in rows {
-            let key = (table.to_string(), row);
-            match locks.rows.get(&key).copied() {
+            match held.get(&row).copied() {
                 Some(holder) if holder == txn => {}
-                Some(holder) => return RowsLocked::HeldBy { row, holder },
+                Some(holder) => {
+                    result = RowsLocked::HeldBy { row, holder };
+                    break;
+                }
                 None => {
-                    locks.rows.insert(key.clone(), txn);
-                    locks.rows_of.entry(txn).or_default().push(key);
+                    held.insert(row, txn);
+                    taken.push(row);
                 }
             }
         }
-        RowsLocked::All
+        if !taken.is_empty() {
+            rows_of.entry(txn).or_default().entry(table.to_string()).or_default().extend(taken);
+        }
+        result
     }
 
     /// Waits until `row` of `table` is no longer held by another transaction (its holder
     /// ended, or a checkpoint renamed it: the caller tries again either way).
     pub(crate) fn wait_for_row(&self, txn: u64, table: &str, row: u64) -> Result<(), WriteError> {
-        let key = (table.to_string(), row);
         let locks = self.lock();
-        self.wait_until_free(locks, txn, table, |l| l.rows.get(&key).copied().filter(|h| *h != txn).into_iter().collect()).map(drop)
+        self.wait_until_free(locks, txn, table, |l| l.rows.get(table).and_then(|r| r.get(&row)).copied().filter(|h| *h != txn).into_iter().collect()).map(drop)
     }
 
     /// A checkpoint moved delta rows into pages: locks on them follow their new ids
     /// (`moved`: delta row id → page row id).
     pub(crate) fn rename_rows(&self, table: &str, moved: &HashMap<u64, u64>) {
         let mut locks = self.lock();
-        let renamed: Vec<((String, u64), u64)> = locks.rows.iter().filter(|((t, row), _)| t == table && moved.contains_key(row)).map(|(k, h)| (k.clone(), *h)).collect();
+        let Locks { rows, rows_of, .. } = &mut *locks;
+        let Some(held) = rows.get_mut(table) else { return };
+        let renamed: Vec<(u64, u64)> = held.iter().filter(|(row, _)| moved.contains_key(row)).map(|(row, h)| (*row, *h)).collect();
         if renamed.is_empty() {
             return;
         }
-        for ((t, row), holder) in renamed {
-            locks.rows.remove(&(t.clone(), row));
-            let to = (t, moved[&row]);
-            locks.rows.insert(to.clone(), holder);
-            if let Some(held) = locks.rows_of.get_mut(&holder) {
-                if let Some(k) = held.iter_mut().find(|k| k.0 == to.0 && k.1 == row) {
-                    *k = to;
-                }
+        for (row, holder) in renamed {
+            held.remove(&row);
+            let to = moved[&row];
+            held.insert(to, holder);
+            if let Some(k) = rows_of.get_mut(&holder).and_then(|t| t.get_mut(table)).and_then(|rows| rows.iter_mut().find(|r| **r == row)) {
+                *k = to;
             }
         }
         drop(locks);
@@ -229,10 +240,16 @@ impl TableLocks {
             }
             !hold.rows_mode.is_empty() || hold.table_mode.is_some()
         });
-        if let Some(rows) = locks.rows_of.remove(&txn) {
-            for key in rows {
-                if locks.rows.get(&key) == Some(&txn) {
-                    locks.rows.remove(&key);
+        if let Some(tables) = locks.rows_of.remove(&txn) {
+            for (table, rows) in tables {
+                let Some(held) = locks.rows.get_mut(&table) else { continue };
+                for row in rows {
+                    if held.get(&row) == Some(&txn) {
+                        held.remove(&row);
+                    }
+                }
+                if held.is_empty() {
+                    locks.rows.remove(&table);
                 }
             }
         }
