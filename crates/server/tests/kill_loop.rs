@@ -34,16 +34,53 @@ fn child_serve_until_killed() {
     common::serve_in_child(common::config);
 }
 
-/// What the writers learnt from the server's answers.
+/// What the writers learnt from the server's answers about one kind of transaction, by
+/// transfer id.
+#[derive(Default)]
+struct Ledger {
+    /// COMMIT answered OK.
+    acked: BTreeSet<i64>,
+    /// COMMIT sent and never answered (the server died): either way is right.
+    in_doubt: BTreeSet<i64>,
+}
+
+impl Ledger {
+    /// Records the answer `step` to `tid`'s COMMIT; false when the server is gone.
+    fn settle(&mut self, tid: i64, step: Step, rolled_back: &mut u64) -> bool {
+        match step {
+            Step::Committed => {
+                self.in_doubt.remove(&tid);
+                self.acked.insert(tid);
+            }
+            Step::RolledBack => {
+                self.in_doubt.remove(&tid);
+                *rolled_back += 1;
+            }
+            Step::Gone => return false,
+        }
+        true
+    }
+
+    /// After a restart: a transaction in doubt committed exactly when the database holds it.
+    fn resolve(&mut self, found: &BTreeSet<i64>) {
+        let in_doubt = std::mem::take(&mut self.in_doubt);
+        self.acked.extend(in_doubt.into_iter().filter(|t| found.contains(t)));
+    }
+
+    /// Ids `found` must hold (every acknowledged one) and may hold (those in doubt too):
+    /// the first few it lacks, and the first few it holds that it may not.
+    fn check(&self, found: &BTreeSet<i64>) -> (Vec<i64>, Vec<i64>) {
+        let lost = self.acked.difference(found).take(5).copied().collect();
+        let unexplained = found.iter().filter(|t| !self.acked.contains(t) && !self.in_doubt.contains(t)).take(5).copied().collect();
+        (lost, unexplained)
+    }
+}
+
 #[derive(Default)]
 struct Outcomes {
-    /// Transfers whose COMMIT was answered OK.
-    acked: BTreeSet<i64>,
-    /// Transfers whose COMMIT got no answer (the server died): either way is right.
-    in_doubt: BTreeSet<i64>,
-    /// Archivals (by transfer id) whose COMMIT was answered OK.
-    archived: BTreeSet<i64>,
-    archived_in_doubt: BTreeSet<i64>,
+    transfers: Ledger,
+    /// Archivals, by the transfer id they moved.
+    archivals: Ledger,
     /// Transactions rolled back after a SQL error (deadlocks, serialization).
     rolled_back: u64,
 }
@@ -120,21 +157,13 @@ async fn writer(port: u16, round: u64, w: i64, outcomes: Arc<Mutex<Outcomes>>) {
                     Ok(c.execute("INSERT INTO archive VALUES ($1, $2, $3, $4)", &[&tid, &src, &dst, &amount]).await? == 1)
                 },
                 || {
-                    outcomes.lock().expect("outcomes").archived_in_doubt.insert(tid);
+                    outcomes.lock().expect("outcomes").archivals.in_doubt.insert(tid);
                 },
             )
             .await;
-            let mut o = outcomes.lock().expect("outcomes");
-            match step {
-                Step::Committed => {
-                    o.archived_in_doubt.remove(&tid);
-                    o.archived.insert(tid);
-                }
-                Step::RolledBack => {
-                    o.archived_in_doubt.remove(&tid);
-                    o.rolled_back += 1;
-                }
-                Step::Gone => return,
+            let o = &mut *outcomes.lock().expect("outcomes");
+            if !o.archivals.settle(tid, step, &mut o.rolled_back) {
+                return;
             }
             continue;
         }
@@ -153,22 +182,17 @@ async fn writer(port: u16, round: u64, w: i64, outcomes: Arc<Mutex<Outcomes>>) {
                 Ok(c.execute("INSERT INTO history VALUES ($1, $2, $3, $4)", &[&tid, &src, &dst, &amount]).await? == 1)
             },
             || {
-                outcomes.lock().expect("outcomes").in_doubt.insert(tid);
+                outcomes.lock().expect("outcomes").transfers.in_doubt.insert(tid);
             },
         )
         .await;
-        let mut o = outcomes.lock().expect("outcomes");
-        match step {
-            Step::Committed => {
-                o.in_doubt.remove(&tid);
-                o.acked.insert(tid);
-                own.push(tid);
-            }
-            Step::RolledBack => {
-                o.in_doubt.remove(&tid);
-                o.rolled_back += 1;
-            }
-            Step::Gone => return,
+        let committed = matches!(step, Step::Committed);
+        let o = &mut *outcomes.lock().expect("outcomes");
+        if !o.transfers.settle(tid, step, &mut o.rolled_back) {
+            return;
+        }
+        if committed {
+            own.push(tid);
         }
     }
 }
@@ -189,15 +213,12 @@ fn check(round: u64, accounts: &[Vec<String>], history: &[Vec<String>], archive:
     for a in &accounts {
         assert_eq!(balance[&a[0]], a[1], "round {round}: account {} holds {}, its recorded transfers say {}: a transaction was half applied", a[0], a[1], balance[&a[0]]);
     }
-    let lost: Vec<_> = o.acked.difference(&seen).take(5).collect();
-    assert!(lost.is_empty(), "round {round}: acknowledged transfers lost: {lost:x?}");
-    let unexplained: Vec<_> = seen.iter().filter(|t| !o.acked.contains(t) && !o.in_doubt.contains(t)).take(5).collect();
-    assert!(unexplained.is_empty(), "round {round}: transfers never committed are there: {unexplained:x?}");
     let archived: BTreeSet<i64> = archive.iter().map(|r| r[0]).collect();
-    let lost: Vec<_> = o.archived.difference(&archived).take(5).collect();
-    assert!(lost.is_empty(), "round {round}: acknowledged archivals lost: {lost:x?}");
-    let unexplained: Vec<_> = archived.iter().filter(|t| !o.archived.contains(t) && !o.archived_in_doubt.contains(t)).take(5).collect();
-    assert!(unexplained.is_empty(), "round {round}: archivals never committed are there: {unexplained:x?}");
+    for (what, ledger, found) in [("transfers", &o.transfers, &seen), ("archivals", &o.archivals, &archived)] {
+        let (lost, unexplained) = ledger.check(found);
+        assert!(lost.is_empty(), "round {round}: acknowledged {what} lost: {lost:x?}");
+        assert!(unexplained.is_empty(), "round {round}: {what} never committed are there: {unexplained:x?}");
+    }
 }
 
 fn texts(rows: Vec<Vec<Option<String>>>) -> Vec<Vec<String>> {
@@ -237,9 +258,9 @@ async fn kill_9_again_and_again_loses_no_acknowledged_transaction_and_applies_no
             }
         });
         // Kill at a moment that varies by round, once some work is acknowledged.
-        let acked_before = outcomes.lock().expect("outcomes").acked.len();
+        let acked_before = outcomes.lock().expect("outcomes").transfers.acked.len();
         let started = Instant::now();
-        while outcomes.lock().expect("outcomes").acked.len() < acked_before + 40 && started.elapsed() < Duration::from_secs(60) {
+        while outcomes.lock().expect("outcomes").transfers.acked.len() < acked_before + 40 && started.elapsed() < Duration::from_secs(60) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         tokio::time::sleep(Duration::from_millis(150 + 170 * round)).await;
@@ -256,30 +277,16 @@ async fn kill_9_again_and_again_loses_no_acknowledged_transaction_and_applies_no
         let accounts = texts(simple_rows(&c, "SELECT id, balance FROM accounts").await);
         let history = texts(simple_rows(&c, "SELECT tid, src, dst, amount FROM history").await);
         let archive = texts(simple_rows(&c, "SELECT tid, src, dst, amount FROM archive").await);
-        let o = outcomes.lock().expect("outcomes");
+        let mut o = outcomes.lock().expect("outcomes");
         check(round, &accounts, &history, &archive, &o);
         // Outcomes in doubt are settled by what the database holds.
-        drop(o);
-        let mut o = outcomes.lock().expect("outcomes");
-        let recorded: BTreeSet<i64> = history.iter().chain(&archive).map(|r| r[0].parse().expect("tid")).collect();
-        let settled: Vec<i64> = o.in_doubt.iter().copied().collect();
-        for t in settled {
-            if recorded.contains(&t) {
-                o.acked.insert(t);
-            }
-        }
-        o.in_doubt.clear();
-        let archived: BTreeSet<i64> = archive.iter().map(|r| r[0].parse().expect("tid")).collect();
-        let settled: Vec<i64> = o.archived_in_doubt.iter().copied().collect();
-        for t in settled {
-            if archived.contains(&t) {
-                o.archived.insert(t);
-            }
-        }
-        o.archived_in_doubt.clear();
+        let ids = |rows: &[Vec<String>]| -> BTreeSet<i64> { rows.iter().map(|r| r[0].parse().expect("tid")).collect() };
+        let archived = ids(&archive);
+        o.transfers.resolve(&ids(&history).union(&archived).copied().collect());
+        o.archivals.resolve(&archived);
     }
     let o = outcomes.lock().expect("outcomes");
-    assert!(o.acked.len() >= 160 && !o.archived.is_empty(), "{} transfers, {} archivals acknowledged", o.acked.len(), o.archived.len());
+    assert!(o.transfers.acked.len() >= 160 && !o.archivals.acked.is_empty(), "{} transfers, {} archivals acknowledged", o.transfers.acked.len(), o.archivals.acked.len());
     assert!(checkpoints >= ROUNDS, "{checkpoints} checkpoints ran");
     // SAFETY: kill(2) on the child this test spawned; then the database read without a server.
     assert_eq!(unsafe { libc::kill(child.process.id() as i32, libc::SIGKILL) }, 0);
@@ -288,5 +295,5 @@ async fn kill_9_again_and_again_loses_no_acknowledged_transaction_and_applies_no
     let history = reopened(&db, "SELECT tid, src, dst, amount FROM history").await;
     let archive = reopened(&db, "SELECT tid, src, dst, amount FROM archive").await;
     check(ROUNDS, &accounts, &history, &archive, &o);
-    eprintln!("{} transfers and {} archivals acknowledged over {ROUNDS} kills, {checkpoints} checkpoints, {} rolled back", o.acked.len(), o.archived.len(), o.rolled_back);
+    eprintln!("{} transfers and {} archivals acknowledged over {ROUNDS} kills, {checkpoints} checkpoints, {} rolled back", o.transfers.acked.len(), o.archivals.acked.len(), o.rolled_back);
 }
