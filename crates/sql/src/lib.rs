@@ -27,6 +27,7 @@ pub mod change;
 pub mod column_defaults;
 pub mod column_statistics;
 pub mod copy_from;
+pub mod deferred_build;
 pub mod dml;
 pub mod error;
 pub mod exec_plan;

@@ -111,6 +111,8 @@ impl FlashscanSession {
         // Inner joins in the order estimated cardinalities give, not the query's.
         let ctx = crate::join_order::register(ctx);
         let ctx = crate::index_order::register(ctx);
+        // Build sides start when their join asks for them: after the filters from above.
+        let ctx = crate::deferred_build::register(ctx);
         // nextval / setval over the database's sequences (column defaults call nextval).
         crate::sequence_functions::register(&ctx, &write);
         let scan_log = ScanLog::new();

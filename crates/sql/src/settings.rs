@@ -45,6 +45,8 @@ config_namespace! {
         pub piecewise_like: bool, transform = switch_text, default = true
         /// Partitioned hash joins build on the input with fewer estimated rows (off: DataFusion's choice).
         pub build_on_fewer_rows: bool, transform = switch_text, default = true
+        /// A join's build side that gathers several partitions starts reading when the join first asks for it, so the runtime filters of the joins above it are filled first (off: when the plan starts, as DataFusion does).
+        pub deferred_build: bool, transform = switch_text, default = true
         // Issue 32 item 2: DataFusion 55 joins tables in the order the query names them. Off
         // by default until it wins: at SF 1 it won Q2, Q10, Q11, Q16 (1.3-1.5x) and lost Q3,
         // Q17 (0.7-0.9x), geometric mean 1.03x and 0.99x in two noisy runs (docs/benchmarks.md).
@@ -178,7 +180,7 @@ mod tests {
     fn every_switch_but_join_order_is_on_without_the_environment() {
         let s = from_map(&[]).unwrap();
         let entries = ExtensionOptions::entries(&s);
-        assert_eq!(entries.len(), 11);
+        assert_eq!(entries.len(), 12);
         let on = |e: &datafusion::common::config::ConfigEntry| e.value.as_deref() == Some(if e.key == "flashscan.join_order" { "false" } else { "true" });
         assert!(entries.iter().all(|e| e.key.starts_with("flashscan.") && on(e)), "{entries:?}");
         assert!(from_map(&[("FLASHSCAN_SQL_JOIN_ORDER", "1")]).unwrap().join_order);
@@ -186,7 +188,8 @@ mod tests {
 
     #[test]
     fn each_variable_sets_its_own_switch() {
-        let s = from_map(&[("FLASHSCAN_SQL_RUNTIME_FILTERS", "0"), ("FLASHSCAN_SQL_BUILD_ON_FEWER_ROWS", "false"), ("FLASHSCAN_SQL_VIEWS", "1")]).unwrap();
+        let s = from_map(&[("FLASHSCAN_SQL_RUNTIME_FILTERS", "0"), ("FLASHSCAN_SQL_BUILD_ON_FEWER_ROWS", "false"), ("FLASHSCAN_SQL_VIEWS", "1"), ("FLASHSCAN_SQL_DEFERRED_BUILD", "0")]).unwrap();
+        assert!(!s.deferred_build);
         assert!(!s.runtime_filters);
         assert!(!s.build_on_fewer_rows);
         assert!(s.views && s.slices && s.filter_sample && s.column_bytes && s.piecewise_like && s.aggregate_pushdown);
@@ -215,7 +218,7 @@ mod tests {
         assert!(config.set("flashscan.no_such_switch", "false").is_err());
         assert!(config.set("flashscan.runtime_filters", "maybe").is_err());
         let shown: Vec<_> = config.entries().into_iter().filter(|e| e.key.starts_with("flashscan.")).collect();
-        assert_eq!(shown.len(), 11);
+        assert_eq!(shown.len(), ExtensionOptions::entries(&FlashscanSettings::default()).len(), "every switch shows");
         assert!(shown.iter().any(|e| e.key == "flashscan.column_bytes" && e.value.as_deref() == Some("false")), "{shown:?}");
     }
 }
