@@ -108,17 +108,24 @@ def main():
         sys.exit(f"--threads {a.threads}: flashscan uses the machine's {os.cpu_count()} cores; use that")
     queries = [int(q) for q in a.queries.split(",")]
     common.prepare_duckdb(a.duckdb, {t: os.path.join(a.parquet, f"{t}.parquet") for t in TABLES})
-    sessions = [FlashscanSession("flashscan", a.flashscan, a.db, FS_PORT, FS_HTTP)]
-    for s in a.setting:
-        sessions[0].conn.execute(s)
-    if a.before:
-        copy = a.db.rstrip("/") + "-before"
-        if not os.path.exists(copy):
-            shutil.copytree(a.db, copy)
-        sessions.append(FlashscanSession("before", a.before, copy, FS_PORT + 1, FS_HTTP + 1))
-    sessions.append(DuckdbSession(a.duckdb, a.threads))
-    results = {(s.name, q): [] for s in sessions for q in queries}
+    sessions = []
+    results = {}
     try:
+        for port in (FS_PORT, FS_PORT + 1):
+            # A server left from an earlier run would answer in the new one's place.
+            if subprocess.run(["psql", "-X", "-h", "127.0.0.1", "-p", str(port), "-U", "bench", "-d", "postgres", "-Atc", "select 1"],
+                              capture_output=True).returncode == 0:
+                sys.exit(f"port {port} is taken by another server: stop it first")
+        sessions.append(FlashscanSession("flashscan", a.flashscan, a.db, FS_PORT, FS_HTTP))
+        for s in a.setting:
+            sessions[0].conn.execute(s)
+        if a.before:
+            copy = a.db.rstrip("/") + "-before"
+            if not os.path.exists(copy):
+                shutil.copytree(a.db, copy)
+            sessions.append(FlashscanSession("before", a.before, copy, FS_PORT + 1, FS_HTTP + 1))
+        sessions.append(DuckdbSession(a.duckdb, a.threads))
+        results = {(s.name, q): [] for s in sessions for q in queries}
         for q in queries:  # warm: one untimed run of each, rows counted alike
             counts = {s.name: s.run(query_text(q))[2] for s in sessions}
             if len(set(counts.values())) != 1:

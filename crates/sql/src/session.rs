@@ -96,6 +96,14 @@ impl FlashscanSession {
         let mut config = SessionConfig::new().with_information_schema(true).with_option_extension(settings);
         // Deep expressions, as PostgreSQL takes them (the threads' stacks are sized for it).
         config.options_mut().sql_parser.recursion_limit = datafusion::config::ConfigNonZeroUsize::try_new(crate::SQL_NESTING_DEPTH_MAX)?;
+        // A join's build side of up to 4,096 keys (DataFusion's default: 150) reaches the
+        // probe side's scan as the keys themselves (an IN list), not only a hash table to
+        // probe: integer keys over a small span become a bitmap there
+        // (exec_plan/runtime_filter.rs, `KeyBitmap`). TPC-H SF 1, `flashscan sql` with the
+        // limit SET to each value (docs/benchmarks.md, session 24): 4,096 took Q17 from 148
+        // to 110 ms and Q8 from 125 to 101; at 65,536 DataFusion's making of the list (a
+        // literal per key) cost more than the bitmap saved (Q14 56 -> 94 ms, Q4 110 -> 136).
+        config.options_mut().optimizer.hash_join_inlist_pushdown_max_distinct_values = 4096;
         if let Some(n) = options.target_partitions {
             if n == 0 {
                 return Err(SqlError::InvalidArgument("target partitions must be at least 1".into()));
