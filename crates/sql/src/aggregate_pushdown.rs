@@ -660,11 +660,5 @@ impl SegmentSink for KernelSink<'_> {
 /// own (the partial/final split, projection and filter pushdown are done), before
 /// `EnsureCooperative` and the sanity check.
 pub fn register(ctx: datafusion::prelude::SessionContext) -> datafusion::prelude::SessionContext {
-    use datafusion::execution::session_state::SessionStateBuilder;
-    let state = ctx.state();
-    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = state.physical_optimizers().to_vec();
-    let at = rules.iter().position(|r| r.name() == "EnsureCooperative" || r.name() == "SanityCheckPlan").unwrap_or(rules.len());
-    rules.insert(at, Arc::new(AggregatePushdown));
-    let state = SessionStateBuilder::new_from_existing(state).with_physical_optimizer_rules(rules).build();
-    datafusion::prelude::SessionContext::new_with_state(state)
+    crate::rule_order::with_physical_rule(ctx, Arc::new(AggregatePushdown), crate::rule_order::At::Before(&["EnsureCooperative", "SanityCheckPlan"]))
 }

@@ -109,13 +109,7 @@ fn reads_a_table(plan: &dyn ExecutionPlan) -> bool {
 
 /// `ctx` with the rule right after DataFusion's `JoinSelection`.
 pub fn register(ctx: datafusion::prelude::SessionContext) -> datafusion::prelude::SessionContext {
-    use datafusion::execution::session_state::SessionStateBuilder;
-    let state = ctx.state();
-    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = state.physical_optimizers().to_vec();
-    let Some(at) = rules.iter().position(|r| r.name() == "join_selection") else { return ctx };
-    rules.insert(at + 1, Arc::new(BuildOnFewerRows));
-    let state = SessionStateBuilder::new_from_existing(state).with_physical_optimizer_rules(rules).build();
-    datafusion::prelude::SessionContext::new_with_state(state)
+    crate::rule_order::with_physical_rule(ctx, Arc::new(BuildOnFewerRows), crate::rule_order::At::After("join_selection"))
 }
 
 #[cfg(test)]

@@ -159,13 +159,7 @@ impl PhysicalOptimizerRule for DeferBuildSides {
 
 /// `ctx` with `DeferBuildSides` just before `SanityCheckPlan` (the last rule).
 pub fn register(ctx: datafusion::prelude::SessionContext) -> datafusion::prelude::SessionContext {
-    use datafusion::execution::session_state::SessionStateBuilder;
-    let state = ctx.state();
-    let mut rules: Vec<Arc<dyn PhysicalOptimizerRule + Send + Sync>> = state.physical_optimizers().to_vec();
-    let at = rules.iter().position(|r| r.name() == "SanityCheckPlan").unwrap_or(rules.len());
-    rules.insert(at, Arc::new(DeferBuildSides));
-    let state = SessionStateBuilder::new_from_existing(state).with_physical_optimizer_rules(rules).build();
-    datafusion::prelude::SessionContext::new_with_state(state)
+    crate::rule_order::with_physical_rule(ctx, Arc::new(DeferBuildSides), crate::rule_order::At::Before(&["SanityCheckPlan"]))
 }
 
 #[cfg(test)]

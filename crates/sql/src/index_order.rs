@@ -180,10 +180,5 @@ fn mark_table_scan(scan: &TableScan, column: &Column, order: &IndexOrder) -> Res
 
 /// `ctx` with the rule last (after filters and limits are pushed down).
 pub fn register(ctx: datafusion::prelude::SessionContext) -> datafusion::prelude::SessionContext {
-    use datafusion::execution::session_state::SessionStateBuilder;
-    let state = ctx.state();
-    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = state.optimizers().to_vec();
-    rules.push(Arc::new(IndexOrderRule));
-    let state = SessionStateBuilder::new_from_existing(state).with_optimizer_rules(rules).build();
-    datafusion::prelude::SessionContext::new_with_state(state)
+    crate::rule_order::with_logical_rule(ctx, Arc::new(IndexOrderRule), crate::rule_order::At::End)
 }

@@ -88,13 +88,7 @@ impl OptimizerRule for JoinOrder {
 
 /// `ctx` with the rule right before `optimize_projections` (after `push_down_filter`).
 pub fn register(ctx: datafusion::prelude::SessionContext) -> datafusion::prelude::SessionContext {
-    use datafusion::execution::session_state::SessionStateBuilder;
-    let state = ctx.state();
-    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = state.optimizers().to_vec();
-    let at = rules.iter().position(|r| r.name() == "optimize_projections").unwrap_or(rules.len());
-    rules.insert(at, Arc::new(JoinOrder));
-    let state = SessionStateBuilder::new_from_existing(state).with_optimizer_rules(rules).build();
-    datafusion::prelude::SessionContext::new_with_state(state)
+    crate::rule_order::with_logical_rule(ctx, Arc::new(JoinOrder), crate::rule_order::At::Before(&["optimize_projections"]))
 }
 
 /// Every inner-join tree of `plan` reordered, outermost first; the relations of a

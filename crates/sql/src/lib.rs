@@ -44,6 +44,7 @@ pub mod point_plan;
 pub mod pruning;
 pub mod reader;
 pub mod returning;
+pub mod rule_order;
 pub mod scan_units;
 pub mod sequence_functions;
 pub mod session;

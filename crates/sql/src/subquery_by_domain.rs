@@ -92,13 +92,7 @@ impl OptimizerRule for SubqueryByDomain {
 /// the rest of the pass — join predicates, filter and projection pushdown — works on its
 /// output), or last if that rule is not there.
 pub fn register(ctx: datafusion::prelude::SessionContext) -> datafusion::prelude::SessionContext {
-    use datafusion::execution::session_state::SessionStateBuilder;
-    let state = ctx.state();
-    let mut rules: Vec<Arc<dyn OptimizerRule + Send + Sync>> = state.optimizers().to_vec();
-    let at = rules.iter().position(|r| r.name() == "scalar_subquery_to_join").map(|i| i + 1).unwrap_or(rules.len());
-    rules.insert(at, Arc::new(SubqueryByDomain));
-    let state = SessionStateBuilder::new_from_existing(state).with_optimizer_rules(rules).build();
-    datafusion::prelude::SessionContext::new_with_state(state)
+    crate::rule_order::with_logical_rule(ctx, Arc::new(SubqueryByDomain), crate::rule_order::At::After("scalar_subquery_to_join"))
 }
 
 fn has_subquery(expr: &Expr) -> bool {
