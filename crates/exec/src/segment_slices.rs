@@ -524,8 +524,26 @@ fn pack_bits<T: Copy>(values: &[T], inside: impl Fn(T) -> bool) -> BooleanBuffer
 }
 
 /// One bit per value (Arrow's order: value i is bit i % 64 of word i / 64), set where
-/// `inside` holds. No branch per value: the compiler vectorizes the compare and the shift.
+/// `inside` holds. No branch per value: the compiler vectorizes the compare and the shift,
+/// with AVX2 where the CPU has it (`flashscan_storage::compression::cpu`).
 fn pack_inside<T: Copy>(values: &[T], words: &mut [u64], inside: impl Fn(T) -> bool) {
+    use flashscan_storage::compression::cpu::{kernel, Kernel};
+    match kernel() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `kernel()` returns Avx2 only when the CPU reports AVX2.
+        Kernel::Avx2 => unsafe { pack_inside_avx2(values, words, inside) },
+        _ => pack_inside_body(values, words, inside),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn pack_inside_avx2<T: Copy>(values: &[T], words: &mut [u64], inside: impl Fn(T) -> bool) {
+    pack_inside_body(values, words, inside)
+}
+
+#[inline(always)]
+fn pack_inside_body<T: Copy>(values: &[T], words: &mut [u64], inside: impl Fn(T) -> bool) {
     for (chunk, word) in values.chunks(64).zip(words.iter_mut()) {
         let mut w = 0u64;
         for (i, &v) in chunk.iter().enumerate() {

@@ -18,9 +18,8 @@
 //! chosen at run time (`is_x86_feature_detected!`, checked once). Other targets use the
 //! portable kernel, which the compiler vectorizes for their baseline.
 
-use std::sync::OnceLock;
-
 use super::bitpack::BLOCK_HEADER_BYTES;
+pub use super::cpu::{kernel, Kernel};
 use super::bits::{self, dispatch_width, BLOCK_VALUES, WIDTH_BITS_MAX};
 use super::codec::{CodecId, IntegerCodec, IntegerInput, IntegerNative};
 use super::error::CodecError;
@@ -140,24 +139,6 @@ fn unpack_portable(width_bits: u32, bytes: &[u8], out: &mut [u64; BLOCK_VALUES])
 #[target_feature(enable = "avx2")]
 fn unpack_avx2(width_bits: u32, bytes: &[u8], out: &mut [u64; BLOCK_VALUES]) {
     dispatch_width!(width_bits, out, unpack_width(bytes, out))
-}
-
-/// Which kernel this CPU runs, decided once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kernel {
-    Portable,
-    Avx2,
-}
-
-pub fn kernel() -> Kernel {
-    static KERNEL: OnceLock<Kernel> = OnceLock::new();
-    *KERNEL.get_or_init(|| {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") && std::env::var_os("FLASHSCAN_PORTABLE_KERNELS").is_none() {
-            return Kernel::Avx2;
-        }
-        Kernel::Portable
-    })
 }
 
 /// Unpacks the 1,024 deltas of one block of `width_bits` (≤ 64, checked by the caller)

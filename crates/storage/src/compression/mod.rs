@@ -12,6 +12,7 @@ pub mod bits;
 pub mod boolean_bitmap;
 pub mod codec;
 pub mod constant;
+pub mod cpu;
 pub mod dictionary;
 pub mod error;
 pub mod fastlanes;

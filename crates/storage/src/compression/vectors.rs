@@ -245,11 +245,8 @@ impl<'a> IntegerVectors<'a> {
             Cursor::Packed(blocks) => {
                 let block = next_block(blocks, length)?;
                 blocks.unpack(&block, &mut self.deltas);
-                let min = block.min;
                 // Frame of reference and widening in one pass over an L1-resident vector.
-                for (value, delta) in out.iter_mut().zip(self.deltas.iter()) {
-                    *value = min.wrapping_add(*delta as i64);
-                }
+                add_frame_of_reference(block.min, &self.deltas[..], out);
             }
             Cursor::Rle { run_values, run_lengths, run, left_in_run } => {
                 // The cursor in locals (not written back per run), and a short run written
@@ -410,6 +407,29 @@ pub fn sum_deltas(deltas: &[u64], width_bits: u32) -> u128 {
         u128::from(deltas.iter().sum::<u64>())
     } else {
         deltas.iter().map(|d| u128::from(*d)).sum()
+    }
+}
+
+/// `out[i] = min + deltas[i]` (wrapping, as the encoder subtracted), for every `out`.
+fn add_frame_of_reference(min: i64, deltas: &[u64], out: &mut [i64]) {
+    match super::cpu::kernel() {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `kernel()` returns Avx2 only when the CPU reports AVX2.
+        super::cpu::Kernel::Avx2 => unsafe { add_frame_of_reference_avx2(min, deltas, out) },
+        _ => add_frame_of_reference_body(min, deltas, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn add_frame_of_reference_avx2(min: i64, deltas: &[u64], out: &mut [i64]) {
+    add_frame_of_reference_body(min, deltas, out)
+}
+
+#[inline(always)]
+fn add_frame_of_reference_body(min: i64, deltas: &[u64], out: &mut [i64]) {
+    for (value, delta) in out.iter_mut().zip(deltas) {
+        *value = min.wrapping_add(*delta as i64);
     }
 }
 
