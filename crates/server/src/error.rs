@@ -72,6 +72,7 @@ pub mod sqlstate {
     pub const CONNECTION_FAILURE: &str = "08006";
     pub const CANT_CHANGE_RUNTIME_PARAM: &str = "55P02";
     pub const LOCK_NOT_AVAILABLE: &str = "55P03";
+    pub const OBJECT_NOT_IN_PREREQUISITE_STATE: &str = "55000";
     pub const SERIALIZATION_FAILURE: &str = "40001";
     /// ON CONFLICT DO UPDATE changing one row twice.
     pub const CARDINALITY_VIOLATION: &str = "21000";

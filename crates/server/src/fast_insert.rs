@@ -45,16 +45,25 @@ enum Cell {
     NextVal { sequence: String },
 }
 
+/// Where a `nextval` cell draws from: the write path's sequence, remembered by the
+/// connection's session (`currval`, `lastval`).
+#[derive(Clone, Copy)]
+pub struct Draw<'a> {
+    pub write: &'a flashscan_write::WritePath,
+    pub session: &'a flashscan_sql::sequence_functions::SessionSequences,
+}
+
 impl Cell {
     /// This cell's value for one execution (`params` already of their placeholders' types);
     /// `None` sends the execution to the SQL path.
     /// `now_ns`: the execution's clock, one reading for all its rows (as PostgreSQL's
     /// `now()` is one value per statement).
-    fn value<'a>(&'a self, params: &'a [ScalarValue], column_type: &DataType, now_ns: i64, write: Option<&flashscan_write::WritePath>) -> Option<std::borrow::Cow<'a, ScalarValue>> {
+    fn value<'a>(&'a self, params: &'a [ScalarValue], column_type: &DataType, now_ns: i64, draw: Option<Draw<'_>>) -> Option<std::borrow::Cow<'a, ScalarValue>> {
         use std::borrow::Cow;
         match self {
             Cell::NextVal { sequence } => {
-                let v = *write?.next_sequence_values(sequence, 1).ok()?.first()?;
+                let draw = draw?;
+                let v = *draw.session.next_values(draw.write, sequence, 1).ok()?.first()?;
                 ScalarValue::Int64(Some(v)).cast_to(column_type).ok().map(Cow::Owned)
             }
             Cell::Value(v) => Some(Cow::Borrowed(v)),
@@ -209,24 +218,23 @@ impl FastInsert {
         self.batch_drawing(params, None)
     }
 
-    /// [`FastInsert::batch`], drawing the values of `nextval` defaults from `write`'s
-    /// sequences (without it such a statement takes the SQL path).
-    pub fn batch_drawing(&self, params: &[ScalarValue], write: Option<&flashscan_write::WritePath>) -> Option<RecordBatch> {
+    /// [`FastInsert::batch`], drawing the values of `nextval` defaults through `draw` (without it such a statement takes the SQL path).
+    pub fn batch_drawing(&self, params: &[ScalarValue], draw: Option<Draw<'_>>) -> Option<RecordBatch> {
         let now_ns = chrono::Utc::now().timestamp_nanos_opt()?;
         if let [row] = self.rows.as_slice() {
-            return self.one_row_batch(row, params, now_ns, write);
+            return self.one_row_batch(row, params, now_ns, draw);
         }
-        self.any_rows_batch(params, now_ns, write)
+        self.any_rows_batch(params, now_ns, draw)
     }
 
     /// [`FastInsert::batch`] for any number of rows: a column at a time through
     /// `ScalarValue::iter_to_array`.
-    fn any_rows_batch(&self, params: &[ScalarValue], now_ns: i64, write: Option<&flashscan_write::WritePath>) -> Option<RecordBatch> {
+    fn any_rows_batch(&self, params: &[ScalarValue], now_ns: i64, draw: Option<Draw<'_>>) -> Option<RecordBatch> {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.schema.fields().len());
         for (i, field) in self.schema.fields().iter().enumerate() {
             let mut values = Vec::with_capacity(self.rows.len());
             for row in &self.rows {
-                let v = row[i].value(params, field.data_type(), now_ns, write)?.into_owned();
+                let v = row[i].value(params, field.data_type(), now_ns, draw)?.into_owned();
                 if self.not_null[i] && v.is_null() {
                     return None;
                 }
@@ -243,10 +251,10 @@ impl FastInsert {
     /// generic builder — that path was 6.6 % of the server's CPU at 64 clients (perf,
     /// docs/benchmarks.md, server7). The same checks as the general path; the same arrays
     /// (the general path's `iter_to_array` of one value builds the same one-element array).
-    fn one_row_batch(&self, row: &[Cell], params: &[ScalarValue], now_ns: i64, write: Option<&flashscan_write::WritePath>) -> Option<RecordBatch> {
+    fn one_row_batch(&self, row: &[Cell], params: &[ScalarValue], now_ns: i64, draw: Option<Draw<'_>>) -> Option<RecordBatch> {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(row.len());
         for (i, (cell, field)) in row.iter().zip(self.schema.fields().iter()).enumerate() {
-            let v = cell.value(params, field.data_type(), now_ns, write)?;
+            let v = cell.value(params, field.data_type(), now_ns, draw)?;
             if self.not_null[i] && v.is_null() {
                 return None;
             }

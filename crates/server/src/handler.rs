@@ -361,11 +361,19 @@ fn fields_of(schema: &Schema, format: &Format) -> PgWireResult<Arc<Vec<FieldInfo
     // A column whose plan name was made unique goes out under the name the client wrote
     // (`SELECT a AS c, b AS c`: flashscan_sql::output_names).
     let renamed = schema.fields().iter().any(|f| f.metadata().contains_key(flashscan_sql::output_names::OUTPUT_NAME_METADATA_KEY));
-    if renamed {
+    let mut fields = if renamed {
         let fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone().with_name(flashscan_sql::output_names::wire_name(f))).collect();
-        return Ok(Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(&Schema::new(fields), format, None)?));
+        arrow_pg::datatypes::arrow_schema_to_pg_fields(&Schema::new(fields), format, None)?
+    } else {
+        arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, None)?
+    };
+    // json text (`json_build_object`, pg_json.rs) is described as json, so drivers decode it.
+    for (info, field) in fields.iter_mut().zip(schema.fields()) {
+        if crate::pg_json::is_json(field) {
+            *info = FieldInfo::new(info.name().to_string(), info.table_id(), info.column_id(), pgwire::api::Type::JSON, info.format());
+        }
     }
-    Ok(Arc::new(arrow_pg::datatypes::arrow_schema_to_pg_fields(schema, format, None)?))
+    Ok(Arc::new(fields))
 }
 
 /// Encodes one batch's rows with any pgwire encoder (data rows or COPY lines).
@@ -813,7 +821,7 @@ impl QueryHandler {
             Some(WriteOp::Insert(_)) => {
                 // A plain VALUES insert (the parameters are bound into the plan by now) takes
                 // the fast path's rows, as without RETURNING.
-                let fast = self.fast_rows(FastInsert::from_plan(&node.change).as_ref(), &[]);
+                let fast = self.fast_rows(backend, FastInsert::from_plan(&node.change).as_ref(), &[]);
                 let (table, batches) = match fast {
                     Some((table, batch)) => (table, vec![batch]),
                     None => self.insert_rows(backend, node.change.clone()).await?,
@@ -1010,12 +1018,13 @@ impl QueryHandler {
     }
 
     /// The fast path's rows for this execution, when it applies (see `fast_insert.rs`).
-    fn fast_rows(&self, fast: Option<&FastInsert>, params: &[datafusion::common::ScalarValue]) -> Option<(String, RecordBatch)> {
+    fn fast_rows(&self, backend: &Backend, fast: Option<&FastInsert>, params: &[datafusion::common::ScalarValue]) -> Option<(String, RecordBatch)> {
         if !self.shared.fast_insert || self.shared.database.committer.is_none() {
             return None;
         }
         let fast = fast?;
-        let batch = fast.batch_drawing(params, self.shared.database.write.as_deref())?;
+        let draw = self.shared.database.write.as_deref().map(|write| crate::fast_insert::Draw { write, session: &backend.planning.sequences });
+        let batch = fast.batch_drawing(params, draw)?;
         if let Some(c) = self.shared.database.committer.as_ref() {
             c.counters.statements_fast_path.fetch_add(1, Relaxed);
         }
@@ -1050,9 +1059,9 @@ impl QueryHandler {
         }
         // The statement is committed: a table list that fails to refresh is said on the
         // server's stderr, never reported to the client as the statement's failure.
-        match crate::catalog_tables(&self.shared.base, database.session.db_dir()).await {
-            Ok(tables) => {
-                if let Err(e) = crate::pg_catalog::register(&self.shared.base, &tables) {
+        match crate::catalog_relations(&self.shared.base, database.session.db_dir()).await {
+            Ok(crate::psql_catalog::CatalogRelations { tables, sequences }) => {
+                if let Err(e) = crate::pg_catalog::register(&self.shared.base, &tables, &sequences) {
                     eprintln!("flashscan serve: after {tag}: pg_catalog not refreshed: {e}");
                 }
                 // A view over pg_catalog reads the tables just registered, not the last ones.
@@ -1440,7 +1449,7 @@ impl QueryHandler {
                         let plan = plan_sql(&self.shared, backend, sql).await?;
                         // A literal INSERT … VALUES: its rows without a physical plan.
                         if is_insert(&plan) {
-                            if let Some((table, batch)) = self.fast_rows(FastInsert::from_plan(&plan).as_ref(), &[]) {
+                            if let Some((table, batch)) = self.fast_rows(backend, FastInsert::from_plan(&plan).as_ref(), &[]) {
                                 return self.commit_rows(backend, &table, vec![batch]).await;
                             }
                         }
@@ -1958,7 +1967,7 @@ impl ExtendedQueryHandler for QueryHandler {
                 let types: Vec<Type> =
                     (0..n).map(|i| stored.parameter_types.get(i).cloned().flatten().or_else(|| server.get(i).cloned()).unwrap_or(Type::TEXT)).collect();
                 let values = decode_params(portal, &types, &prepared.param_types)?;
-                if let Some((table, batch)) = self.fast_rows(fast, &values) {
+                if let Some((table, batch)) = self.fast_rows(&backend, fast, &values) {
                     return self.guarded(&backend, &prepared.command, self.commit_rows(&backend, &table, vec![batch])).await;
                 }
                 let plan = if values.is_empty() {

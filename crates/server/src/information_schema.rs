@@ -3,7 +3,8 @@
 //! `check_option`, `is_updatable`, … — and only views; DataFusion's lists every relation
 //! with its own columns), `columns` (PostgreSQL's type names, `udt_name`, precision and
 //! scale, `column_default`, identity: DataFusion's says `Int32` and knows no defaults),
-//! `table_constraints` and `key_column_usage` (`pg_keys.rs`).
+//! `table_constraints` and `key_column_usage` (`pg_keys.rs`), `sequences` (DataFusion's has
+//! none).
 //!
 //! DataFusion answers every `information_schema.X` itself (its session resolves that schema
 //! before any registered one), so these live in the schema `PG_INFORMATION_SCHEMA` and
@@ -21,12 +22,12 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::prelude::SessionContext;
 
 use crate::pg_keys::KeyRows;
-use crate::psql_catalog::{CatalogTable, SCHEMA_NAME};
+use crate::psql_catalog::{CatalogSequence, CatalogTable, SCHEMA_NAME};
 
 /// Where the tables are registered.
 pub const PG_INFORMATION_SCHEMA: &str = "pg_information_schema";
 /// The `information_schema` tables answered from `PG_INFORMATION_SCHEMA`.
-pub const TABLES: [&str; 4] = ["views", "columns", "table_constraints", "key_column_usage"];
+pub const TABLES: [&str; 5] = ["views", "columns", "table_constraints", "key_column_usage", "sequences"];
 
 fn strings<'a>(v: impl IntoIterator<Item = &'a str>) -> ArrayRef {
     Arc::new(StringArray::from_iter_values(v))
@@ -58,6 +59,47 @@ fn views(tables: &[CatalogTable], database: &str) -> Result<RecordBatch> {
         strings(std::iter::repeat_n("NONE", n)),
     ];
     columns.extend((0..5).map(|_| strings(std::iter::repeat_n("NO", n))));
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
+}
+
+/// `information_schema.sequences`: one row per sequence, its numbers as text
+/// (`character_data`, as PostgreSQL's), its type's precision as `columns` gives it.
+/// Identity columns' sequences are not listed, as in PostgreSQL.
+fn sequence_rows(sequences: &[CatalogSequence], database: &str) -> Result<RecordBatch> {
+    let sequences: Vec<&CatalogSequence> = sequences.iter().filter(|s| !s.identity).collect();
+    let n = sequences.len();
+    let facts: Vec<TypeFacts> = sequences.iter().map(|s| type_facts(&s.data_type)).collect();
+    let text = |name: &str| Field::new(name, DataType::Utf8, true);
+    let int = |name: &str| Field::new(name, DataType::Int32, true);
+    let numbers = |f: fn(&&CatalogSequence) -> i64| -> ArrayRef { Arc::new(StringArray::from_iter_values(sequences.iter().map(|s| f(s).to_string()))) };
+    let fields = vec![
+        text("sequence_catalog"),
+        text("sequence_schema"),
+        text("sequence_name"),
+        text("data_type"),
+        int("numeric_precision"),
+        int("numeric_precision_radix"),
+        int("numeric_scale"),
+        text("start_value"),
+        text("minimum_value"),
+        text("maximum_value"),
+        text("increment"),
+        text("cycle_option"),
+    ];
+    let columns = vec![
+        strings(std::iter::repeat_n(database, n)),
+        strings(std::iter::repeat_n(SCHEMA_NAME, n)),
+        strings(sequences.iter().map(|s| s.name.as_str())),
+        strings(facts.iter().map(|f| f.data_type)),
+        Arc::new(Int32Array::from_iter(facts.iter().map(|f| f.numeric.map(|(p, _, _)| p)))) as ArrayRef,
+        Arc::new(Int32Array::from_iter(facts.iter().map(|f| f.numeric.map(|(_, r, _)| r)))),
+        Arc::new(Int32Array::from_iter(facts.iter().map(|f| f.numeric.and_then(|(_, _, s)| s)))),
+        numbers(|s| s.meta.start),
+        numbers(|s| s.meta.min_value),
+        numbers(|s| s.meta.max_value),
+        numbers(|s| s.meta.increment),
+        strings(std::iter::repeat_n("NO", n)),
+    ];
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), columns)?)
 }
 
@@ -192,13 +234,13 @@ fn columns(tables: &[CatalogTable], database: &str) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
-/// (Re)registers the tables for `tables` and `keys` (`pg_keys::key_rows`).
-pub fn register(ctx: &SessionContext, tables: &[CatalogTable], keys: &KeyRows, database: &str) -> Result<()> {
+/// (Re)registers the tables for `tables`, `sequences` and `keys` (`pg_keys::key_rows`).
+pub fn register(ctx: &SessionContext, tables: &[CatalogTable], sequences: &[CatalogSequence], keys: &KeyRows, database: &str) -> Result<()> {
     let catalog = ctx.catalog("datafusion").ok_or_else(|| DataFusionError::Plan("no default catalog".into()))?;
     if catalog.schema(PG_INFORMATION_SCHEMA).is_none() {
         catalog.register_schema(PG_INFORMATION_SCHEMA, Arc::new(MemorySchemaProvider::new()))?;
     }
-    let batches = [("views", views(tables, database)?), ("columns", columns(tables, database)?), ("table_constraints", keys.table_constraints.clone()), ("key_column_usage", keys.key_column_usage.clone())];
+    let batches = [("views", views(tables, database)?), ("columns", columns(tables, database)?), ("table_constraints", keys.table_constraints.clone()), ("key_column_usage", keys.key_column_usage.clone()), ("sequences", sequence_rows(sequences, database)?)];
     debug_assert!(batches.iter().map(|(n, _)| *n).eq(TABLES), "every table pg_syntax points here is registered");
     for (name, b) in batches {
         let reference = TableReference::partial(PG_INFORMATION_SCHEMA, name);

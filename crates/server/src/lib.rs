@@ -33,6 +33,7 @@ pub mod information_schema;
 pub mod ownership;
 pub mod params;
 pub mod pg_catalog;
+mod pg_json;
 pub mod pg_keys;
 pub mod pg_proc;
 pub mod pg_settings;
@@ -72,7 +73,7 @@ pub use error::ServerError;
 use crate::admission::Admission;
 use crate::handler::QueryHandler;
 use crate::ownership::DatabaseOwnership;
-use crate::psql_catalog::{CatalogTable, FIRST_TABLE_OID};
+use crate::psql_catalog::{CatalogRelations, CatalogSequence, CatalogTable, FIRST_SEQUENCE_OID, FIRST_TABLE_OID};
 use crate::sampler::Sampler;
 use crate::shared::{Database, Shared};
 use crate::writes::Committer;
@@ -149,8 +150,8 @@ async fn bind_listener(config: &ServerConfig) -> Result<(TcpListener, bool), Ser
 /// What the server names itself in the database lock.
 pub const WRITER_NAME: &str = "flashscan serve";
 
-/// The tables and views psql's `\d` sees, with oids in name order.
-pub async fn catalog_tables(base: &datafusion::prelude::SessionContext, db_dir: &std::path::Path) -> Result<Vec<CatalogTable>, ServerError> {
+/// The tables, views and sequences psql's `\d` sees, with oids in name order.
+pub async fn catalog_relations(base: &datafusion::prelude::SessionContext, db_dir: &std::path::Path) -> Result<CatalogRelations, ServerError> {
     let catalog = flashscan_storage::Catalog::read(db_dir).map_err(flashscan_sql::SqlError::from)?;
     // Tables and views share one namespace and one oid sequence, in name order.
     type Relation = (String, String, Option<String>, Vec<flashscan_storage::KeyIndexDef>, Vec<flashscan_storage::ColumnDefaultMeta>);
@@ -162,7 +163,24 @@ pub async fn catalog_tables(base: &datafusion::prelude::SessionContext, db_dir: 
         let provider = base.table_provider(name.as_str()).await.map_err(flashscan_sql::SqlError::from)?;
         tables.push(CatalogTable { oid: FIRST_TABLE_OID + i as i64, name, schema: provider.schema(), format, view_definition, indexes, column_defaults });
     }
-    Ok(tables)
+    // A sequence a column draws from counts in that column's type (SERIAL: integer).
+    let owner = |sequence: &str| {
+        tables.iter().find_map(|t: &CatalogTable| {
+            let d = t.column_defaults.iter().find(|d| d.sequence.as_deref() == Some(sequence))?;
+            t.schema.field_with_name(&d.column).ok().map(|f| (f.data_type().clone(), d.identity || d.always))
+        })
+    };
+    // `catalog.sequences` is a BTreeMap: name order.
+    let sequences = catalog
+        .sequences
+        .iter()
+        .enumerate()
+        .map(|(i, (name, meta))| {
+            let (data_type, identity) = owner(name).unwrap_or((arrow::datatypes::DataType::Int64, false));
+            CatalogSequence { oid: FIRST_SEQUENCE_OID + i as i64, name: name.clone(), meta: meta.clone(), data_type, identity }
+        })
+        .collect();
+    Ok(CatalogRelations { tables, sequences })
 }
 
 /// Opens the database, takes ownership of it (for a database made by `flashscan init`:
@@ -192,14 +210,14 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, ServerError> {
     let base = session.context().clone();
     // psql, drivers and BI tools write PostgreSQL's dialect.
     base.state_ref().write().config_mut().options_mut().sql_parser.dialect = datafusion::config::Dialect::PostgreSQL;
-    let tables = catalog_tables(&base, &config.db_dir).await?;
+    let relations = catalog_relations(&base, &config.db_dir).await?;
     pg_catalog::register_functions(&base);
-    pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
+    pg_catalog::register(&base, &relations.tables, &relations.sequences).map_err(flashscan_sql::SqlError::from)?;
     // Views were planned when the session opened, before the dialect, functions and
     // pg_catalog tables above: planned again now, and the catalog made with their columns.
     session.refresh_views()?;
-    let tables = catalog_tables(&base, &config.db_dir).await?;
-    pg_catalog::register(&base, &tables).map_err(flashscan_sql::SqlError::from)?;
+    let CatalogRelations { tables, sequences } = catalog_relations(&base, &config.db_dir).await?;
+    pg_catalog::register(&base, &tables, &sequences).map_err(flashscan_sql::SqlError::from)?;
     let admission = Admission::new(
         config.max_connections,
         config.max_active_queries,

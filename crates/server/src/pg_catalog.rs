@@ -13,7 +13,7 @@
 //! flashscan has nothing to put in. psql's `\dt` and every step of `\d t` run on these
 //! tables, their PostgreSQL spellings rewritten first (`pg_syntax.rs`); the tables of
 //! what flashscan does not have (defaults, inheritance, policies, extended statistics,
-//! publications, indexes, constraints, comments, sequences, enums, tablespaces, ranges) exist
+//! publications, comments, enums, tablespaces, ranges) exist
 //! with their columns and no rows. Beside this file: `pg_settings.rs` (settings,
 //! `set_config`), `pg_proc.rs` (the session's functions), `pg_keys.rs` (indexes and keys:
 //! `pg_index`, `pg_constraint` and their information_schema views from one list) and
@@ -31,7 +31,7 @@ use datafusion::logical_expr::{create_udf, ColumnarValue, ScalarUDF, Volatility}
 use datafusion::prelude::SessionContext;
 use pgwire::api::Type;
 
-use crate::psql_catalog::{pg_type_name, CatalogTable, OWNER_NAME, SCHEMA_NAME};
+use crate::psql_catalog::{pg_type_name, CatalogSequence, CatalogTable, OWNER_NAME, SCHEMA_NAME};
 pub use crate::pg_settings::fixed_setting;
 
 /// The schema the tables live in.
@@ -250,13 +250,13 @@ struct ClassRow<'a> {
     oid: i64,
     name: &'a str,
     access_method: i64,
-    /// 'r' a table, 'v' a view (psql's `\dv`), 'i' an index (`\di`).
+    /// 'r' a table, 'v' a view (psql's `\dv`), 'i' an index (`\di`), 'S' a sequence (`\ds`).
     kind: &'static str,
     columns: i32,
     has_index: bool,
 }
 
-fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
+fn classes(tables: &[CatalogTable], sequences: &[CatalogSequence]) -> Result<RecordBatch> {
     let ams = access_methods(tables);
     let am_of = |format: &str| ams.iter().find(|a| a.1 == format).map(|a| a.0).unwrap_or(HEAP_AM_OID);
     let keys = crate::pg_keys::sql_keys(tables);
@@ -282,6 +282,9 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             columns: k.columns.len() as i32,
             has_index: false,
         }))
+        // A sequence is a relation of three columns (last_value, log_cnt, is_called) with no
+        // access method, as in PostgreSQL.
+        .chain(sequences.iter().map(|s| ClassRow { oid: s.oid, name: s.name.as_str(), access_method: 0, kind: "S", columns: 3, has_index: false }))
         .collect();
     let n = rows.len();
     batch(
@@ -342,6 +345,128 @@ fn classes(tables: &[CatalogTable]) -> Result<RecordBatch> {
             new_null_array(&list_of(DataType::Utf8), n),
         ],
     )
+}
+
+/// `pg_sequence`: one row per sequence (SERIAL and identity columns' and CREATE SEQUENCE's):
+/// SQLAlchemy's identity reflection and psql's `\d sequence` read it. flashscan's
+/// sequences cache nothing per session and never cycle.
+fn pg_sequences(sequences: &[CatalogSequence]) -> Result<RecordBatch> {
+    let numbers: Vec<[i64; 7]> = sequences.iter().map(sequence_numbers).collect();
+    let mut fields: Vec<Field> = SEQUENCE_NUMBER_COLUMNS.iter().map(|name| int64(name)).collect();
+    fields.push(boolean("seqcycle"));
+    let mut columns: Vec<ArrayRef> = (0..SEQUENCE_NUMBER_COLUMNS.len()).map(|i| Arc::new(Int64Array::from_iter_values(numbers.iter().map(|v| v[i]))) as ArrayRef).collect();
+    columns.push(Arc::new(BooleanArray::from(vec![false; sequences.len()])));
+    batch(fields, columns)
+}
+
+/// The columns of `pg_sequence` that hold numbers, and their values for one sequence.
+const SEQUENCE_NUMBER_COLUMNS: [&str; 7] = ["seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache"];
+
+fn sequence_numbers(s: &CatalogSequence) -> [i64; 7] {
+    [s.oid, i64::from(pg_type_of(&s.data_type).oid()), s.meta.start, s.meta.increment, s.meta.max_value, s.meta.min_value, 1]
+}
+
+/// `pg_catalog.sequence_column(oid, column)`: column `column` of the `pg_sequence` row of
+/// sequence `oid` (`seqcycle` as 0 / 1), NULL when no sequence has that oid — what
+/// `pg_syntax::sequence_lookup` turns a catalog subquery keyed by `seqrelid` into.
+fn sequence_column_udf(sequences: &[CatalogSequence]) -> ScalarUDF {
+    let rows: Vec<(i64, [i64; 7])> = sequences.iter().map(|s| (s.oid, sequence_numbers(s))).collect();
+    let f = Arc::new(move |args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let rows_n = args.iter().find_map(|a| match a {
+            ColumnarValue::Array(a) => Some(a.len()),
+            ColumnarValue::Scalar(_) => None,
+        });
+        let n = rows_n.unwrap_or(1);
+        let oids = arrow::compute::cast(&args.first().ok_or_else(|| DataFusionError::Plan("sequence_column(oid, column)".into()))?.to_array(n)?, &DataType::Int64)?;
+        let columns = arrow::compute::cast(&args.get(1).ok_or_else(|| DataFusionError::Plan("sequence_column(oid, column)".into()))?.to_array(n)?, &DataType::Utf8)?;
+        let (Some(oids), Some(columns)) = (oids.as_any().downcast_ref::<Int64Array>(), columns.as_any().downcast_ref::<StringArray>()) else {
+            return Err(DataFusionError::Plan("sequence_column(oid, column) takes a bigint and a text".into()));
+        };
+        let out: Int64Array = oids
+            .iter()
+            .zip(columns.iter())
+            .map(|(oid, column)| {
+                let (_, values) = rows.iter().find(|(o, _)| Some(*o) == oid)?;
+                match column? {
+                    "seqcycle" => Some(0),
+                    c => SEQUENCE_NUMBER_COLUMNS.iter().position(|name| *name == c).map(|i| values[i]),
+                }
+            })
+            .collect();
+        columnar(rows_n, Arc::new(out))
+    });
+    create_udf("pg_catalog.sequence_column", vec![DataType::Int64, DataType::Utf8], DataType::Int64, Volatility::Stable, f)
+}
+
+/// `pg_get_serial_sequence(table, column)`: the sequence a SERIAL or identity column draws
+/// from, as `public.name`; NULL for a column without one (a `DEFAULT nextval('s')` the
+/// user wrote is not the column's own, as in PostgreSQL). The table is read as SQL reads a
+/// name (folded to lower case unless quoted, `public.` allowed); the column literally.
+/// An unknown table or column is an error, as in PostgreSQL.
+fn serial_sequence_udf(tables: &[CatalogTable]) -> ScalarUDF {
+    let owned: Vec<(String, Vec<(String, Option<String>)>)> = tables
+        .iter()
+        .filter(|t| !t.is_view())
+        .map(|t| {
+            let columns = t.schema.fields().iter().map(|f| (f.name().clone(), t.column_defaults.iter().find(|d| d.column == *f.name()).and_then(|d| d.sequence.clone()))).collect();
+            (t.name.clone(), columns)
+        })
+        .collect();
+    let f = Arc::new(move |args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let rows = args.iter().find_map(|a| match a {
+            ColumnarValue::Array(a) => Some(a.len()),
+            ColumnarValue::Scalar(_) => None,
+        });
+        let n = rows.unwrap_or(1);
+        let texts = |i: usize| -> Result<StringArray> {
+            let a = args.get(i).ok_or_else(|| DataFusionError::Plan("pg_get_serial_sequence(table, column) takes two arguments".into()))?.to_array(n)?;
+            let a = arrow::compute::cast(&a, &DataType::Utf8)?;
+            Ok(a.as_any().downcast_ref::<StringArray>().cloned().unwrap_or_else(|| StringArray::from(vec![None::<&str>; n])))
+        };
+        let (table_names, column_names) = (texts(0)?, texts(1)?);
+        let mut out = Vec::with_capacity(n);
+        for (table, column) in table_names.iter().zip(column_names.iter()) {
+            let (Some(table), Some(column)) = (table, column) else {
+                out.push(None);
+                continue;
+            };
+            let name = sql_relation_name(table);
+            let Some((_, columns)) = owned.iter().find(|(t, _)| *t == name) else {
+                return Err(DataFusionError::Execution(format!("relation \"{table}\" does not exist")));
+            };
+            let Some((_, sequence)) = columns.iter().find(|(c, _)| c == column) else {
+                return Err(DataFusionError::Execution(format!("column \"{column}\" of relation \"{name}\" does not exist")));
+            };
+            out.push(sequence.as_ref().map(|s| format!("{SCHEMA_NAME}.{}", quote_ident(s))));
+        }
+        columnar(rows, Arc::new(StringArray::from(out)))
+    });
+    create_udf("pg_get_serial_sequence", vec![DataType::Utf8, DataType::Utf8], DataType::Utf8, Volatility::Stable, f).with_aliases(["pg_catalog.pg_get_serial_sequence"])
+}
+
+/// A relation's name as SQL reads `text`: `public.` taken off, a quoted name as written,
+/// an unquoted one folded to lower case.
+fn sql_relation_name(text: &str) -> String {
+    let text = text.trim();
+    let last = match text.split_once('.') {
+        Some((schema, rest)) if schema.trim_matches('"').eq_ignore_ascii_case(SCHEMA_NAME) => rest,
+        _ => text,
+    };
+    match last.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+        Some(quoted) => quoted.replace("\"\"", "\""),
+        None => last.to_ascii_lowercase(),
+    }
+}
+
+/// `name` quoted as PostgreSQL's `quote_ident` would: bare when it is lower-case letters,
+/// digits and underscores not starting with a digit.
+fn quote_ident(name: &str) -> String {
+    let bare = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_') && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if bare {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
+    }
 }
 
 /// `pg_tables`: one row per table (views are `pg_views`'), in the one schema, with no
@@ -705,8 +830,6 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
         ("pg_enum", vec![i("oid"), i("enumtypid"), Field::new("enumsortorder", DataType::Float32, true), t("enumlabel")]),
         // Tablespaces: every table is in the database's directory (`reltablespace` 0).
         ("pg_tablespace", vec![i("oid"), t("spcname"), i("spcowner"), Field::new("spcoptions", list_of(DataType::Utf8), true)]),
-        // Sequences (serial and identity columns): SQLAlchemy's column reflection reads it.
-        ("pg_sequence", vec![i("seqrelid"), i("seqtypid"), i("seqstart"), i("seqincrement"), i("seqmax"), i("seqmin"), i("seqcache"), b("seqcycle")]),
         ("pg_trigger", vec![i("oid"), i("tgrelid"), t("tgname"), i("tgfoid"), b("tgisinternal"), t("tgenabled")]),
         ("pg_rewrite", vec![i("oid"), t("rulename"), i("ev_class"), t("ev_type")]),
     ]
@@ -756,11 +879,13 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 29] = [
 /// `generate_subscripts`) is answered as no rows, as for the other empty tables. With keys
 /// such a statement fails with its planning error: key reflection through those queries is
 /// not supported yet.
-/// Likewise `pg_attrdef` while no column has a default.
+/// Likewise `pg_attrdef` while no column has a default, and `pg_sequence` while there is
+/// no sequence.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CatalogFilled {
     pub keys: bool,
     pub defaults: bool,
+    pub sequences: bool,
 }
 
 /// The names of the catalog tables flashscan keeps empty (`empty_tables`), the key tables
@@ -772,6 +897,9 @@ pub fn empty_table_names(filled: CatalogFilled) -> Vec<&'static str> {
     }
     if !filled.defaults {
         names.push("pg_attrdef");
+    }
+    if !filled.sequences {
+        names.push("pg_sequence");
     }
     names
 }
@@ -830,17 +958,20 @@ impl SchemaProvider for SearchPath {
     }
 }
 
-/// (Re)registers the `pg_catalog` tables for `tables`, and (once) puts them on the
-/// default schema's search path. Plans already made keep the tables they were made with.
-pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
+/// (Re)registers the `pg_catalog` tables for `tables` and `sequences`, and (once) puts them
+/// on the default schema's search path. Plans already made keep the tables they were made
+/// with.
+pub fn register(ctx: &SessionContext, tables: &[CatalogTable], sequences: &[CatalogSequence]) -> Result<()> {
     let keys = crate::pg_keys::key_rows(tables, &crate::pg_keys::sql_keys(tables), DATABASE_NAME)?;
     let defaults = tables.iter().any(|t| t.column_defaults.iter().any(|d| matches!(column_default_kind(t, &d.column), Some(DefaultKind::Expression(_)))));
-    ctx.state_ref().write().config_mut().set_extension(Arc::new(CatalogFilled { keys: keys.pg_index.num_rows() > 0, defaults }));
-    crate::information_schema::register(ctx, tables, &keys, DATABASE_NAME)?;
+    ctx.state_ref().write().config_mut().set_extension(Arc::new(CatalogFilled { keys: keys.pg_index.num_rows() > 0, defaults, sequences: !sequences.is_empty() }));
+    crate::information_schema::register(ctx, tables, sequences, &keys, DATABASE_NAME)?;
     // The functions first: `pg_proc` lists them.
     // `regclass` looks names up among the tables of the moment.
-    let relations: Vec<(i64, String)> = tables.iter().map(|t| (t.oid, t.name.clone())).collect();
+    let relations: Vec<(i64, String)> = tables.iter().map(|t| (t.oid, t.name.clone())).chain(sequences.iter().map(|s| (s.oid, s.name.clone()))).collect();
     ctx.register_udf(attribute_default_udf(tables));
+    ctx.register_udf(serial_sequence_udf(tables));
+    ctx.register_udf(sequence_column_udf(sequences));
     ctx.register_udf(viewdef_udf(tables.iter().filter_map(|t| t.view_definition.clone().map(|d| (t.oid, d))).collect()));
     // `pg_get_indexdef(oid [, column, pretty])`, `pg_get_constraintdef(oid [, pretty])`: the
     // definition of an index or key `pg_keys` lists; NULL for any other oid.
@@ -861,7 +992,8 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable]) -> Result<()> {
     }
     for (name, b) in [
         ("pg_namespace", namespaces()?),
-        ("pg_class", classes(tables)?),
+        ("pg_class", classes(tables, sequences)?),
+        ("pg_sequence", pg_sequences(sequences)?),
         ("pg_attribute", attributes(tables)?),
         ("pg_attrdef", attribute_defaults(tables)?),
         ("pg_type", types()?),
@@ -1270,6 +1402,8 @@ pub fn register_functions(ctx: &SessionContext) {
     ctx.register_udf(constant_udf("current_schema", "pg_catalog.current_schema", vec![], ScalarValue::from(SCHEMA_NAME)));
     ctx.register_udf(constant_udf("current_database", "pg_catalog.current_database", vec![], ScalarValue::from(DATABASE_NAME)));
     ctx.register_udf(backend_pid_udf());
+    ctx.register_udf(crate::pg_json::json_build_object_udf());
+    ctx.register_udf(crate::pg_json::when_then_udf());
     ctx.register_udf(like_escape_udf());
     ctx.register_udf(crate::pg_settings::current_setting_udf());
     ctx.register_udf(crate::pg_settings::set_config_udf());
@@ -1278,10 +1412,10 @@ pub fn register_functions(ctx: &SessionContext) {
     for name in ["has_table_privilege", "has_schema_privilege", "has_database_privilege", "has_column_privilege"] {
         ctx.register_udf(null_answer_udf(name, ScalarValue::Boolean(Some(true))));
     }
-    // Nothing here has a comment (COMMENT ON is not taken), an index or constraint
-    // definition, or a sequence: NULL, as PostgreSQL answers for an object without one.
+    // Nothing here has a comment (COMMENT ON is not taken): NULL, as PostgreSQL answers
+    // for an object without one.
     // (`pg_get_indexdef` / `pg_get_constraintdef` answer from `pg_keys`: `register`.)
-    for name in ["obj_description", "col_description", "shobj_description", "pg_get_serial_sequence"] {
+    for name in ["obj_description", "col_description", "shobj_description"] {
         ctx.register_udf(null_answer_udf(name, ScalarValue::Utf8(None)));
     }
     // The one collation and every type are in pg_catalog, on the search path.
@@ -1435,7 +1569,7 @@ mod tests {
     async fn catalog_queries_of_drivers_answer_from_flashscans_tables() {
         let ctx = SessionContext::new();
         register_functions(&ctx);
-        register(&ctx, &tables()).expect("register");
+        register(&ctx, &tables(), &[]).expect("register");
         let columns = run(
             &ctx,
             "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod) AS t, a.attnotnull FROM pg_catalog.pg_attribute a \
@@ -1456,7 +1590,7 @@ mod tests {
              pg_catalog.array_to_string(d.datacl, E'\\n') AS acl FROM pg_catalog.pg_database d ORDER BY 1").await;
         assert!(l.contains(DATABASE_NAME) && l.contains("UTF8"), "{l}");
         // Re-registering (after CREATE/DROP TABLE) replaces the rows.
-        register(&ctx, &[]).expect("register again");
+        register(&ctx, &[], &[]).expect("register again");
         assert!(!run(&ctx, "SELECT relname FROM pg_catalog.pg_class").await.contains("items"));
     }
 
@@ -1477,7 +1611,7 @@ mod tests {
         register_functions(&ctx);
         let mut two = tables();
         two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None, indexes: Vec::new(), column_defaults: Vec::new() });
-        register(&ctx, &two).expect("register");
+        register(&ctx, &two, &[]).expect("register");
         let dt = "SELECT n.nspname as \"Schema\",\n  c.relname as \"Name\",\n  CASE c.relkind WHEN 'r' THEN 'table' WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'i' THEN 'index' WHEN 'S' THEN 'sequence' WHEN 't' THEN 'TOAST table' WHEN 'f' THEN 'foreign table' WHEN 'p' THEN 'partitioned table' WHEN 'I' THEN 'partitioned index' END as \"Type\",\n  pg_catalog.pg_get_userbyid(c.relowner) as \"Owner\"\nFROM pg_catalog.pg_class c\n     LEFT JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace\n     LEFT JOIN pg_catalog.pg_am am ON am.oid = c.relam\nWHERE c.relkind IN ('r','p','')\n      AND n.nspname <> 'pg_catalog'\n      AND n.nspname !~ '^pg_toast'\n      AND n.nspname <> 'information_schema'\n  AND pg_catalog.pg_table_is_visible(c.oid)\nORDER BY 1,2;";
         let out = run_normalized(&ctx, dt).await;
         let rows: Vec<Vec<String>> = out
@@ -1514,8 +1648,8 @@ mod tests {
         };
         ctx.register_table("pg_database", user("mine")).expect("a user table named like a catalog table");
         register_functions(&ctx);
-        register(&ctx, &tables()).expect("register");
-        register(&ctx, &tables()).expect("register again: wrapped once");
+        register(&ctx, &tables(), &[]).expect("register");
+        register(&ctx, &tables(), &[]).expect("register again: wrapped once");
         let classes = run(&ctx, "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public'").await;
         assert!(classes.contains("items"), "{classes}");
         let types = run(&ctx, "SELECT typname FROM pg_type WHERE oid = 20").await;
@@ -1581,7 +1715,7 @@ mod tests {
                 default("name", "'x'", None, false, false),
             ],
         });
-        register(&ctx, &two).expect("register");
+        register(&ctx, &two, &[]).expect("register");
         let columns = rows_of(&run_normalized(&ctx, PSQL_DESCRIBE[1]).await);
         let got: Vec<(&str, &str, &str)> = columns.iter().map(|r| (r[0].as_str(), r[2].as_str(), r[5].as_str())).collect();
         assert_eq!(got, vec![("k", "nextval('lineitem_k_seq'::regclass)", ""), ("price", "", "a"), ("name", "'x'", "")], "{columns:?}");
@@ -1598,7 +1732,7 @@ mod tests {
         register_functions(&ctx);
         let mut two = tables();
         two.push(CatalogTable { oid: 16385, name: "lineitem".into(), schema: two[0].schema.clone(), format: "columnstore".into(), view_definition: None, indexes: Vec::new(), column_defaults: Vec::new() });
-        register(&ctx, &two).expect("register");
+        register(&ctx, &two, &[]).expect("register");
         let state = ctx.state();
         for (i, sql) in PSQL_DESCRIBE.iter().enumerate() {
             // Which steps DataFusion plans itself, and which only as an empty relation.
@@ -1641,7 +1775,7 @@ mod tests {
     async fn functions_sqlalchemy_calls_answer_as_postgresql_does() {
         let ctx = SessionContext::new();
         register_functions(&ctx);
-        register(&ctx, &tables()).expect("register");
+        register(&ctx, &tables(), &[]).expect("register");
         let version = run(&ctx, "SELECT pg_catalog.version() AS v, version() AS w").await;
         // SQLAlchemy's regex: `.*(?:PostgreSQL|EnterpriseDB) (\d+)\.?(\d+)?`.
         assert!(version.contains("| PostgreSQL 15.0 (flashscan ") && !version.contains("DataFusion"), "{version}");
@@ -1680,7 +1814,7 @@ mod tests {
     async fn regtype_casts_and_to_regtype_look_types_up() {
         let ctx = SessionContext::new();
         register_functions(&ctx);
-        register(&ctx, &tables()).expect("register");
+        register(&ctx, &tables(), &[]).expect("register");
         let info = "SELECT\n    typname AS name, oid, typarray AS array_oid,\n    oid::regtype::text AS regtype, typdelim AS delimiter\nFROM pg_type t\nWHERE t.oid = to_regtype('int4')\nORDER BY t.oid\n";
         assert_eq!(rows_of(&run_normalized(&ctx, info).await), vec![vec!["int4", "23", "1007", "integer", ","]]);
         let none = info.replace("to_regtype('int4')", "to_regtype('no_such_type')");
@@ -1704,7 +1838,7 @@ mod tests {
     async fn asyncpg_type_introspection_runs_on_the_catalog() {
         let ctx = SessionContext::new();
         register_functions(&ctx);
-        register(&ctx, &tables()).expect("register");
+        register(&ctx, &tables(), &[]).expect("register");
         let state = ctx.state();
         let sql = include_str!("testdata/asyncpg_introspection.sql");
         let statement = state.sql_to_statement(sql, &datafusion::config::Dialect::PostgreSQL).expect("parse");
@@ -1733,7 +1867,7 @@ mod tests {
         let mut with_view = tables();
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, false)]));
         with_view.push(CatalogTable { oid: 16385, name: "v".into(), schema, format: "heap".into(), view_definition: Some("SELECT k FROM items".into()), indexes: Vec::new(), column_defaults: Vec::new() });
-        register(&ctx, &with_view).expect("register");
+        register(&ctx, &with_view, &[]).expect("register");
         let q = |sql: &'static str| {
             let ctx = ctx.clone();
             async move { rows_of(&run_normalized(&ctx, sql).await) }

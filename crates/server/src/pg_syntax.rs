@@ -386,9 +386,14 @@ impl VisitorMut for Rewriter<'_> {
                     }
                 }
             }
+            Expr::Case { .. } => {
+                if let Some(call) = case_of_when_then(e) {
+                    *e = call;
+                }
+            }
             Expr::Subquery(q) => {
                 let no_rows = matches!(q.body.as_ref(), SetExpr::Select(_)) && body_is_empty(q.body.as_ref(), self.empty);
-                if let Some(lookup) = attrdef_lookup(q) {
+                if let Some(lookup) = attrdef_lookup(q).or_else(|| sequence_lookup(q)) {
                     *e = lookup;
                 } else if no_rows {
                     if let Some(null) = parse_expr("CAST(NULL AS TEXT)") {
@@ -402,6 +407,122 @@ impl VisitorMut for Rewriter<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `CASE WHEN c THEN pg_catalog.when_then(…) [ELSE NULL] END` → `pg_catalog.when_then(c,
+/// pg_catalog.when_then(…))`: the same answer, keeping the json mark of the value that
+/// `sequence_lookup` made (a CASE drops field metadata; `pg_json.rs`).
+fn case_of_when_then(e: &Expr) -> Option<Expr> {
+    let Expr::Case { operand: None, conditions, else_result, .. } = e else { return None };
+    let [arm] = conditions.as_slice() else { return None };
+    let else_null = match else_result.as_deref() {
+        None => true,
+        Some(Expr::Value(v)) => matches!(v.value, Value::Null),
+        Some(_) => false,
+    };
+    let is_when_then = matches!(&arm.result, Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("pg_catalog.when_then"));
+    if !else_null || !is_when_then {
+        return None;
+    }
+    parse_expr(&format!("pg_catalog.when_then({}, {})", arm.condition, arm.result))
+}
+
+/// `(SELECT E FROM pg_sequence [s] WHERE s.seqrelid = Z [AND R])` (SQLAlchemy's identity
+/// reflection: E a `json_build_object` of the sequence's columns and the outer row's) →
+/// `pg_catalog.when_then(Z is a sequence [AND R], E')`, E' reading each `pg_sequence`
+/// column of sequence Z through `pg_catalog.sequence_column(Z, 'col')`: `pg_sequence` is
+/// keyed by `seqrelid`, so the subquery is a lookup of one row, which DataFusion cannot
+/// decorrelate in this form (R refers only to the outer row).
+fn sequence_lookup(q: &Query) -> Option<Expr> {
+    let SetExpr::Select(s) = q.body.as_ref() else { return None };
+    let rels = relations(&s.from);
+    if rels.len() != 1 || catalog_table(rels[0].0).as_deref() != Some("pg_sequence") || s.projection.len() != 1 || q.limit_clause.is_some() {
+        return None;
+    }
+    let qualifiers: Vec<String> = match rels[0].0 {
+        TableFactor::Table { name, alias, .. } => {
+            let mut q = vec!["pg_sequence".to_string(), name.to_string().to_ascii_lowercase()];
+            q.extend(alias.as_ref().map(|a| a.name.value.to_ascii_lowercase()));
+            q
+        }
+        _ => return None,
+    };
+    // A column of pg_sequence: `seqx`, or qualified by the table or its alias.
+    let sequence_column = |e: &Expr| -> Option<String> {
+        let (qualifier, name) = match e {
+            Expr::Identifier(id) => (None, id.value.to_ascii_lowercase()),
+            Expr::CompoundIdentifier(ids) => {
+                let name = ids.last()?.value.to_ascii_lowercase();
+                let qualifier: Vec<String> = ids[..ids.len() - 1].iter().map(|i| i.value.to_ascii_lowercase()).collect();
+                (Some(qualifier.join(".")), name)
+            }
+            _ => return None,
+        };
+        let ours = qualifier.is_none_or(|q| qualifiers.contains(&q));
+        (ours && name.starts_with("seq")).then_some(name)
+    };
+    let item = match &s.projection[0] {
+        SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
+        _ => return None,
+    };
+    let mut conjuncts = Vec::new();
+    fn split<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+        match e {
+            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+                split(left, out);
+                split(right, out);
+            }
+            Expr::Nested(inner) => split(inner, out),
+            other => out.push(other),
+        }
+    }
+    split(s.selection.as_ref()?, &mut conjuncts);
+    let mentions_sequence = |e: &Expr| {
+        let mut found = false;
+        let _ = datafusion::sql::sqlparser::ast::visit_expressions(e, |x: &Expr| {
+            if sequence_column(x).is_some() {
+                found = true;
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        found
+    };
+    let (mut key, mut rest) = (None, Vec::new());
+    for c in conjuncts {
+        if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = c {
+            let (l, r) = (sequence_column(left), sequence_column(right));
+            if l.as_deref() == Some("seqrelid") && !mentions_sequence(right) {
+                key = Some(right.to_string());
+                continue;
+            }
+            if r.as_deref() == Some("seqrelid") && !mentions_sequence(left) {
+                key = Some(left.to_string());
+                continue;
+            }
+        }
+        // Anything else must be about the outer row only.
+        if mentions_sequence(c) {
+            return None;
+        }
+        rest.push(format!("({c})"));
+    }
+    let key = key?;
+    let mut value = item.clone();
+    let _ = datafusion::sql::sqlparser::ast::visit_expressions_mut(&mut value, |x: &mut Expr| {
+        if let Some(column) = sequence_column(x) {
+            let lookup = match column.as_str() {
+                "seqcycle" => format!("(pg_catalog.sequence_column(CAST({key} AS BIGINT), 'seqcycle') <> 0)"),
+                c => format!("pg_catalog.sequence_column(CAST({key} AS BIGINT), '{c}')"),
+            };
+            if let Some(call) = parse_expr(&lookup) {
+                *x = call;
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    let mut condition = vec![format!("(pg_catalog.sequence_column(CAST({key} AS BIGINT), 'seqrelid') IS NOT NULL)")];
+    condition.extend(rest);
+    parse_expr(&format!("pg_catalog.when_then({}, {value})", condition.join(" AND ")))
 }
 
 /// `(SELECT pg_get_expr(d.adbin, d.adrelid …) FROM pg_attrdef d WHERE d.adrelid = X AND

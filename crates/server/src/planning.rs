@@ -43,6 +43,9 @@ pub struct ConnectionPlanning {
     /// Constant rows' physical plans by statement text (`plan_reuse.rs`), valid for
     /// `kept_plans_of`'s settings and generation.
     kept_plans: Mutex<KeptPlansOf>,
+    /// The connection's memory of its `nextval`s (`currval`, `lastval`), in every state it
+    /// plans with.
+    pub sequences: flashscan_sql::sequence_functions::SessionSequences,
 }
 
 #[derive(Default)]
@@ -126,7 +129,7 @@ impl ConnectionPlanning {
         let kept = self.kept.lock().unwrap_or_else(|p| p.into_inner()).take();
         let mut kept = match kept {
             Some(k) if k.generation == generation && k.settings == *settings => k,
-            _ => Kept { state: shared.planning_state(settings, backend_pid), settings: settings.clone(), generation },
+            _ => Kept { state: shared.planning_state(settings, backend_pid, &self.sequences), settings: settings.clone(), generation },
         };
         kept.state.mark_start_execution();
         // READ COMMITTED: the statement reads every table as of now, each transaction whole

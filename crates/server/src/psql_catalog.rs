@@ -12,6 +12,32 @@ pub const SCHEMA_NAME: &str = "public";
 /// The owner psql shows.
 pub const OWNER_NAME: &str = "flashscan";
 
+/// Sequences' oids count from here, in name order: above any table's (one per table from
+/// `FIRST_TABLE_OID`) and below the indexes' (`pg_keys`).
+pub const FIRST_SEQUENCE_OID: i64 = 500_000_000;
+
+/// A sequence as `pg_class` (relkind 'S'), `pg_sequence` and `information_schema.sequences`
+/// show it.
+#[derive(Debug, Clone)]
+pub struct CatalogSequence {
+    pub oid: i64,
+    pub name: String,
+    pub meta: flashscan_storage::SequenceMeta,
+    /// The type it counts in: the column's for a SERIAL or identity column's sequence
+    /// (`integer` for SERIAL), `bigint` for CREATE SEQUENCE (PostgreSQL's `AS` default).
+    pub data_type: DataType,
+    /// An identity column's: part of its column, so `information_schema.sequences` leaves
+    /// it out (PostgreSQL's internal dependency).
+    pub identity: bool,
+}
+
+/// What the catalogs list: tables and views, and sequences.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogRelations {
+    pub tables: Vec<CatalogTable>,
+    pub sequences: Vec<CatalogSequence>,
+}
+
 #[derive(Debug, Clone)]
 pub struct CatalogTable {
     pub oid: i64,

@@ -102,10 +102,11 @@ impl Shared {
     /// A planning state for a connection with `settings` (its `flashscan.*` switches): the
     /// shared catalog, functions and configuration. Kept by the connection between its
     /// statements (`planning.rs`); made again after `catalog_changed`.
-    pub fn planning_state(&self, settings: &flashscan_sql::FlashscanSettings, backend_pid: i32) -> SessionState {
+    pub fn planning_state(&self, settings: &flashscan_sql::FlashscanSettings, backend_pid: i32, sequences: &flashscan_sql::sequence_functions::SessionSequences) -> SessionState {
         let mut state = self.base.state();
         state.config_mut().options_mut().extensions.insert(settings.clone());
         state.config_mut().options_mut().extensions.insert(crate::pg_catalog::Connection { backend_pid });
+        state.config_mut().options_mut().extensions.insert(sequences.clone());
         state
     }
 

@@ -148,6 +148,7 @@ impl WriteFailure {
             WriteError::NoSuchSavepoint { .. } => sqlstate::INVALID_SAVEPOINT_SPECIFICATION,
             WriteError::UnknownSequence { .. } => sqlstate::UNDEFINED_TABLE,
             WriteError::SequenceInUse { .. } => sqlstate::DEPENDENT_OBJECTS_STILL_EXIST,
+            WriteError::SequenceValueUndefined { .. } => sqlstate::OBJECT_NOT_IN_PREREQUISITE_STATE,
             WriteError::GeneratedAlways { .. } => sqlstate::GENERATED_ALWAYS,
             WriteError::NoConflictTarget { .. } => sqlstate::INVALID_COLUMN_REFERENCE,
             WriteError::IsolationAfterQuery => sqlstate::ACTIVE_SQL_TRANSACTION,

@@ -221,6 +221,34 @@ def orm(engine):
     # The table reflected back: its defaults as the database keeps them (pg_attrdef).
     columns = {c["name"]: c for c in sa.inspect(engine).get_columns("items")}
     say("reflected_defaults", columns["id"]["default"], columns["id"]["autoincrement"], columns["qty"]["default"], columns["name"]["default"])
+    identity_and_sequences(engine)
+
+
+def identity_and_sequences(engine):
+    """An identity column and a sequence as SQLAlchemy makes and reflects them: keys drawn
+    by the identity (read back by RETURNING and by currval of pg_get_serial_sequence), its
+    options reflected (pg_sequence, as a json object), the database's sequences listed,
+    and a Sequence object's next_value."""
+    md = sa.MetaData()
+    ident = sa.Table("ident", md, sa.Column("id", sa.Integer, sa.Identity(start=10, increment=5), primary_key=True), sa.Column("v", sa.String(20)))
+    md.create_all(engine)
+    with engine.begin() as c:
+        say("identity_ids", *[r[0] for r in c.execute(ident.insert().returning(ident.c.id), [{"v": "a"}, {"v": "b"}])])
+        say("identity_currval", c.execute(sa.text("SELECT currval(pg_get_serial_sequence('ident', 'id'))")).scalar_one())
+    inspector = sa.inspect(engine)
+    column = {c["name"]: c for c in inspector.get_columns("ident")}["id"]
+    identity = column.get("identity") or {}
+    say("identity_options", *[f"{k}={identity[k]}" for k in sorted(identity)])
+    say("identity_default", column["default"], column["autoincrement"])
+    reflected = sa.Table("ident", sa.MetaData(), autoload_with=engine)
+    say("identity_reflected", reflected.c.id.identity is not None and reflected.c.id.identity.start)
+    sequence = sa.Sequence("counter", start=3, metadata=md)
+    sequence.create(engine, checkfirst=True)
+    with engine.begin() as c:
+        say("sequence_next", c.execute(sequence.next_value()).scalar_one(), c.execute(sequence.next_value()).scalar_one())
+    say("sequences", *sorted(sa.inspect(engine).get_sequence_names()), sa.inspect(engine).has_sequence("counter"))
+    sequence.drop(engine)
+    say("sequence_dropped", sa.inspect(engine).has_sequence("counter"))
 
 
 if __name__ == "__main__":

@@ -860,6 +860,16 @@ async fn sqlalchemy_and_pandas_work_unchanged() {
     // constant default, none for the plain column.
     assert_eq!(one("reflected_defaults"), ["nextval('items_id_seq'::regclass)", "True", "5", "NULL"], "{stdout}");
     assert_eq!(one("orm_rows"), ["1:uno:5", "3:n1:5", "4:n2:5", "5:n3:5"], "{stdout}");
+    // An identity column and a sequence: each value PostgreSQL 15's for the same script
+    // (the listed sequences are this database's; the options come from pg_sequence as json).
+    assert_eq!(one("identity_ids"), ["10", "15"], "{stdout}");
+    assert_eq!(one("identity_currval"), ["15"], "{stdout}");
+    assert_eq!(one("identity_options"), ["always=False", "cache=1", "cycle=False", "increment=5", "maxvalue=2147483647", "minvalue=1", "start=10"], "{stdout}");
+    assert_eq!(one("identity_default"), ["NULL", "True"], "{stdout}");
+    assert_eq!(one("identity_reflected"), ["10"], "{stdout}");
+    assert_eq!(one("sequence_next"), ["3", "4"], "{stdout}");
+    assert_eq!(one("sequences"), ["counter", "ident_id_seq", "items_id_seq", "True"], "{stdout}");
+    assert_eq!(one("sequence_dropped"), ["False"], "{stdout}");
     server.shutdown().await;
     // The rows on disk, as flashscan sql reads them after the server stopped.
     let on_disk = common::reopened(&db, "select id, name, score, ok, at from frames order by id, name").await;

@@ -65,6 +65,10 @@ pub enum WriteError {
     UnknownSequence { name: String, known: String },
     #[error("there is no unique or exclusion constraint matching the ON CONFLICT specification ({columns}) on table {table}: name the columns of its PRIMARY KEY or a UNIQUE constraint")]
     NoConflictTarget { table: String, columns: String },
+    /// `currval('s')` before this session's first `nextval('s')`, or `lastval()` before its
+    /// first `nextval` of any sequence (SQLSTATE 55000, as PostgreSQL).
+    #[error("{what} is not yet defined in this session: call nextval first ({hint})")]
+    SequenceValueUndefined { what: String, hint: String },
     #[error("cannot drop sequence {name} because column default of table {table} requires it: DROP TABLE {table} drops it")]
     SequenceInUse { name: String, table: String },
     #[error("cannot insert a non-DEFAULT value into column \"{column}\": it is an identity column defined as GENERATED ALWAYS; leave it out of the INSERT (or write DEFAULT)")]
@@ -88,7 +92,7 @@ impl WriteError {
                 e,
                 WalError::MissingControl { .. } | WalError::AlreadyExists { .. } | WalError::Foreign { .. } | WalError::Locked { .. } | WalError::Config(_)
             ),
-            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::DuplicateColumn { .. } | WriteError::Locked { .. } | WriteError::NoSuchSavepoint { .. } | WriteError::UnknownSequence { .. } | WriteError::SequenceInUse { .. } | WriteError::GeneratedAlways { .. } | WriteError::NoConflictTarget { .. } | WriteError::IsolationAfterQuery => true,
+            WriteError::InvalidArgument(_) | WriteError::NotSupported(_) | WriteError::DuplicateColumn { .. } | WriteError::Locked { .. } | WriteError::NoSuchSavepoint { .. } | WriteError::UnknownSequence { .. } | WriteError::SequenceValueUndefined { .. } | WriteError::SequenceInUse { .. } | WriteError::GeneratedAlways { .. } | WriteError::NoConflictTarget { .. } | WriteError::IsolationAfterQuery => true,
             WriteError::DeltaFull { .. } => true,
             WriteError::Deadlock { .. } | WriteError::LockTimeout { .. } | WriteError::SerializationFailure { .. } | WriteError::RowsChanged { .. } | WriteError::WouldWait { .. } => false,
             WriteError::UniqueViolation { .. } | WriteError::DuplicateKeys { .. } => true,

@@ -206,6 +206,14 @@ impl WritePath {
     }
 
     /// The sequence's catalog entry as it is now.
+    /// The error for a sequence `name` the catalog does not have, naming the ones it has.
+    pub fn unknown_sequence(&self, name: &str) -> WriteError {
+        match self.lock_state_shared() {
+            Ok(st) => unknown(name, &st),
+            Err(e) => e,
+        }
+    }
+
     pub fn sequence(&self, name: &str) -> Result<Option<SequenceMeta>, WriteError> {
         Ok(self.lock_state_shared()?.catalog.sequences.get(&name.to_ascii_lowercase()).cloned())
     }
