@@ -359,6 +359,37 @@ fn pg_sequences(sequences: &[CatalogSequence]) -> Result<RecordBatch> {
     batch(fields, columns)
 }
 
+/// `pg_depend`, for what flashscan has dependencies of: a SERIAL or identity column's
+/// sequence on its column ('a' auto, 'i' internal for an identity, as PostgreSQL records
+/// them) — psql's `\d sequence` prints "Owned by" from it.
+fn dependencies(tables: &[CatalogTable], sequences: &[CatalogSequence]) -> Result<RecordBatch> {
+    let pg_class = CATALOG_RELATION_OIDS.iter().find(|(n, _)| *n == "pg_class").map_or(1259, |(_, oid)| *oid);
+    let mut rows: Vec<(i64, i64, i32, &'static str)> = Vec::new();
+    for seq in sequences {
+        let owner = tables.iter().find_map(|t| {
+            let d = t.column_defaults.iter().find(|d| d.sequence.as_deref() == Some(seq.name.as_str()))?;
+            let attnum = t.schema.index_of(&d.column).ok()? as i32 + 1;
+            Some((t.oid, attnum, if d.identity || d.always { "i" } else { "a" }))
+        });
+        if let Some((table, attnum, kind)) = owner {
+            rows.push((seq.oid, table, attnum, kind));
+        }
+    }
+    let n = rows.len();
+    batch(
+        vec![int64("classid"), int64("objid"), int32("objsubid"), int64("refclassid"), int64("refobjid"), int32("refobjsubid"), text("deptype")],
+        vec![
+            Arc::new(Int64Array::from(vec![pg_class; n])),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(Int32Array::from(vec![0; n])),
+            Arc::new(Int64Array::from(vec![pg_class; n])),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Int32Array::from_iter_values(rows.iter().map(|r| r.2))),
+            strings(rows.iter().map(|r| r.3)),
+        ],
+    )
+}
+
 /// The columns of `pg_sequence` that hold numbers, and their values for one sequence.
 const SEQUENCE_NUMBER_COLUMNS: [&str; 7] = ["seqrelid", "seqtypid", "seqstart", "seqincrement", "seqmax", "seqmin", "seqcache"];
 
@@ -839,7 +870,7 @@ fn empty_tables() -> Vec<(&'static str, Vec<Field>)> {
 /// and kin), for `'pg_catalog.pg_constraint'::regclass`: clients join `pg_description` on
 /// `classoid = 'pg_catalog.pg_class'::regclass`. `pg_roles` is a view whose oid varies
 /// between PostgreSQL builds: it takes the one of the table behind it, `pg_authid`.
-const CATALOG_RELATION_OIDS: [(&str, i64); 29] = [
+const CATALOG_RELATION_OIDS: [(&str, i64); 30] = [
     ("pg_type", 1247),
     ("pg_attribute", 1249),
     ("pg_class", 1259),
@@ -855,6 +886,7 @@ const CATALOG_RELATION_OIDS: [(&str, i64); 29] = [
     ("pg_rewrite", 2618),
     ("pg_trigger", 2620),
     ("pg_sequence", 2224),
+    ("pg_depend", 2608),
     ("pg_tablespace", 1213),
     ("pg_opclass", 2616),
     ("pg_enum", 3501),
@@ -994,6 +1026,7 @@ pub fn register(ctx: &SessionContext, tables: &[CatalogTable], sequences: &[Cata
         ("pg_namespace", namespaces()?),
         ("pg_class", classes(tables, sequences)?),
         ("pg_sequence", pg_sequences(sequences)?),
+        ("pg_depend", dependencies(tables, sequences)?),
         ("pg_attribute", attributes(tables)?),
         ("pg_attrdef", attribute_defaults(tables)?),
         ("pg_type", types()?),

@@ -46,6 +46,7 @@ pub mod reader;
 pub mod returning;
 pub mod rule_order;
 pub mod scan_units;
+pub mod null_in_filter;
 pub mod sequence_functions;
 pub mod session;
 pub mod settings;

@@ -121,6 +121,8 @@ impl FlashscanSession {
         let ctx = crate::index_order::register(ctx);
         // Build sides start when their join asks for them: after the filters from above.
         let ctx = crate::deferred_build::register(ctx);
+        // A NULL in a filter's AND/OR tree is false: nothing beside it is evaluated.
+        let ctx = crate::null_in_filter::register(ctx);
         // nextval / setval over the database's sequences (column defaults call nextval).
         crate::sequence_functions::register(&ctx, &write);
         let scan_log = ScanLog::new();
