@@ -500,6 +500,17 @@ fn quote_ident(name: &str) -> String {
     }
 }
 
+/// `quote_ident(text)`: the name quoted where SQL needs it (psql's `\d sequence` prints the
+/// owning column with it). Keywords are not quoted (PostgreSQL's are).
+fn quote_ident_udf() -> ScalarUDF {
+    let f = Arc::new(|args: &[ColumnarValue]| -> Result<ColumnarValue> {
+        let (rows, texts) = text_argument(args)?;
+        let out: StringArray = texts.iter().map(|t| t.map(quote_ident)).collect();
+        columnar(rows, Arc::new(out))
+    });
+    create_udf("quote_ident", vec![DataType::Utf8], DataType::Utf8, Volatility::Immutable, f).with_aliases(["pg_catalog.quote_ident"])
+}
+
 /// `pg_tables`: one row per table (views are `pg_views`'), in the one schema, with no
 /// tablespace of its own, rules, triggers or row security.
 fn pg_tables(tables: &[CatalogTable]) -> Result<RecordBatch> {
@@ -1436,6 +1447,7 @@ pub fn register_functions(ctx: &SessionContext) {
     ctx.register_udf(constant_udf("current_database", "pg_catalog.current_database", vec![], ScalarValue::from(DATABASE_NAME)));
     ctx.register_udf(backend_pid_udf());
     ctx.register_udf(crate::pg_json::json_build_object_udf());
+    ctx.register_udf(quote_ident_udf());
     ctx.register_udf(crate::pg_json::when_then_udf());
     ctx.register_udf(like_escape_udf());
     ctx.register_udf(crate::pg_settings::current_setting_udf());

@@ -171,6 +171,22 @@ async fn currval_lastval_and_sequence_catalogs_follow_postgresql() {
         "identity columns' sequences are not listed"
     );
     assert_eq!(column(&client, "SELECT 'c_id_seq'::regclass::oid = (SELECT oid FROM pg_class WHERE relname = 'c_id_seq')").await, vec!["t"]);
+    // psql's `\d c_id_seq` footer ("Owned by: public.c.id"), its query as psql 15 sends it.
+    for (sequence, owner) in [("c_id_seq", "public.c.id|a"), ("a_id_seq", "public.a.id|i")] {
+        let oid = column(&client, &format!("SELECT oid FROM pg_class WHERE relname = '{sequence}'")).await.remove(0);
+        let owned_by = rows(
+            &client,
+            &format!(
+                "SELECT pg_catalog.quote_ident(nspname) || '.' || pg_catalog.quote_ident(relname) || '.' || pg_catalog.quote_ident(attname), d.deptype \
+                 FROM pg_catalog.pg_class c INNER JOIN pg_catalog.pg_depend d ON c.oid=d.refobjid INNER JOIN pg_catalog.pg_namespace n ON n.oid=c.relnamespace \
+                 INNER JOIN pg_catalog.pg_attribute a ON (a.attrelid=c.oid AND a.attnum=d.refobjsubid) \
+                 WHERE d.classid='pg_catalog.pg_class'::pg_catalog.regclass AND d.refclassid='pg_catalog.pg_class'::pg_catalog.regclass AND d.objid='{oid}' AND d.deptype IN ('a', 'i')"
+            ),
+        )
+        .await;
+        let owned_by: Vec<String> = owned_by.into_iter().map(|r| r.into_iter().map(|v| v.unwrap_or_default()).collect::<Vec<_>>().join("|")).collect();
+        assert_eq!(owned_by, vec![owner.to_string()], "{sequence}");
+    }
     // A dropped sequence leaves the catalogs and this session's memory.
     client.batch_execute("DROP SEQUENCE s").await.expect("drop");
     assert!(column(&client, "SELECT relname FROM pg_class WHERE relkind = 'S' ORDER BY 1").await == vec!["a_id_seq", "b_id_seq", "c_id_seq"]);
