@@ -468,7 +468,7 @@ fn serial_sequence_udf(tables: &[CatalogTable]) -> ScalarUDF {
             let Some((_, sequence)) = columns.iter().find(|(c, _)| c == column) else {
                 return Err(DataFusionError::Execution(format!("column \"{column}\" of relation \"{name}\" does not exist")));
             };
-            out.push(sequence.as_ref().map(|s| format!("{SCHEMA_NAME}.{}", quote_ident(s))));
+            out.push(sequence.as_ref().map(|s| format!("{SCHEMA_NAME}.{}", crate::pg_keys::quote_ident(s))));
         }
         columnar(rows, Arc::new(StringArray::from(out)))
     });
@@ -489,23 +489,12 @@ fn sql_relation_name(text: &str) -> String {
     }
 }
 
-/// `name` quoted as PostgreSQL's `quote_ident` would: bare when it is lower-case letters,
-/// digits and underscores not starting with a digit.
-fn quote_ident(name: &str) -> String {
-    let bare = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_') && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    if bare {
-        name.to_string()
-    } else {
-        format!("\"{}\"", name.replace('"', "\"\""))
-    }
-}
-
 /// `quote_ident(text)`: the name quoted where SQL needs it (psql's `\d sequence` prints the
 /// owning column with it). Keywords are not quoted (PostgreSQL's are).
 fn quote_ident_udf() -> ScalarUDF {
     let f = Arc::new(|args: &[ColumnarValue]| -> Result<ColumnarValue> {
         let (rows, texts) = text_argument(args)?;
-        let out: StringArray = texts.iter().map(|t| t.map(quote_ident)).collect();
+        let out: StringArray = texts.iter().map(|t| t.map(crate::pg_keys::quote_ident)).collect();
         columnar(rows, Arc::new(out))
     });
     create_udf("quote_ident", vec![DataType::Utf8], DataType::Utf8, Volatility::Immutable, f).with_aliases(["pg_catalog.quote_ident"])

@@ -190,7 +190,9 @@ pub struct KeyRows {
     pub constraint_definitions: Vec<(i64, String)>,
 }
 
-fn quoted(name: &str) -> String {
+/// `name` quoted as PostgreSQL's `quote_ident` would: bare when it is lower-case letters,
+/// digits and underscores not starting with a digit (keywords are not quoted here).
+pub(crate) fn quote_ident(name: &str) -> String {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_') && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
     if plain {
         name.to_string()
@@ -283,12 +285,12 @@ pub fn key_rows(tables: &[CatalogTable], keys: &[SqlKey], database: &str) -> Res
             new_null_array(&DataType::Int32, u),
         ],
     )?;
-    let column_list = |k: &ResolvedKey| k.key.columns.iter().map(|c| quoted(c)).collect::<Vec<_>>().join(", ");
+    let column_list = |k: &ResolvedKey| k.key.columns.iter().map(|c| quote_ident(c)).collect::<Vec<_>>().join(", ");
     let index_definitions = resolved
         .iter()
         .map(|k| {
             let unique = if k.key.unique { "UNIQUE " } else { "" };
-            (k.index_oid, format!("CREATE {unique}INDEX {} ON {SCHEMA_NAME}.{} USING btree ({})", quoted(&k.key.index_name), quoted(&k.key.table), column_list(k)))
+            (k.index_oid, format!("CREATE {unique}INDEX {} ON {SCHEMA_NAME}.{} USING btree ({})", quote_ident(&k.key.index_name), quote_ident(&k.key.table), column_list(k)))
         })
         .collect();
     let constraint_definitions = constraints

@@ -409,6 +409,23 @@ impl VisitorMut for Rewriter<'_> {
     }
 }
 
+/// The terms of `e`'s top-level AND, parentheses taken off.
+fn conjuncts_of(e: &Expr) -> Vec<&Expr> {
+    fn split<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
+        match e {
+            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
+                split(left, out);
+                split(right, out);
+            }
+            Expr::Nested(inner) => split(inner, out),
+            other => out.push(other),
+        }
+    }
+    let mut out = Vec::new();
+    split(e, &mut out);
+    out
+}
+
 /// `CASE WHEN c THEN pg_catalog.when_then(…) [ELSE NULL] END` → `pg_catalog.when_then(c,
 /// pg_catalog.when_then(…))`: the same answer, keeping the json mark of the value that
 /// `sequence_lookup` made (a CASE drops field metadata; `pg_json.rs`).
@@ -465,18 +482,7 @@ fn sequence_lookup(q: &Query) -> Option<Expr> {
         SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. } => e,
         _ => return None,
     };
-    let mut conjuncts = Vec::new();
-    fn split<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-        match e {
-            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
-                split(left, out);
-                split(right, out);
-            }
-            Expr::Nested(inner) => split(inner, out),
-            other => out.push(other),
-        }
-    }
-    split(s.selection.as_ref()?, &mut conjuncts);
+    let conjuncts = conjuncts_of(s.selection.as_ref()?);
     let mentions_sequence = |e: &Expr| {
         let mut found = false;
         let _ = datafusion::sql::sqlparser::ast::visit_expressions(e, |x: &Expr| {
@@ -549,18 +555,7 @@ fn attrdef_lookup(q: &Query) -> Option<Expr> {
         Expr::CompoundIdentifier(ids) => ids.last().map(|id| id.value.to_lowercase()),
         _ => None,
     };
-    let mut conjuncts = Vec::new();
-    fn split<'a>(e: &'a Expr, out: &mut Vec<&'a Expr>) {
-        match e {
-            Expr::BinaryOp { left, op: BinaryOperator::And, right } => {
-                split(left, out);
-                split(right, out);
-            }
-            Expr::Nested(inner) => split(inner, out),
-            other => out.push(other),
-        }
-    }
-    split(s.selection.as_ref()?, &mut conjuncts);
+    let conjuncts = conjuncts_of(s.selection.as_ref()?);
     let (mut relid, mut num, mut rest) = (None, None, Vec::new());
     for c in conjuncts {
         if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = c {
