@@ -3,7 +3,6 @@
 //! through one path: admission, a per-query DataFusion context with its memory pool,
 //! `statement_timeout`, cancel, and rows streamed to the client batch by batch.
 
-use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -481,13 +480,29 @@ fn timeout_error(t: Duration) -> PgWireError {
     pg_error(sqlstate::QUERY_CANCELED, format!("canceling statement due to statement timeout ({} ms)", t.as_millis()))
 }
 
-/// Where an encoded stream is: the query, the rows of the current batch not yet sent,
-/// whether the query ended, and the encoder.
-struct StreamState<T, E> {
+/// Where an encoded stream is: the query, whether it ended, and the encoder.
+struct StreamState<E> {
     running: Running,
-    pending: VecDeque<T>,
     ended: bool,
     encode: E,
+}
+
+/// Batches of encoded rows as a stream of rows, counted as sent. The state that makes a
+/// batch moves once per batch: `stream::unfold` moves its whole state (and its future)
+/// through every item it yields, and yielding rows one by one from it was ~10 % of the
+/// server's CPU under a large result (perf of `bench/cursors/run.py`'s FETCH loop: memcpy
+/// of the state in `Pin::set`, session 25).
+fn rows_of<T: Send + 'static>(batches: impl Stream<Item = PgWireResult<Vec<T>>> + Send + 'static, shared: Arc<Shared>) -> impl Stream<Item = PgWireResult<T>> + Send + 'static {
+    batches.flat_map(move |batch| {
+        let rows: Vec<PgWireResult<T>> = match batch {
+            Ok(rows) => {
+                shared.admission.counters.rows_sent.fetch_add(rows.len() as u64, Relaxed);
+                rows.into_iter().map(Ok).collect()
+            }
+            Err(e) => vec![Err(e)],
+        };
+        stream::iter(rows)
+    })
 }
 
 /// Rows (or COPY lines) of a running query, encoded batch by batch as the client reads.
@@ -496,23 +511,21 @@ where
     T: Send + 'static,
     E: FnMut(&RecordBatch) -> PgWireResult<Vec<T>> + Send + 'static,
 {
-    let state = StreamState { running, pending: VecDeque::new(), ended: false, encode };
-    stream::unfold(state, |mut st| async move {
+    let shared = running.shared.clone();
+    let state = StreamState { running, ended: false, encode };
+    let batches = stream::unfold(state, |mut st| async move {
+        if st.ended {
+            return None;
+        }
         loop {
-            if let Some(row) = st.pending.pop_front() {
-                st.running.shared.admission.counters.rows_sent.fetch_add(1, Relaxed);
-                return Some((Ok(row), st));
-            }
-            if st.ended {
-                return None;
-            }
             match st.running.next_batch().await {
                 None => {
                     st.running.finish(Outcome::Done);
-                    st.ended = true;
+                    return None;
                 }
                 Some(Ok(batch)) => match (st.encode)(&batch) {
-                    Ok(rows) => st.pending.extend(rows),
+                    Ok(rows) if rows.is_empty() => continue,
+                    Ok(rows) => return Some((Ok(rows), st)),
                     Err(e) => {
                         st.running.finish(Outcome::Failed);
                         st.ended = true;
@@ -527,7 +540,8 @@ where
                 }
             }
         }
-    })
+    });
+    rows_of(batches, shared)
 }
 
 pub(crate) fn is_cancel_error(e: &PgWireError) -> bool {
@@ -1230,17 +1244,12 @@ impl QueryHandler {
             backend: backend.clone(),
             name: name.to_string(),
             left,
-            pending: VecDeque::new(),
             encoder: DataRowEncoder::new(fields.clone()),
             fields: fields.clone(),
-            shared: self.shared.clone(),
         };
-        let rows = stream::unfold(state, |mut st| async move {
+        let shared = self.shared.clone();
+        let batches = stream::unfold(state, |mut st| async move {
             loop {
-                if let Some(row) = st.pending.pop_front() {
-                    st.shared.admission.counters.rows_sent.fetch_add(1, Relaxed);
-                    return Some((Ok(row), st));
-                }
                 if st.left == 0 {
                     return None;
                 }
@@ -1250,7 +1259,8 @@ impl QueryHandler {
                     Some(Ok(batch)) => {
                         st.left = st.left.saturating_sub(batch.num_rows() as u64);
                         match encode_rows(&mut st.encoder, &batch, &st.fields) {
-                            Ok(rows) => st.pending.extend(rows),
+                            Ok(rows) if rows.is_empty() => continue,
+                            Ok(rows) => return Some((Ok(rows), st)),
                             Err(e) => {
                                 st.left = 0;
                                 return Some((Err(e), st));
@@ -1264,6 +1274,7 @@ impl QueryHandler {
                 }
             }
         });
+        let rows = rows_of(batches, shared);
         let mut response = QueryResponse::new(fields, rows);
         response.set_command_tag("FETCH");
         Ok(Response::Query(response))
@@ -1549,10 +1560,8 @@ struct FetchState {
     name: String,
     /// Rows still to fetch.
     left: u64,
-    pending: VecDeque<DataRow>,
     encoder: DataRowEncoder,
     fields: Arc<Vec<FieldInfo>>,
-    shared: Arc<Shared>,
 }
 
 impl Drop for FetchState {
