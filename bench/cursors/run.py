@@ -5,6 +5,7 @@ side by side, interleaved per round — the server's time and the server's memor
     python3 bench/cursors/run.py --flashscan /work/target/release/flashscan
     python3 bench/cursors/run.py --flashscan BIN --rows 1000000 --itersizes 100,2000,20000 --rounds 3
     python3 bench/cursors/run.py --flashscan BIN --skip-postgres
+    python3 bench/cursors/run.py --flashscan BIN --client pandas --itersizes 2000,20000
 
 Data: table t (id BIGINT, name TEXT, v BIGINT), ids 1..--rows, sent with COPY FROM STDIN
 (bench/latency/run.py's loader). flashscan: a database made by `flashscan init`, the server
@@ -71,6 +72,14 @@ def reset_peak(pid):
 
 
 def iterate(conn, itersize):
+    if not isinstance(conn, psycopg.Connection):
+        # pandas over a SQLAlchemy connection, in chunks of `itersize` rows.
+        import pandas
+        import sqlalchemy
+
+        rows = sum(len(chunk) for chunk in pandas.read_sql(sqlalchemy.text("SELECT * FROM t"), conn, chunksize=itersize))
+        conn.commit()
+        return rows
     rows = 0
     with conn.transaction():
         with conn.cursor(name="c") as cur:
@@ -79,6 +88,24 @@ def iterate(conn, itersize):
             for _ in cur:
                 rows += 1
     return rows
+
+
+def connect(client, port, user):
+    if client == "psycopg":
+        return psycopg.connect(host="127.0.0.1", port=port, user=user, dbname="postgres")
+    import sqlalchemy
+
+    return sqlalchemy.create_engine(f"postgresql+psycopg://{user}@127.0.0.1:{port}/postgres").connect()
+
+
+def backend_pid(conn):
+    """The PostgreSQL backend serving `conn` (its CPU is the server's)."""
+    if isinstance(conn, psycopg.Connection):
+        with conn.transaction():
+            return conn.execute("select pg_backend_pid()").fetchone()[0]
+    pid = conn.exec_driver_sql("select pg_backend_pid()").scalar_one()
+    conn.commit()
+    return pid
 
 
 def measure(conn, pid, itersize, expected_rows):
@@ -104,6 +131,7 @@ def main():
     ap.add_argument("--work", default="/tmp/flashscan-bench-cursors")
     ap.add_argument("--skip-postgres", action="store_true")
     ap.add_argument("--out", help="write the Markdown table here too")
+    ap.add_argument("--client", choices=["psycopg", "pandas"], default="psycopg", help="psycopg's named cursor, or pandas.read_sql(chunksize=itersize) over SQLAlchemy")
     a = ap.parse_args()
     itersizes = [int(s) for s in a.itersizes.split(",")]
     os.makedirs(a.work, exist_ok=True)
@@ -112,15 +140,14 @@ def main():
     servers, conns, pids = {}, {}, {}
     try:
         servers["flashscan"] = latency.flashscan_server(a.flashscan, a.work, "fs", FS_PORT, FS_HTTP, a.rows)
-        conns["flashscan"] = psycopg.connect(host="127.0.0.1", port=FS_PORT, user="bench", dbname="postgres")
+        conns["flashscan"] = connect(a.client, FS_PORT, "bench")
         pids["flashscan"] = servers["flashscan"].pid()
         if not a.skip_postgres:
             pg = latency.Postgres(a.work)
             pg.init(a.rows)
             servers["postgres"] = pg
-            conns["postgres"] = psycopg.connect(host="127.0.0.1", port=PG_PORT, user="postgres", dbname="postgres")
-            with conns["postgres"].transaction():
-                pids["postgres"] = conns["postgres"].execute("select pg_backend_pid()").fetchone()[0]
+            conns["postgres"] = connect(a.client, PG_PORT, "postgres")
+            pids["postgres"] = backend_pid(conns["postgres"])
         names = list(conns)
         results = {}
         for r in range(a.rounds):
@@ -143,7 +170,7 @@ def main():
                 ratio = lambda k: "n/a" if f[k] is None or not p[k] else f"{f[k] / p[k]:.2f}"
                 rows.append([str(itersize), "flashscan / postgres", ratio("wall_s"), ratio("cpu_s"), ratio("peak_mib")])
         common.print_markdown_table(
-            f"{a.rows} rows through a named cursor, medians of {a.rounds} rounds",
+            f"{a.rows} rows through {'a named cursor' if a.client == 'psycopg' else 'pandas.read_sql(chunksize)'}, medians of {a.rounds} rounds",
             ["itersize", "server", "wall s", "server CPU s", "peak RSS above start, MiB"],
             rows,
             a.out,
