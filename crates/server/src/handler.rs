@@ -1048,7 +1048,7 @@ impl QueryHandler {
         let committer = self.shared.database.committer.as_ref().ok_or_else(|| read_only_database(&self.shared))?;
         let write = committer.write_path();
         let (mut txn, statements) = take_transaction(backend);
-        // Checking keys takes the table whole and may wait: off the async workers then.
+        // Checking keys may wait for another transaction's key lock: off the async workers then.
         let staged = crate::writes::without_waiting_first(&mut txn, |txn| write.stage_insert_skipping_conflicts(txn, table, &batches, arbiter)).map_err(|e| crate::writes::WriteFailure::of(&e).to_pg());
         match statements {
             Some(statements) => {

@@ -533,8 +533,8 @@ async fn concurrent_updates_of_one_row_lose_no_increment() {
 /// another updates and deletes other rows of the same keyed table at once (before, the
 /// table's change lock made it wait); a writer of the held row waits, then changes the
 /// version the first one committed (no lost update) or finds it gone (UPDATE 0); an UPDATE
-/// that changes the key waits for every open changer of the table (uniqueness is checked
-/// at table grain).
+/// that changes a key to a free one does not wait (keys are locked one by one); an INSERT
+/// of the key the holder deletes waits for it, then goes on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn row_locks_let_writers_of_other_rows_go_on() {
     let Served { _guard, db, server, client } = serve(new_db()).await;
@@ -546,6 +546,7 @@ async fn row_locks_let_writers_of_other_rows_go_on() {
     let quick = async {
         assert_eq!(other.execute("UPDATE acct SET n = n + 5 WHERE id = 2", &[]).await.expect("other row"), 1);
         other.batch_execute("BEGIN; UPDATE acct SET n = n + 5 WHERE id = 3; DELETE FROM acct WHERE id = 4; COMMIT").await.expect("other rows in a block");
+        assert_eq!(other.execute("UPDATE acct SET id = 100 WHERE id = 10", &[]).await.expect("key change to a free key"), 1);
     };
     tokio::time::timeout(Duration::from_secs(5), quick).await.expect("writers of other rows do not wait for the holder");
     // The held rows: each writer waits for the holder, then sees what it committed.
@@ -560,20 +561,20 @@ async fn row_locks_let_writers_of_other_rows_go_on() {
     };
     let increment = waiter("UPDATE acct SET n = n + 10 WHERE id = 1");
     let update_deleted = waiter("UPDATE acct SET n = n + 10 WHERE id = 9");
-    let key_change = waiter("UPDATE acct SET id = 100 WHERE id = 10");
+    let reinsert = waiter("INSERT INTO acct VALUES (9, 0)");
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(!increment.is_finished() && !update_deleted.is_finished() && !key_change.is_finished(), "writers of held rows, and a key change, wait");
+    assert!(!increment.is_finished() && !update_deleted.is_finished() && !reinsert.is_finished(), "writers of held rows, and an insert of a key being deleted, wait");
     holder.batch_execute("COMMIT").await.expect("commit");
     let (n1, waited1) = increment.await.expect("increment");
     let (n9, _) = update_deleted.await.expect("update of the deleted row");
-    let (n10, _) = key_change.await.expect("key change");
-    assert!(waited1 >= Duration::from_millis(250), "it waited for the holder: {waited1:?}");
-    assert_eq!((n1, n9, n10), (1, 0, 1), "the increment applied to the committed version, the deleted row is gone, the key changed");
+    let (inserted, waited_insert) = reinsert.await.expect("insert of the deleted key");
+    assert!(waited1 >= Duration::from_millis(250) && waited_insert >= Duration::from_millis(250), "they waited for the holder: {waited1:?}, {waited_insert:?}");
+    assert_eq!((n1, n9, inserted), (1, 0, 1), "the increment applied to the committed version, the deleted row is gone, its key is free again");
     let all = "SELECT id, n FROM acct ORDER BY id";
-    let expected: Vec<Vec<Option<String>>> = [(1, 11), (2, 5), (3, 5), (5, 0), (6, 0), (7, 0), (8, 0), (100, 0)].iter().map(|(i, n)| vec![Some(i.to_string()), Some(n.to_string())]).collect();
+    let expected: Vec<Vec<Option<String>>> = [(1, 11), (2, 5), (3, 5), (5, 0), (6, 0), (7, 0), (8, 0), (9, 0), (100, 0)].iter().map(|(i, n)| vec![Some(i.to_string()), Some(n.to_string())]).collect();
     assert_eq!(rows(&client, all).await, expected);
     server.shutdown().await;
-    assert_eq!(reopened(&db, "SELECT sum(id), sum(n) FROM acct").await, vec![vec!["132".to_string(), "21".to_string()]]);
+    assert_eq!(reopened(&db, "SELECT sum(id), sum(n) FROM acct").await, vec![vec!["141".to_string(), "21".to_string()]]);
 }
 
 /// Row locks beside checkpoints: clients increment a few hot rows of a keyed table (one
@@ -660,7 +661,8 @@ async fn a_deadlock_fails_one_transaction_with_40p01() {
 /// A primary key over the wire: a repeated key fails with 23505 naming the constraint and
 /// the key, in every write path (INSERT, UPDATE of the key, COPY); two clients inserting
 /// the same key at once: the second waits for the first, then fails when it commits or
-/// goes on when it rolls back (PostgreSQL's behaviour).
+/// goes on when it rolls back (PostgreSQL's behaviour); inserters of different keys do not
+/// wait for each other; an insert of a key whose delete rolls back fails.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_key_holds_for_every_writer() {
     let Served { _guard, db: _, server, client } = serve(new_db()).await;
@@ -698,6 +700,23 @@ async fn a_primary_key_holds_for_every_writer() {
     waiter.await.expect("second").expect("the second insert of 11 goes on once the first rolls back");
     assert_eq!(one(&client, "SELECT v FROM k WHERE id = 11").await, "second");
     assert_eq!(one(&client, "SELECT count(*) FROM k").await, "4");
+
+    // Different keys: the second commits while the first is open.
+    let second = connect(&server).await;
+    first.batch_execute("BEGIN; INSERT INTO k VALUES (12, 'first')").await.expect("first inserts 12");
+    tokio::time::timeout(Duration::from_secs(5), second.batch_execute("INSERT INTO k VALUES (13, 'second'); INSERT INTO k VALUES (14, 'second')"))
+        .await
+        .expect("an inserter of other keys does not wait")
+        .expect("13 and 14");
+    // A key the open transaction deletes: an inserter waits, and fails when the delete rolls back.
+    first.batch_execute("DELETE FROM k WHERE id = 2").await.expect("first deletes 2");
+    let waiter = tokio::spawn(async move { second.batch_execute("INSERT INTO k VALUES (2, 'second')").await.map_err(|e| common::error_of(&e)) });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "an insert of a key being deleted waits");
+    first.batch_execute("ROLLBACK").await.expect("first rolls back");
+    let e = waiter.await.expect("second").expect_err("2 is still there");
+    assert!(e.starts_with("23505"), "{e}");
+    assert_eq!(one(&client, "SELECT count(*) FROM k").await, "6");
     server.shutdown().await;
 }
 

@@ -108,7 +108,7 @@ pub struct Transaction {
 /// The change locks a transaction holds (table_lock.rs), released when it drops.
 #[derive(Default)]
 pub(crate) struct LockHolder {
-    txn: u64,
+    pub(crate) txn: u64,
     locks: Option<Arc<TableLocks>>,
 }
 
@@ -320,8 +320,9 @@ impl WritePath {
             let st = self.lock_state_shared()?;
             self.table_for_insert(&st, table_name)?
         };
-        // Checking new keys takes the table whole and may read index pages: a caller that
-        // asked not to wait makes this call again where it may.
+        // Checking new keys may wait for another transaction's key lock and may read index
+        // pages (a first build): a caller that asked not to wait makes this call again where
+        // it may.
         if txn.no_wait && !keys_kept && table.indexes.iter().any(|i| i.unique) {
             return Err(WriteError::WouldWait { table: key });
         }
@@ -865,7 +866,7 @@ impl PreparedInsert<'_> {
         }
         staged.lsns.iter_mut().for_each(Vec::clear);
         staged.unique_keys.clear();
-        // Dropping the holder releases the table's change lock (a unique index's writer).
+        // Dropping the holder releases the change, row and key locks.
         self.txn.locks = LockHolder::default();
     }
 }

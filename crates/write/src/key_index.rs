@@ -22,10 +22,10 @@
 //!   has no caller (issue 28); until it does, a persistent tree would need its own
 //!   logging and checkpoint, twice the work of moving both tables and indexes into the
 //!   pool at once. The cost is the build: about the time of one scan of the key columns.
-//! - **Uniqueness** is checked when rows are staged, under the table's change lock
-//!   (table_lock.rs), which every writer of a table with a unique index takes: the second
-//!   of two concurrent inserters of one key waits for the first to commit or roll back,
-//!   then fails or goes on (PostgreSQL's behaviour, at table grain).
+//! - **Uniqueness** is checked when rows are staged, under locks on the new key values
+//!   (table_lock.rs, index_write.rs): the second of two concurrent inserters of one key
+//!   waits for the first to commit or roll back, then fails or goes on (PostgreSQL's
+//!   behaviour); inserters of different keys do not wait for each other.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;

@@ -1,6 +1,6 @@
 //! Change locks: what a transaction that changes rows holds until it commits or rolls back.
 //!
-//! Two grains, PostgreSQL's READ COMMITTED contract at both:
+//! PostgreSQL's READ COMMITTED contract, at row and key grain:
 //! - **Row locks** (UPDATE and DELETE): the statement takes its table's lock in
 //!   [`LockMode::Rows`] (shared by every row changer), reads its snapshot, then locks each
 //!   row it changes. A row another open transaction changed makes it wait for that
@@ -10,16 +10,23 @@
 //!   statement: the same rows in the end, since every row it changes is locked and newest).
 //!   So two UPDATEs of one row both apply, in order, and UPDATEs of different rows of one
 //!   table run side by side (pgbench's clients, each on its own account).
-//! - **Table locks** ([`LockMode::Table`], exclusive): a writer whose rows must be checked
-//!   against a unique index (an INSERT into a keyed table, an UPDATE that changes a key),
-//!   and CREATE INDEX. While it holds the table no other transaction has uncommitted rows
-//!   in it, so the check sees every row a key can collide with (index_write.rs). A second
-//!   inserter of a key waits for the first, then fails or goes on, as in PostgreSQL.
+//! - **Key locks** (a writer of new keys of a unique index: INSERT into a keyed table, an
+//!   UPDATE that changes a key): in `Rows` mode too, plus one lock per new key value of
+//!   each unique index (`key_lock_space`, `key_lock_id`), held to the transaction's end.
+//!   Every transaction that adds a key holds its key lock, and every one that removes a
+//!   committed key holds that row's lock; so a uniqueness check made under the key lock
+//!   that meets a committed row another transaction holds waits for it and checks again
+//!   (index_write.rs). A second inserter of a key waits for the first, then fails or goes
+//!   on, as in PostgreSQL; inserters of different keys do not wait for each other (before,
+//!   the whole table was taken, and committers of a keyed table ran one flush each).
+//! - **Table locks** ([`LockMode::Table`], exclusive): CREATE INDEX and ALTER TABLE, which
+//!   wait for every open changer of the table.
 //!
 //! A row is named by its row id as the table's current delta names it; a checkpoint that
 //! moves delta rows into pages renames the locks on them (`rename_rows`) under the write
-//! path's state lock, where lockers translate their ids too. INSERT into a table without a
-//! unique index takes no lock, and readers never wait: they read their snapshot.
+//! path's state lock, where lockers translate their ids too. A key is named by its value,
+//! which no checkpoint changes. INSERT into a table without a unique index takes no lock,
+//! and readers never wait: they read their snapshot.
 //!
 //! Deadlocks (T1 holds a and waits for b, T2 holds b and waits for a) are found when a
 //! wait begins or while it goes on, by following who waits for whom; the transaction that
@@ -32,6 +39,25 @@ use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::error::WriteError;
+
+/// The lock space of the keys of unique index `index` of table `table`: locked as rows of a
+/// table of that name (`try_lock_rows`, `wait_for_row`), which no real table can have (NUL
+/// is in no table name) and no checkpoint renames.
+pub(crate) fn key_lock_space(table: &str, index: &str) -> String {
+    format!("{table}\0{index}")
+}
+
+/// A key value's lock in its index's space: a 64-bit hash of its bytes (order-preserving
+/// encoding, key_index.rs). Two keys with one hash share a lock: a needless wait, never a
+/// missed one.
+pub(crate) fn key_lock_id(key: &[u8]) -> u64 {
+    static HASHER: std::sync::LazyLock<ahash::RandomState> = std::sync::LazyLock::new(ahash::RandomState::new);
+    HASHER.hash_one(key)
+}
+
+fn is_key_lock_space(table: &str) -> bool {
+    table.contains('\0')
+}
 
 /// How often a waiting transaction looks for a deadlock again (a cycle can close after
 /// its wait began) and for its wait's end.
@@ -176,7 +202,10 @@ impl TableLocks {
     /// the rows up to the first held by another transaction are taken.
     pub(crate) fn try_lock_rows(&self, txn: u64, table: &str, rows: &[u64]) -> RowsLocked {
         let mut locks = self.lock();
-        debug_assert!(locks.tables.get(table).is_some_and(|h| h.rows_mode.contains(&txn) || h.table_mode == Some(txn)), "rows are locked under the table's lock");
+        debug_assert!(
+            is_key_lock_space(table) || locks.tables.get(table).is_some_and(|h| h.rows_mode.contains(&txn) || h.table_mode == Some(txn)),
+            "rows are locked under the table's lock"
+        );
         // The table's maps are found once, not once per row.
         let Locks { rows: held, rows_of, .. } = &mut *locks;
         let held = held.entry(table.to_string()).or_default();
@@ -206,6 +235,19 @@ impl TableLocks {
     pub(crate) fn wait_for_row(&self, txn: u64, table: &str, row: u64) -> Result<(), WriteError> {
         let locks = self.lock();
         self.wait_until_free(locks, txn, table, |l| l.rows.get(table).and_then(|r| r.get(&row)).copied().filter(|h| *h != txn).into_iter().collect()).map(drop)
+    }
+
+    /// Waits until key `id` of unique index `index` of `table` is no longer held by
+    /// another transaction; errors name the table.
+    pub(crate) fn wait_for_key(&self, txn: u64, table: &str, index: &str, id: u64) -> Result<(), WriteError> {
+        let space = key_lock_space(table, index);
+        let locks = self.lock();
+        self.wait_until_free(locks, txn, table, |l| l.rows.get(&space).and_then(|r| r.get(&id)).copied().filter(|h| *h != txn).into_iter().collect()).map(drop)
+    }
+
+    /// The transaction holding `row` of `table`, if one does.
+    pub(crate) fn row_holder(&self, table: &str, row: u64) -> Option<u64> {
+        self.lock().rows.get(table).and_then(|r| r.get(&row)).copied()
     }
 
     /// A checkpoint moved delta rows into pages: locks on them follow their new ids
