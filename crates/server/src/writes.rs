@@ -373,17 +373,20 @@ impl Committer {
         if self.queued.load(Relaxed) != 0 || self.on_task.active() > self.on_task_max {
             return None;
         }
-        // Cheap (the state mutex): staging below must not block the runtime either. A
-        // table with a unique index may make staging wait for another transaction's
-        // change lock: the workers' threads take those.
-        if self.write.commit_would_block(0).unwrap_or(true) || self.write.has_unique_index(table) {
+        // Cheap (the state mutex): staging below must not block the runtime either.
+        if self.write.commit_would_block(0).unwrap_or(true) {
             return None;
         }
         let waited = std::time::Instant::now();
         let mut txn = flashscan_write::Transaction::new();
         // Delayed: `durable()` below resolves at once, the log writer flushes later.
         txn.set_durability(durability);
+        // A key another transaction holds (or a first build of the table's indexes) would
+        // make staging wait: the workers' threads take those (dropping `txn` releases the
+        // key locks it took).
+        txn.set_no_wait(true);
         let result = match self.write.stage_insert(&mut txn, table, batches) {
+            Err(flashscan_write::WriteError::WouldWait { .. }) => return None,
             Err(e) => Err(WriteFailure::of(&e)),
             Ok(_) => match self.write.try_begin_commit(txn) {
                 // Would block: nothing was logged, the workers commit it.

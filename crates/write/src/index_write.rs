@@ -144,11 +144,11 @@ impl WritePath {
         }
     }
 
-    /// Whether `table_name` has a unique index: its writers lock their keys and may wait
-    /// (callers that must not block hand such inserts to a thread).
-    pub fn has_unique_index(&self, table_name: &str) -> bool {
+    /// Whether the unique indexes of table `key` are built and sound: checking keys then
+    /// reads no table pages (it may still wait for another transaction's key).
+    pub(crate) fn unique_indexes_ready(&self, key: &str) -> bool {
         let Ok(st) = self.lock_state_shared() else { return false };
-        key_of(&st.catalog, table_name).and_then(|k| st.catalog.tables.get(&k)).is_some_and(|t| t.indexes.iter().any(|i| i.unique))
+        st.deltas.get(key).is_some_and(|d| d.indexes().refuse_broken().is_ok() && d.indexes().all().iter().filter(|i| i.is_unique()).all(|i| i.is_built()))
     }
 
     /// The SQL indexes of `table_name`, every one built (a build holds off commits and

@@ -320,10 +320,10 @@ impl WritePath {
             let st = self.lock_state_shared()?;
             self.table_for_insert(&st, table_name)?
         };
-        // Checking new keys may wait for another transaction's key lock and may read index
-        // pages (a first build): a caller that asked not to wait makes this call again where
-        // it may.
-        if txn.no_wait && !keys_kept && table.indexes.iter().any(|i| i.unique) {
+        // A first build of the table's indexes reads the table: a caller that asked not to
+        // wait makes this call again where it may. (A key held by another transaction makes
+        // `check_unique` answer `WouldWait` to it too.)
+        if txn.no_wait && !keys_kept && table.indexes.iter().any(|i| i.unique) && !self.unique_indexes_ready(&key) {
             return Err(WriteError::WouldWait { table: key });
         }
         let mut rows: PartitionRows = vec![Vec::new(); table.partitions.len()];
