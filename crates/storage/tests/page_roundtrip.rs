@@ -24,6 +24,12 @@ fn check_heap_decoder(meta: &TableMeta, pages: &[Vec<u8>], rows: &[Vec<Value>]) 
     let batch = dec.finish();
     assert_eq!(batch.num_rows(), rows.len());
     assert_eq!(dec.rows_buffered(), 0);
+    // A page built in memory decodes the same without its checksum checked.
+    let mut built = HeapDecoder::new(meta, &projection);
+    for p in pages {
+        built.push_built_page(p, Path::new("built")).unwrap();
+    }
+    assert_eq!(built.finish(), batch, "push_built_page and push_page disagree");
     for (out_i, &col) in projection.iter().enumerate() {
         let a = batch.column(out_i);
         for (r, row) in rows.iter().enumerate() {
@@ -63,6 +69,16 @@ proptest! {
         let mut dec = HeapDecoder::new(&meta, &[0, 1]);
         let err = dec.push_page(&pages[0], PageId::new(PAGES_FILE_ID, 0).0, Path::new("data.dat"), 8192).unwrap_err().to_string();
         prop_assert!(err.contains("data.dat") && err.contains(&PageId::new(PAGES_FILE_ID, 0).0.to_string()) && err.contains("8192"), "{}", err);
+    }
+}
+
+#[test]
+fn only_a_page_is_taken_as_a_built_page() {
+    let meta = table(&[(ColumnType::Int64, false)]);
+    let mut dec = HeapDecoder::new(&meta, &[0]);
+    for bytes in [vec![0u8; PAGE_SIZE_BYTES], vec![0u8; 100]] {
+        let err = dec.push_built_page(&bytes, Path::new("built")).unwrap_err().to_string();
+        assert!(err.contains("built"), "{err}");
     }
 }
 

@@ -35,12 +35,12 @@ use arrow::array::ArrayRef;
 use arrow::datatypes::{DataType, Field};
 use arrow::record_batch::RecordBatch;
 use arrow::row::{RowConverter, SortField};
-use flashscan_storage::heap::header::{seal, PAGE_KIND_HEAP};
+use flashscan_storage::heap::header::PAGE_KIND_HEAP;
 use flashscan_storage::heap::heap_page::HeapPageBuilder;
-use flashscan_storage::{HeapDecoder, KeyIndexDef, Lsn, PageId, StorageError, TableMeta, PAGE_SIZE_BYTES};
+use flashscan_storage::{HeapDecoder, KeyIndexDef, PageId, StorageError, TableMeta, PAGE_SIZE_BYTES};
 
 use crate::deleted::DeadForAll;
-use crate::delta::{TableDelta, DELTA_PAGE_ID};
+use crate::delta::TableDelta;
 use crate::error::WriteError;
 use crate::row_id::RowId;
 
@@ -527,8 +527,8 @@ pub fn decode_rows<'r>(table: &TableMeta, projection: &[usize], rows: impl IntoI
     let mut push = |builder: &mut HeapPageBuilder, decoder: &mut HeapDecoder| -> Result<(), WriteError> {
         page.clear();
         builder.take_page(&mut page);
-        seal(&mut page, DELTA_PAGE_ID, Lsn(0));
-        decoder.push_page(&page, DELTA_PAGE_ID.0, path, 0)?;
+        // Built here, never written: no checksum to make or check.
+        decoder.push_built_page(&page, path)?;
         Ok(())
     };
     for row in rows {

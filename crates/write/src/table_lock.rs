@@ -83,13 +83,15 @@ struct TableHold {
 
 #[derive(Debug, Default)]
 struct Locks {
-    tables: HashMap<String, TableHold>,
-    /// Table key → row id → the transaction holding the row.
-    rows: HashMap<String, AHashMap<u64, u64>>,
+    // aHash throughout: every INSERT into a keyed table takes and releases its table and
+    // key locks here (SipHash of the names showed in its profile).
+    tables: AHashMap<String, TableHold>,
+    /// Table key (or key lock space) → row id → the transaction holding the row.
+    rows: AHashMap<String, AHashMap<u64, u64>>,
     /// Per transaction, per table, the rows it holds (released together).
-    rows_of: HashMap<u64, HashMap<String, Vec<u64>>>,
+    rows_of: AHashMap<u64, AHashMap<String, Vec<u64>>>,
     /// Waiting transaction → the transactions it waits for.
-    waits_for: HashMap<u64, Vec<u64>>,
+    waits_for: AHashMap<u64, Vec<u64>>,
 }
 
 impl Locks {

@@ -18,11 +18,12 @@ use arrow::datatypes::{Schema, SchemaRef};
 use crate::column::{ColumnType, TemporalUnit, TIMESTAMP_TIME_ZONE};
 use crate::error::StorageError;
 use crate::heap::compressed_page::{parse_page, value_pieces, CompressedScratch};
-use crate::heap::header::{read_u16, PageHeader, PAGE_HEADER_BYTES, PAGE_KIND_HEAP};
+use crate::heap::header::{read_header, read_u16, PageHeader, PAGE_HEADER_BYTES, PAGE_KIND_HEAP, PAGE_MAGIC};
 use crate::heap::value_bytes::{get_float, get_integer, get_integer128, ValueEncoding};
 use crate::heap::heap_page::{slot_offset, verify_page};
 use crate::heap::row_codec::{ColumnSlot, RowLayout};
 use crate::heap::PageId;
+use crate::PAGE_SIZE_BYTES;
 use crate::table_meta::TableMeta;
 
 /// Rows a decoder is sized for before its first `finish`; later batches reuse the size of
@@ -155,12 +156,28 @@ impl HeapDecoder {
     /// Verifies one page and appends its rows; returns the page's row count.
     pub fn push_page(&mut self, page: &[u8], expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<u32, StorageError> {
         let header = verify_page(page, PageId(expected_page_id), file, offset_bytes)?;
+        self.push_page_with_header(page, &header, expected_page_id, file, offset_bytes)
+    }
+
+    /// Appends the rows of a page this process built in memory and never wrote (a
+    /// `HeapPageBuilder`'s page, unsealed): nothing to verify a checksum against, so none
+    /// is computed (two CRCs of 8 KB were most of the cost of decoding one new row's key
+    /// columns); its layout is checked as any page's. `what` names it in errors.
+    pub fn push_built_page(&mut self, page: &[u8], what: &Path) -> Result<u32, StorageError> {
+        if page.len() != PAGE_SIZE_BYTES || page[..4] != PAGE_MAGIC {
+            return Err(StorageError::PageCorrupt { file: what.to_path_buf(), page_id: 0, offset_bytes: 0, reason: "not a page built in memory".into() });
+        }
+        let header = read_header(page);
+        self.push_page_with_header(page, &header, 0, what, 0)
+    }
+
+    fn push_page_with_header(&mut self, page: &[u8], header: &PageHeader, expected_page_id: u64, file: &Path, offset_bytes: u64) -> Result<u32, StorageError> {
         let corrupt = |reason: String| StorageError::PageCorrupt { file: file.to_path_buf(), page_id: expected_page_id, offset_bytes, reason };
         if header.column_count as usize != self.layout.types.len() {
             return Err(corrupt(format!("page has {} columns, table {} has {}", header.column_count, self.table_name, self.layout.types.len())));
         }
         if header.page_kind != PAGE_KIND_HEAP {
-            return self.push_compressed_page(page, &header, file, expected_page_id, offset_bytes);
+            return self.push_compressed_page(page, header, file, expected_page_id, offset_bytes);
         }
         let row_count = header.row_count as usize;
         let free = header.free_space_offset as usize;
