@@ -519,32 +519,39 @@ impl TableIndexes {
 /// Rows in the page row encoding of `table`, decoded (projected) with the decoder scans
 /// use, through heap pages built in memory.
 pub fn decode_rows<'r>(table: &TableMeta, projection: &[usize], rows: impl IntoIterator<Item = &'r [u8]>) -> Result<RecordBatch, WriteError> {
+    thread_local! {
+        /// One page builder per thread, kept between calls: every INSERT into a keyed table
+        /// decodes its new rows' keys here, often one row, and a new zeroed 8 KB page per
+        /// call (and its copy) cost more than the decode.
+        static BUILDER: std::cell::RefCell<HeapPageBuilder> = std::cell::RefCell::new(HeapPageBuilder::with_kind(1, PAGE_KIND_HEAP));
+    }
     let mut decoder = HeapDecoder::try_new(table, projection)?;
     let column_count = table.columns.len() as u16;
-    let mut builder = HeapPageBuilder::with_kind(column_count, PAGE_KIND_HEAP);
-    let mut page = Vec::with_capacity(PAGE_SIZE_BYTES);
     let path = Path::new("(rows in memory)");
-    let mut push = |builder: &mut HeapPageBuilder, decoder: &mut HeapDecoder| -> Result<(), WriteError> {
-        page.clear();
-        builder.take_page(&mut page);
+    BUILDER.with(|cell| {
+        let mut builder = cell.borrow_mut();
+        builder.reset_for(column_count, PAGE_KIND_HEAP);
         // Built here, never written: no checksum to make or check.
-        decoder.push_built_page(&page, path)?;
-        Ok(())
-    };
-    for row in rows {
-        if !builder.try_append(row) {
-            if builder.is_empty() {
-                return Err(WriteError::InvalidArgument(format!("a row of {} bytes for table {} is larger than a page", row.len(), table.name)));
+        let push = |builder: &mut HeapPageBuilder, decoder: &mut HeapDecoder| -> Result<(), WriteError> {
+            decoder.push_built_page(builder.built_page(), path)?;
+            builder.clear();
+            Ok(())
+        };
+        for row in rows {
+            if !builder.try_append(row) {
+                if builder.is_empty() {
+                    return Err(WriteError::InvalidArgument(format!("a row of {} bytes for table {} is larger than a page", row.len(), table.name)));
+                }
+                push(&mut builder, &mut decoder)?;
+                let fitted = builder.try_append(row);
+                debug_assert!(fitted, "a row that fits no empty page was refused above");
             }
-            push(&mut builder, &mut decoder)?;
-            let fitted = builder.try_append(row);
-            debug_assert!(fitted, "a row that fits no empty page was refused above");
         }
-    }
-    if !builder.is_empty() {
-        push(&mut builder, &mut decoder)?;
-    }
-    Ok(decoder.finish())
+        if !builder.is_empty() {
+            push(&mut builder, &mut decoder)?;
+        }
+        Ok(decoder.finish())
+    })
 }
 
 /// The key values of row `i` of `batch` as PostgreSQL shows them in a violation:

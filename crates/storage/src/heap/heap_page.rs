@@ -66,12 +66,36 @@ impl HeapPageBuilder {
     /// Appends the finished page (header written, id/LSN/checksum still to be sealed) to
     /// `out` and resets the builder.
     pub fn take_page(&mut self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.built_page());
+        self.clear();
+    }
+
+    /// The page as built so far, header written (id, LSN and checksum not sealed),
+    /// borrowed instead of copied out: what a decoder of rows built in memory reads
+    /// (`HeapDecoder::push_built_page`). `clear` starts the next page.
+    pub fn built_page(&mut self) -> &[u8] {
         debug_assert!(self.row_count <= u16::MAX as usize);
         header::write_body_fields_of_kind(&mut self.page, self.row_count as u16, self.column_count, self.free_space_offset as u16, self.page_kind);
-        out.extend_from_slice(&self.page);
-        self.page.fill(0);
+        &self.page
+    }
+
+    /// Empties the builder: the bytes the header, rows and slots used are zeroed again, not
+    /// the whole page (the free space between them was never written).
+    pub fn clear(&mut self) {
+        let slots_start = PAGE_SIZE_BYTES - 2 * self.row_count;
+        self.page[..self.free_space_offset].fill(0);
+        self.page[slots_start..].fill(0);
+        debug_assert!(self.page.iter().all(|b| *b == 0), "a byte outside the rows and slots was written");
         self.free_space_offset = PAGE_HEADER_BYTES;
         self.row_count = 0;
+    }
+
+    /// The builder made ready for pages of another table (cleared first).
+    pub fn reset_for(&mut self, column_count: u16, page_kind: u16) {
+        debug_assert!(is_heap_kind(page_kind));
+        self.clear();
+        self.column_count = column_count;
+        self.page_kind = page_kind;
     }
 }
 
