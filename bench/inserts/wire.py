@@ -6,6 +6,7 @@ options) or (c) (`on`: durable before acknowledged), interleaved, medians of rou
 
     python3 bench/inserts/wire.py --flashscan BIN [--clients 2,8,64,256] [--modes a,c]
                                   [--seconds 5] [--rounds 5] [--work /work/bench-data/inserts-wire]
+                                  [--primary-key]
 
 Setup: `apt-get install -y postgresql` (15: /usr/lib/postgresql/15/bin) as root; PostgreSQL
 runs on loopback as the postgres user with bench/concurrency/run.py's configuration
@@ -13,7 +14,9 @@ runs on loopback as the postgres user with bench/concurrency/run.py's configurat
 stopped here. Table: the article's, a plain heap (c1 BIGINT, c2 TIMESTAMP, c3 VARCHAR(111),
 c4 INT, c5 INT, c6 BIGINT); pgbench has no per-client counter, so each transaction's key is
 client × 10^10 + a random number below 10^10 (the session's range; no primary key here, so a
-repeat would not fail). Per step: pgbench -n -M prepared -c C -j min(C, 4) -T S -f script,
+repeat would not fail). `--primary-key`: c1 is the table's PRIMARY KEY on both servers (the
+article's table has its key), and each key is client × 10^16 + a random number below 10^16 (a
+repeat, which would fail the client, has odds of about 5 × 10^-7 per client per step). Per step: pgbench -n -M prepared -c C -j min(C, 4) -T S -f script,
 rows/s = transactions / pgbench's own elapsed, rows counted in the table afterwards as a
 check; server CPU (the server process and its children, /proc) per row; commit latency
 p50/p99 from pgbench's per-transaction log (-l, the whole round trip); rows per flush:
@@ -41,6 +44,9 @@ C3 = ("c3-" + "x" * 111)[:111]
 # article's stored procedure binds its values.
 SCRIPT = ("\\set i random(1, 9999999999)\n\\set c1 :client_id * 10000000000 + :i\n\\set c5 :i %% 1000\n"
           "INSERT INTO bench_inserts VALUES (:c1, '2025-01-01 00:00:00', '%s', :client_id, :c5, :i);\n" % C3)
+SCRIPT_PK = ("\\set i random(1, 9999999999999999)\n\\set c1 :client_id * 10000000000000000 + :i\n\\set c5 :i %% 1000\n"
+             "INSERT INTO bench_inserts VALUES (:c1, '2025-01-01 00:00:00', '%s', :client_id, :c5, :i);\n" % C3)
+TABLE_PK = "CREATE TABLE bench_inserts (c1 BIGINT PRIMARY KEY, c2 TIMESTAMP NOT NULL, c3 VARCHAR(111) NOT NULL, c4 INT NOT NULL, c5 INT NOT NULL, c6 BIGINT NOT NULL)"
 TABLE = "CREATE TABLE bench_inserts (c1 BIGINT NOT NULL, c2 TIMESTAMP NOT NULL, c3 VARCHAR(111) NOT NULL, c4 INT NOT NULL, c5 INT NOT NULL, c6 BIGINT NOT NULL)"
 
 
@@ -102,13 +108,15 @@ def main():
     ap.add_argument("--modes", default="a,c")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--primary-key", action="store_true", help="c1 as the PRIMARY KEY on both servers, random keys in each client's range")
     a = ap.parse_args()
+    table, script_text = (TABLE_PK, SCRIPT_PK) if a.primary_key else (TABLE, SCRIPT)
     os.makedirs(a.work, exist_ok=True)
     clients = [int(c) for c in a.clients.split(",")]
     modes = a.modes.split(",")
     script = os.path.join(a.work, "insert.sql")
     with open(script, "w") as f:
-        f.write(SCRIPT)
+        f.write(script_text)
     pg = servers.Postgres(a.work, max(clients) + 10)
     pg.init()
     pg.start()
@@ -119,8 +127,8 @@ def main():
     fs.start()
     results = []
     try:
-        servers.psql(servers.PG_PORT, "DROP TABLE IF EXISTS bench_inserts; " + TABLE)
-        servers.psql(FS_PORT, TABLE, user="bench")
+        servers.psql(servers.PG_PORT, "DROP TABLE IF EXISTS bench_inserts; " + table)
+        servers.psql(FS_PORT, table, user="bench")
         # flashscan's counters are sampled once a second: the first step needs a sample before it.
         time.sleep(1.5)
         systems = [("flashscan", FS_PORT, "bench", fs.pid), ("postgres", servers.PG_PORT, "postgres", pg.pid)]
@@ -136,7 +144,7 @@ def main():
         fs.stop()
         pg.stop()
     med = lambda rs, k: statistics.median(x[k] for x in rs)  # noqa: E731
-    print(f"\nmedians over {a.rounds} rounds, {a.seconds} s per step, pgbench -M prepared one-row INSERT")
+    print(f"\nmedians over {a.rounds} rounds, {a.seconds} s per step, pgbench -M prepared one-row INSERT" + (", c1 PRIMARY KEY" if a.primary_key else ", no key"))
     print("%-4s %7s %-10s %10s %12s %9s %9s %10s %9s" % ("mode", "clients", "system", "rows/s", "cpu_us/row", "p50_us", "p99_us", "rows/flush", "fs ÷ pg"))
     for mode in modes:
         for c in clients:
