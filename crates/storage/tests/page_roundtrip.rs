@@ -30,6 +30,13 @@ fn check_heap_decoder(meta: &TableMeta, pages: &[Vec<u8>], rows: &[Vec<Value>]) 
         built.push_built_page(p, Path::new("built")).unwrap();
     }
     assert_eq!(built.finish(), batch, "push_built_page and push_page disagree");
+    // A decoder sized for one row grows to any number of them.
+    let mut small = HeapDecoder::try_with_capacity(meta, &projection, 1).unwrap();
+    for p in pages {
+        small.push_built_page(p, Path::new("built")).unwrap();
+    }
+    assert_eq!(small.finish(), batch, "a decoder sized for one row decodes differently");
+    assert_eq!(small.finish().num_rows(), 0, "finish leaves it empty");
     for (out_i, &col) in projection.iter().enumerate() {
         let a = batch.column(out_i);
         for (r, row) in rows.iter().enumerate() {

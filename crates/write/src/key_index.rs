@@ -525,7 +525,9 @@ pub fn decode_rows<'r>(table: &TableMeta, projection: &[usize], rows: impl IntoI
         /// call (and its copy) cost more than the decode.
         static BUILDER: std::cell::RefCell<HeapPageBuilder> = std::cell::RefCell::new(HeapPageBuilder::with_kind(1, PAGE_KIND_HEAP));
     }
-    let mut decoder = HeapDecoder::try_new(table, projection)?;
+    let rows = rows.into_iter();
+    // Sized for the rows given (often one), not for a scan's batches.
+    let mut decoder = HeapDecoder::try_with_capacity(table, projection, rows.size_hint().0.min(8192))?;
     let column_count = table.columns.len() as u16;
     let path = Path::new("(rows in memory)");
     BUILDER.with(|cell| {
