@@ -373,20 +373,21 @@ impl Committer {
         if self.queued.load(Relaxed) != 0 || self.on_task.active() > self.on_task_max {
             return None;
         }
-        // Cheap (the state mutex): staging below must not block the runtime either.
-        if self.write.commit_would_block(0).unwrap_or(true) {
+        // Cheap (the state mutex): staging below must not block the runtime either. A
+        // table with a unique index goes to the workers: its staging may wait for another
+        // transaction's key lock, and the workers' grouping of queued statements into one
+        // transaction was measured faster for it than committing each on its task, even
+        // with key-grain locks (session 26, docs/benchmarks.md: `bench/inserts/wire.py
+        // --primary-key`, 64 clients, 37,536 against 26,425 rows/s delayed, 30,492 against
+        // 28,792 durable).
+        if self.write.commit_would_block(0).unwrap_or(true) || self.write.has_unique_index(table) {
             return None;
         }
         let waited = std::time::Instant::now();
         let mut txn = flashscan_write::Transaction::new();
         // Delayed: `durable()` below resolves at once, the log writer flushes later.
         txn.set_durability(durability);
-        // A key another transaction holds (or a first build of the table's indexes) would
-        // make staging wait: the workers' threads take those (dropping `txn` releases the
-        // key locks it took).
-        txn.set_no_wait(true);
         let result = match self.write.stage_insert(&mut txn, table, batches) {
-            Err(flashscan_write::WriteError::WouldWait { .. }) => return None,
             Err(e) => Err(WriteFailure::of(&e)),
             Ok(_) => match self.write.try_begin_commit(txn) {
                 // Would block: nothing was logged, the workers commit it.

@@ -144,6 +144,13 @@ impl WritePath {
         }
     }
 
+    /// Whether `table_name` has a unique index: its writers lock their keys and may wait
+    /// (callers that must not block hand such inserts to a thread).
+    pub fn has_unique_index(&self, table_name: &str) -> bool {
+        let Ok(st) = self.lock_state_shared() else { return false };
+        key_of(&st.catalog, table_name).and_then(|k| st.catalog.tables.get(&k)).is_some_and(|t| t.indexes.iter().any(|i| i.unique))
+    }
+
     /// Whether the unique indexes of table `key` are built and sound: checking keys then
     /// reads no table pages (it may still wait for another transaction's key).
     pub(crate) fn unique_indexes_ready(&self, key: &str) -> bool {
