@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--modes", default="a,c")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--keep", action="store_true", help="keep both databases under --work after the run (removed by default)")
     ap.add_argument("--primary-key", action="store_true", help="c1 as the PRIMARY KEY on both servers, random keys in each client's range")
     a = ap.parse_args()
     table, script_text = (TABLE_PK, SCRIPT_PK) if a.primary_key else (TABLE, SCRIPT)
@@ -143,6 +144,10 @@ def main():
     finally:
         fs.stop()
         pg.stop()
+        # Both databases hold every row the run inserted (GBs at 64 clients): gone unless kept.
+        if not a.keep:
+            for d in (db, pg.data):
+                subprocess.run(["rm", "-rf", d])
     med = lambda rs, k: statistics.median(x[k] for x in rs)  # noqa: E731
     print(f"\nmedians over {a.rounds} rounds, {a.seconds} s per step, pgbench -M prepared one-row INSERT" + (", c1 PRIMARY KEY" if a.primary_key else ", no key"))
     print("%-4s %7s %-10s %10s %12s %9s %9s %10s %9s" % ("mode", "clients", "system", "rows/s", "cpu_us/row", "p50_us", "p99_us", "rows/flush", "fs ÷ pg"))
