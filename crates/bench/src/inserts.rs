@@ -119,6 +119,13 @@ pub struct InsertsReport {
     /// crash at the worst moment would have lost.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_unflushed_ms: Option<f64>,
+    /// The longest single log flush of the run (its writes and fdatasync, ms) and the mean:
+    /// the device's part of a commit's wait, and of `max_unflushed_ms`.
+    pub log_flush_ms_max: f64,
+    pub log_flush_ms_mean: f64,
+    /// Log segments the run created (a new 16 MiB segment on the flush path lengthens that
+    /// flush).
+    pub log_segments_created: u64,
     /// Rows in the table before this run (a reused table).
     pub table_rows_before: u64,
     /// Whether `flashscan init` had to make the database first.
@@ -311,6 +318,9 @@ pub fn run(db: &Path, options: &InsertsOptions) -> Result<InsertsReport, BenchEr
         cpu_us_per_row: per(rows),
         cpu_us_per_commit: per(commits),
         max_unflushed_ms: (options.durability == Durability::Delayed).then(|| wal_after.delayed_unflushed_us_max as f64 / 1000.0),
+        log_flush_ms_max: wal_after.flush_us_max as f64 / 1000.0,
+        log_flush_ms_mean: if log_flushes == 0 { 0.0 } else { wal_after.flush_time_us.saturating_sub(wal_before.flush_time_us) as f64 / 1000.0 / log_flushes as f64 },
+        log_segments_created: wal_after.segments_created_count.saturating_sub(wal_before.segments_created_count),
         table_rows_before,
         database_created,
     })

@@ -66,6 +66,7 @@ pub fn run(args: BenchInsertsArgs) -> anyhow::Result<()> {
     println!("  rows committed     {:>12}  ({:.0} rows/s)", r.rows_committed, r.rows_per_s);
     println!("  commits            {:>12}  ({:.0} commits/s)", r.commits, r.commits_per_s);
     println!("  log flushes        {:>12}  ({:.2} commits per flush)", r.log_flushes, r.commits_per_flush);
+    println!("  flush time         mean {:.2} ms, max {:.2} ms; {} log segment(s) created", r.log_flush_ms_mean, r.log_flush_ms_max, r.log_segments_created);
     println!("  commit latency     p50 {:.0} µs, p99 {:.0} µs, max {:.0} µs", r.commit_latency_us.p50, r.commit_latency_us.p99, r.commit_latency_us.max);
     if let Some(ms) = r.max_unflushed_ms {
         println!("  longest unflushed  {ms:.1} ms (an acknowledged commit waiting for its flush)");

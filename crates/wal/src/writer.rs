@@ -83,6 +83,7 @@ struct Counters {
     commits: AtomicU64,
     flushes: AtomicU64,
     flush_time_ns: AtomicU64,
+    flush_time_ns_max: AtomicU64,
     overlapped_flushes: AtomicU64,
     flushes_in_flight_peak: AtomicU64,
     bytes_written: AtomicU64,
@@ -102,6 +103,9 @@ pub struct WalStats {
     /// Time spent in those flushes' writes and fdatasyncs, summed over flushes (two in
     /// flight for 100 µs count 200 µs): the device's side of a commit's wait.
     pub flush_time_us: u64,
+    /// The longest single flush (its writes and fdatasync): the part of a delayed commit's
+    /// loss window that is the device's, beside `delayed_unflushed_us_max`.
+    pub flush_us_max: u64,
     /// Flushes submitted while another was in flight (overlapping flushes).
     pub overlapped_flushes_count: u64,
     /// The most flushes that were in flight at once.
@@ -892,6 +896,7 @@ impl Wal {
             commits_count: c.commits.load(Ordering::Relaxed),
             flushes_count: c.flushes.load(Ordering::Relaxed),
             flush_time_us: c.flush_time_ns.load(Ordering::Relaxed) / 1000,
+            flush_us_max: c.flush_time_ns_max.load(Ordering::Relaxed) / 1000,
             overlapped_flushes_count: c.overlapped_flushes.load(Ordering::Relaxed),
             flushes_in_flight_peak: c.flushes_in_flight_peak.load(Ordering::Relaxed),
             bytes_written: c.bytes_written.load(Ordering::Relaxed),
@@ -1164,7 +1169,9 @@ fn write_and_flush(shared: &Shared, segments: &mut SegmentWriter, start: Lsn, du
         i += n;
     }
     shared.counters.flushes.fetch_add(1, Ordering::Relaxed);
-    shared.counters.flush_time_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    let flush_ns = started.elapsed().as_nanos() as u64;
+    shared.counters.flush_time_ns.fetch_add(flush_ns, Ordering::Relaxed);
+    shared.counters.flush_time_ns_max.fetch_max(flush_ns, Ordering::Relaxed);
     Ok(())
 }
 

@@ -56,6 +56,8 @@ fn commits_survive_reopen_on_a_real_file() {
     // Each commit above waited for its own flush (one thread): their write + fdatasync
     // time is counted, in whole microseconds of the nanosecond sum.
     assert!(stats.flushes_count >= 100 && stats.flush_time_us > 0, "flush time not counted: {stats:?}");
+    // The longest flush lies between the mean and the sum (+1: both are rounded down to µs).
+    assert!(stats.flush_us_max <= stats.flush_time_us && (stats.flush_us_max + 1) * stats.flushes_count >= stats.flush_time_us, "{stats:?}");
     assert!(stats.segments_created_count >= 2, "{stats:?}");
     wal.close().unwrap();
     let (_wal, scan) = Wal::open(cfg, &identity(1)).unwrap();
